@@ -1,0 +1,93 @@
+//! The audit log: who did what to which channel, when (table `audit_log`).
+
+use crate::Result;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+/// The system actor: transitions the circuit breaker makes on its own.
+pub const ACTOR_CIRCUIT_BREAKER: &str = "circuit_breaker";
+/// The operator actor.
+pub const ACTOR_OPERATOR: &str = "operator";
+
+/// The actor string of a tenant API key: `tenant:<key id>`.
+pub fn tenant_actor(key_id: Uuid) -> String {
+    format!("tenant:{key_id}")
+}
+
+/// One audit entry to write.
+#[derive(Debug, Clone, Default)]
+pub struct Entry<'a> {
+    /// Tenant concerned.
+    pub tenant_id: Option<Uuid>,
+    /// Channel concerned.
+    pub channel_id: Option<Uuid>,
+    /// Who: [`ACTOR_CIRCUIT_BREAKER`], [`ACTOR_OPERATOR`] or [`tenant_actor`].
+    pub actor: &'a str,
+    /// What, e.g. `circuit.opened`, `channel.paused`.
+    pub action: &'a str,
+    /// Circuit state before.
+    pub from_state: Option<&'a str>,
+    /// Circuit state after.
+    pub to_state: Option<&'a str>,
+    /// Why, for a person.
+    pub reason: Option<&'a str>,
+    /// Anything else, as JSON.
+    pub details: serde_json::Value,
+}
+
+/// A stored audit entry.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Record {
+    /// Sequence number.
+    pub id: i64,
+    /// When (database time).
+    pub at: DateTime<Utc>,
+    /// Tenant concerned.
+    pub tenant_id: Option<Uuid>,
+    /// Channel concerned.
+    pub channel_id: Option<Uuid>,
+    /// Who.
+    pub actor: String,
+    /// What.
+    pub action: String,
+    /// Circuit state before.
+    pub from_state: Option<String>,
+    /// Circuit state after.
+    pub to_state: Option<String>,
+    /// Why.
+    pub reason: Option<String>,
+    /// Details.
+    pub details: serde_json::Value,
+}
+
+/// Writes one entry (inside the caller's transaction, so it exists exactly when the change does).
+pub async fn record(exec: impl PgExecutor<'_>, e: &Entry<'_>) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (tenant_id, channel_id, actor, action, from_state, to_state, reason, details)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(e.tenant_id)
+    .bind(e.channel_id)
+    .bind(e.actor)
+    .bind(e.action)
+    .bind(e.from_state)
+    .bind(e.to_state)
+    .bind(e.reason)
+    .bind(if e.details.is_null() { serde_json::json!({}) } else { e.details.clone() })
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Lists entries for a channel, oldest first.
+pub async fn for_channel(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<Vec<Record>> {
+    Ok(sqlx::query_as(
+        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details
+         FROM audit_log WHERE channel_id = $1 ORDER BY id",
+    )
+    .bind(channel_id)
+    .fetch_all(exec)
+    .await?)
+}

@@ -1,0 +1,131 @@
+//! Channels: a tenant's endpoints, each with its own circuit (table `channels`).
+
+use crate::{signing, Error, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+/// A channel as the API shows it. The signing secret is only shown at creation
+/// ([`CreatedChannel`]).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Channel {
+    /// Channel id (also the `group_id` of its jobs).
+    pub id: Uuid,
+    /// Owning tenant.
+    pub tenant_id: Uuid,
+    /// Optional display name.
+    pub name: Option<String>,
+    /// The endpoint.
+    pub url: String,
+    /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), null = unlimited.
+    pub rate_limit: Option<String>,
+    /// `closed` | `open` | `half_open` | `paused`.
+    pub circuit_state: String,
+    /// When the circuit last changed state.
+    pub circuit_changed_at: DateTime<Utc>,
+    /// Consecutive transient failures counted while closed.
+    pub consecutive_failures: i32,
+    /// Per-channel override of the failure threshold (null = global default).
+    pub failure_threshold: Option<i32>,
+    /// Per-channel override of the probe cooldown in ms (null = global default).
+    pub cooldown_ms: Option<i64>,
+    /// When the next probe may run, while open.
+    pub next_probe_at: Option<DateTime<Utc>>,
+    /// Last transient failure.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    /// What the last transient failure was.
+    pub last_failure_reason: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, circuit_state, circuit_changed_at, \
+    consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, last_failure_at, \
+    last_failure_reason, created_at, updated_at";
+
+/// A created channel with its signing secret, shown once.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreatedChannel {
+    /// The channel.
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// The Standard Webhooks secret (`whsec_…`) that signs every request to this channel.
+    pub signing_secret: String,
+}
+
+/// Input of [`create`]; the URL is already checked (see [`crate::targets`]).
+#[derive(Debug, Clone, Default)]
+pub struct NewChannel {
+    /// Endpoint URL.
+    pub url: String,
+    /// Display name (≤ 200 characters).
+    pub name: Option<String>,
+    /// Failure threshold override (> 0).
+    pub failure_threshold: Option<i32>,
+    /// Cooldown override in ms (> 0).
+    pub cooldown_ms: Option<i64>,
+}
+
+/// Creates a channel for `tenant_id` with a fresh signing secret.
+pub async fn create(exec: impl PgExecutor<'_>, tenant_id: Uuid, new: &NewChannel) -> Result<CreatedChannel> {
+    if let Some(name) = &new.name {
+        if name.chars().count() > 200 {
+            return Err(Error::invalid("name", "must be at most 200 characters"));
+        }
+    }
+    if new.failure_threshold.is_some_and(|t| !(1..=10_000).contains(&t)) {
+        return Err(Error::invalid("failure_threshold", "must be between 1 and 10000"));
+    }
+    if new.cooldown_ms.is_some_and(|c| !(1..=86_400_000).contains(&c)) {
+        return Err(Error::invalid("cooldown_ms", "must be between 1 and 86400000 (24 h)"));
+    }
+    let secret = signing::generate_secret();
+    let channel: Channel = sqlx::query_as(&format!(
+        "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+    ))
+    .bind(Uuid::now_v7())
+    .bind(tenant_id)
+    .bind(&new.name)
+    .bind(&new.url)
+    .bind(&secret)
+    .bind(new.failure_threshold)
+    .bind(new.cooldown_ms)
+    .fetch_one(exec)
+    .await?;
+    Ok(CreatedChannel { channel, signing_secret: secret })
+}
+
+/// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly
+/// like a missing one.
+pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Channel> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2"))
+        .bind(id)
+        .bind(tenant_id)
+        .fetch_optional(exec)
+        .await?
+        .ok_or(Error::NotFound("channel"))
+}
+
+/// Lists `tenant_id`'s channels, oldest first, at most `limit`, after channel id `after`
+/// (ids are time-ordered UUIDv7, so this pages in creation order).
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<Channel>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels
+         WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2)
+         ORDER BY id LIMIT $3"
+    ))
+    .bind(tenant_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(exec)
+    .await?)
+}

@@ -1,0 +1,310 @@
+//! Deliveries and their attempts (tables `deliveries`, `delivery_attempts`), and the jobs that
+//! carry them.
+
+use crate::{Error, Result, Tier, JOB_DELIVER};
+use breakwater_queue::NewJob;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+/// Longest accepted event type, in characters.
+pub const MAX_EVENT_TYPE_LEN: usize = 200;
+/// Longest accepted idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
+
+/// One delivery to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    /// Event type, e.g. `invoice.paid`: 1–200 characters, no control characters.
+    pub event_type: String,
+    /// The event's data (any JSON value).
+    pub payload: Value,
+    /// Optional idempotency key, unique per tenant.
+    pub idempotency_key: Option<String>,
+}
+
+/// Checks a delivery's fields; errors name the field.
+pub fn validate(d: &NewDelivery) -> Result<()> {
+    let et = d.event_type.trim();
+    if et.is_empty() {
+        return Err(Error::invalid("event_type", "must not be empty"));
+    }
+    if et.chars().count() > MAX_EVENT_TYPE_LEN || et.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "event_type",
+            "must be at most 200 characters without control characters",
+        ));
+    }
+    if let Some(k) = &d.idempotency_key {
+        if k.is_empty() || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN || k.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "idempotency_key",
+                "must be 1 to 200 characters without control characters",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The result of enqueueing one delivery.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The delivery id (also its `webhook-id`).
+    pub id: Uuid,
+    /// False when the idempotency key matched an earlier delivery, whose id this is.
+    pub created: bool,
+}
+
+/// Inserts deliveries for `channel_id` of `tenant_id` and one `deliver` job each on the tier's
+/// queue (group = channel, unique key = delivery), in the caller's transaction. Items are
+/// validated first; the whole batch is refused if one is invalid. A repeated idempotency key
+/// returns the earlier delivery (`created: false`) and enqueues nothing; one that was used for
+/// another channel is an [`Error::Conflict`].
+///
+/// Results are in input order.
+pub async fn enqueue(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    tier: Tier,
+    channel_id: Uuid,
+    items: &[NewDelivery],
+    max_attempts: i32,
+) -> Result<Vec<Enqueued>> {
+    for d in items {
+        validate(d)?;
+    }
+    let ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    let event_types: Vec<&str> = items.iter().map(|d| d.event_type.trim()).collect();
+    let payloads: Vec<&Value> = items.iter().map(|d| &d.payload).collect();
+    let keys: Vec<Option<&str>> = items.iter().map(|d| d.idempotency_key.as_deref()).collect();
+
+    // ON CONFLICT on the partial unique index (tenant_id, idempotency_key): a repeated key
+    // inserts nothing, even when two requests race; the earlier row is looked up below.
+    let inserted: Vec<(Uuid,)> = sqlx::query_as(
+        r#"
+        INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key)
+        SELECT id, $2, $3, event_type, payload, key
+        FROM unnest($1::uuid[], $4::text[], $5::jsonb[], $6::text[]) AS t(id, event_type, payload, key)
+        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+        "#,
+    )
+    .bind(&ids)
+    .bind(tenant_id)
+    .bind(channel_id)
+    .bind(&event_types)
+    .bind(&payloads)
+    .bind(&keys)
+    .fetch_all(&mut *tx)
+    .await?;
+    let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().map(|r| r.0).collect();
+
+    let mut results = Vec::with_capacity(items.len());
+    let mut jobs = Vec::with_capacity(inserted.len());
+    for (i, id) in ids.iter().enumerate() {
+        if inserted.contains(id) {
+            results.push(Enqueued { id: *id, created: true });
+            jobs.push(delivery_job(tier, channel_id, *id, max_attempts));
+            continue;
+        }
+        let key = keys[i].expect("only keyed rows can conflict");
+        let (existing, existing_channel): (Uuid, Uuid) = sqlx::query_as(
+            "SELECT id, channel_id FROM deliveries WHERE tenant_id = $1 AND idempotency_key = $2",
+        )
+        .bind(tenant_id)
+        .bind(key)
+        .fetch_one(&mut *tx)
+        .await?;
+        if existing_channel != channel_id {
+            return Err(Error::Conflict(format!(
+                "idempotency key {key:?} was already used for a delivery to another channel"
+            )));
+        }
+        results.push(Enqueued { id: existing, created: false });
+    }
+    breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
+    Ok(results)
+}
+
+/// The queue job that carries one delivery.
+pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempts: i32) -> NewJob {
+    NewJob::new(tier.queue(), JOB_DELIVER, serde_json::json!({ "delivery_id": delivery_id }))
+        .group(channel_id)
+        .unique_key(format!("delivery:{delivery_id}"))
+        .max_attempts(max_attempts)
+}
+
+/// A delivery as the API shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Delivery {
+    /// Delivery id (= `webhook-id`).
+    pub id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Event type.
+    pub event_type: String,
+    /// Event data.
+    pub payload: Value,
+    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead`.
+    pub status: String,
+    /// HTTP attempts made.
+    pub attempts: i32,
+    /// Idempotency key, if one was given.
+    pub idempotency_key: Option<String>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// Accepted at.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Delivered at.
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// One HTTP attempt as the API shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Attempt {
+    /// Attempt number of the delivery, from 1.
+    pub attempt: i32,
+    /// When the request started.
+    pub started_at: DateTime<Utc>,
+    /// How long it took, ms.
+    pub duration_ms: i32,
+    /// `success` | `transient` | `permanent`.
+    pub outcome: String,
+    /// HTTP status, if a response arrived.
+    pub status_code: Option<i32>,
+    /// `connect` | `timeout` | `blocked` | `other`, when no status.
+    pub error_kind: Option<String>,
+    /// Error text.
+    pub error: Option<String>,
+    /// The first bytes of the response body.
+    pub response_excerpt: Option<String>,
+}
+
+/// Loads `tenant_id`'s delivery `id` ([`Error::NotFound`] for another tenant's).
+pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Delivery> {
+    sqlx::query_as(
+        "SELECT id, channel_id, event_type, payload, status, attempts, idempotency_key, last_error,
+                created_at, updated_at, delivered_at
+         FROM deliveries WHERE id = $1 AND tenant_id = $2",
+    )
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("delivery"))
+}
+
+/// The attempts of a delivery, in order.
+pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Vec<Attempt>> {
+    Ok(sqlx::query_as(
+        "SELECT attempt, started_at, duration_ms, outcome, status_code, error_kind, error, response_excerpt
+         FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id",
+    )
+    .bind(delivery_id)
+    .fetch_all(exec)
+    .await?)
+}
+
+/// Everything a worker needs to send one delivery.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Dispatch {
+    /// Delivery id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Event type.
+    pub event_type: String,
+    /// Event data.
+    pub payload: Value,
+    /// Accepted at.
+    pub created_at: DateTime<Utc>,
+    /// Attempts made before this one.
+    pub attempts: i32,
+    /// Endpoint.
+    pub url: String,
+    /// Channel secret (`whsec_…`); never log it.
+    pub signing_secret: String,
+}
+
+/// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
+/// the delivery is gone or already final (delivered or dead): the job then has nothing to do.
+pub async fn begin_attempt(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Option<Dispatch>> {
+    Ok(sqlx::query_as(
+        r#"
+        UPDATE deliveries d SET status = 'delivering', updated_at = now()
+        FROM channels c
+        WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead')
+        RETURNING d.id, d.tenant_id, d.channel_id, d.event_type, d.payload, d.created_at,
+                  d.attempts, c.url, c.signing_secret
+        "#,
+    )
+    .bind(delivery_id)
+    .fetch_optional(exec)
+    .await?)
+}
+
+/// One finished HTTP attempt to record.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord<'a> {
+    /// Delivery.
+    pub delivery_id: Uuid,
+    /// When the request started.
+    pub started_at: DateTime<Utc>,
+    /// How long it took, ms.
+    pub duration_ms: i32,
+    /// `success` | `transient` | `permanent`.
+    pub outcome: &'a str,
+    /// HTTP status, if any.
+    pub status_code: Option<i32>,
+    /// `connect` | `timeout` | `blocked` | `other`, when no status.
+    pub error_kind: Option<&'a str>,
+    /// Error text, if failed.
+    pub error: Option<&'a str>,
+    /// The first bytes of the response body.
+    pub response_excerpt: Option<&'a str>,
+    /// Node that made it.
+    pub node_id: &'a str,
+    /// The delivery's status afterwards: `delivered`, `failed` (retry scheduled) or `dead`.
+    pub new_status: &'a str,
+}
+
+/// Records an attempt row and moves the delivery to its new status, in the caller's
+/// transaction. The attempt number is the delivery's `attempts + 1`.
+pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<()> {
+    sqlx::query(
+        r#"
+        WITH d AS (
+            UPDATE deliveries
+            SET attempts = attempts + 1,
+                status = $9,
+                last_error = $7,
+                updated_at = now(),
+                delivered_at = CASE WHEN $9 = 'delivered' THEN now() ELSE delivered_at END
+            WHERE id = $1
+            RETURNING attempts
+        )
+        INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
+                                       status_code, error_kind, error, response_excerpt, node_id)
+        SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10 FROM d
+        "#,
+    )
+    .bind(r.delivery_id)
+    .bind(r.started_at)
+    .bind(r.duration_ms)
+    .bind(r.outcome)
+    .bind(r.status_code)
+    .bind(r.error_kind)
+    .bind(r.error)
+    .bind(r.response_excerpt)
+    .bind(r.new_status)
+    .bind(r.node_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}

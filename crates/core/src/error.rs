@@ -1,0 +1,36 @@
+//! The domain's error type.
+
+/// Errors of domain operations, with variants a caller (the API) can map to a response.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object does not exist, or belongs to another tenant (never say which).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A field is invalid; `field` names it, the message says what is accepted.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The offending field, as named in the API.
+        field: &'static str,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// The request conflicts with the current state (e.g. a reused idempotency key).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The database failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The queue failed.
+    #[error(transparent)]
+    Queue(#[from] breakwater_queue::Error),
+}
+
+impl Error {
+    /// An [`Error::Invalid`] for `field`.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        Error::Invalid { field, message: message.into() }
+    }
+}
+
+/// `Result` with the domain's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,28 @@
+//! Breakwater's domain: tenants and their API keys, channels (endpoints) and their circuit,
+//! deliveries and their attempts, Standard Webhooks signing, outcome classification and the
+//! checks on outbound targets.
+//!
+//! SQL lives next to the type that owns the table; functions take an executor or a connection so
+//! they can run inside a caller's transaction. Decisions that need no database (classifying an
+//! HTTP outcome, parsing `Retry-After`, checking an address) are pure functions.
+
+pub mod audit;
+pub mod channels;
+pub mod deliveries;
+mod error;
+pub mod keys;
+pub mod outcome;
+pub mod signing;
+pub mod targets;
+pub mod tenants;
+mod tier;
+
+pub use error::{Error, Result};
+pub use tier::Tier;
+
+/// The embedded migrations (workspace `migrations/`), shared by `breakwater migrate`, server
+/// start-up and the tests.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// The job kind of a delivery attempt; args `{"delivery_id": uuid}`, group = channel id.
+pub const JOB_DELIVER: &str = "deliver";

@@ -1,0 +1,173 @@
+//! Classifying what happened to one HTTP attempt, and reading `Retry-After`.
+//!
+//! Pure functions, unit-tested without a network. The rules (DESIGN.md, "The channel circuit"):
+//! 2xx is success; connect errors, timeouts, 408, 429 and 5xx are transient (retried, and they
+//! count towards the channel's circuit); every other status is permanent (the delivery is dead at
+//! once and the circuit does not move). 401 and 403 are also flagged as a configuration problem
+//! of the channel.
+
+use serde::Serialize;
+use std::time::{Duration, SystemTime};
+
+/// What an attempt observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observed {
+    /// The endpoint answered with this HTTP status.
+    Status(u16),
+    /// No connection: DNS failure, refused, reset, TLS handshake failure.
+    Connect,
+    /// The connect or total timeout fired.
+    Timeout,
+    /// The request was refused before sending: the target resolves to a forbidden address.
+    Blocked,
+    /// Anything else that went wrong on the wire (e.g. the body could not be read).
+    Other,
+}
+
+/// The class of an attempt's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Delivered.
+    Success,
+    /// Failed in a way that may pass: retry with backoff; counts towards the circuit.
+    Transient,
+    /// Failed in a way that will not pass by retrying: dead at once; never moves the circuit.
+    Permanent,
+}
+
+impl Class {
+    /// The `delivery_attempts.outcome` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Success => "success",
+            Class::Transient => "transient",
+            Class::Permanent => "permanent",
+        }
+    }
+}
+
+/// Classifies an attempt.
+pub fn classify(observed: Observed) -> Class {
+    match observed {
+        Observed::Status(s) if (200..300).contains(&s) => Class::Success,
+        Observed::Status(408 | 429) => Class::Transient,
+        Observed::Status(s) if (500..600).contains(&s) => Class::Transient,
+        Observed::Status(_) => Class::Permanent,
+        Observed::Connect | Observed::Timeout | Observed::Other => Class::Transient,
+        Observed::Blocked => Class::Permanent,
+    }
+}
+
+/// Whether the outcome says the channel itself is misconfigured (401/403: the receiver rejects
+/// our credentials or signature), which operators should hear about loudly.
+pub fn is_configuration_problem(observed: Observed) -> bool {
+    matches!(observed, Observed::Status(401 | 403))
+}
+
+/// Whether a `Retry-After` header on this outcome is honoured (429 and 503, RFC 9110 §10.2.3).
+pub fn honours_retry_after(observed: Observed) -> bool {
+    matches!(observed, Observed::Status(429 | 503))
+}
+
+/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delta-seconds, or an HTTP-date in any of
+/// the three forms of RFC 9110 §5.6.7 (IMF-fixdate, obsolete RFC 850, asctime). Returns the wait
+/// from `now`, capped at `cap`; a date in the past is a zero wait. `None` if the value is neither.
+pub fn parse_retry_after(value: &str, now: SystemTime, cap: Duration) -> Option<Duration> {
+    let v = value.trim();
+    let wait = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        // Very long digit strings are still "a lot of seconds": saturate, then cap.
+        Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX))
+    } else {
+        let at = httpdate::parse_http_date(v).ok()?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(cap))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_hundreds_succeed() {
+        for s in [200, 201, 202, 204, 299] {
+            assert_eq!(classify(Observed::Status(s)), Class::Success, "{s}");
+        }
+    }
+
+    #[test]
+    fn transient_outcomes_are_connect_timeout_408_429_and_5xx() {
+        for o in [
+            Observed::Connect,
+            Observed::Timeout,
+            Observed::Other,
+            Observed::Status(408),
+            Observed::Status(429),
+            Observed::Status(500),
+            Observed::Status(502),
+            Observed::Status(503),
+            Observed::Status(504),
+            Observed::Status(599),
+        ] {
+            assert_eq!(classify(o), Class::Transient, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn other_statuses_and_blocked_targets_are_permanent() {
+        for o in [
+            Observed::Status(301),
+            Observed::Status(302),
+            Observed::Status(400),
+            Observed::Status(401),
+            Observed::Status(403),
+            Observed::Status(404),
+            Observed::Status(410),
+            Observed::Status(413),
+            Observed::Status(422),
+            Observed::Blocked,
+        ] {
+            assert_eq!(classify(o), Class::Permanent, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn only_401_and_403_are_configuration_problems() {
+        assert!(is_configuration_problem(Observed::Status(401)));
+        assert!(is_configuration_problem(Observed::Status(403)));
+        assert!(!is_configuration_problem(Observed::Status(404)));
+        assert!(!is_configuration_problem(Observed::Status(500)));
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_and_all_three_http_date_forms() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:00 GMT").unwrap();
+        let cap = Duration::from_secs(3600);
+        assert_eq!(parse_retry_after("120", now, cap), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after(" 0 ", now, cap), Some(Duration::ZERO));
+        // IMF-fixdate, obsolete RFC 850, asctime: all 37 s after `now`.
+        for v in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(parse_retry_after(v, now, cap), Some(Duration::from_secs(37)), "{v}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_capped_and_past_dates_mean_now() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:00 GMT").unwrap();
+        let cap = Duration::from_secs(60);
+        assert_eq!(parse_retry_after("86400", now, cap), Some(cap));
+        assert_eq!(parse_retry_after("99999999999999999999999", now, cap), Some(cap));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now, cap),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now, cap), None);
+        assert_eq!(parse_retry_after("-5", now, cap), None);
+        assert_eq!(parse_retry_after("", now, cap), None);
+    }
+}

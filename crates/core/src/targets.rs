@@ -1,0 +1,154 @@
+//! Outbound target checks: channel URLs may not aim at internal addresses.
+//!
+//! Unless configuration explicitly allows private targets, a channel URL is refused when its host
+//! is, or resolves to, a loopback, private, link-local (including the cloud metadata address
+//! 169.254.169.254), shared (CGNAT), multicast, broadcast, documentation or unspecified address.
+//! The check runs when a channel is created and again at every attempt (the worker's DNS
+//! resolver filters addresses), so DNS rebinding after creation does not get through.
+
+use ipnet::IpNet;
+use std::net::IpAddr;
+use std::sync::OnceLock;
+use url::Url;
+
+fn blocked_nets() -> &'static [IpNet] {
+    static NETS: OnceLock<Vec<IpNet>> = OnceLock::new();
+    NETS.get_or_init(|| {
+        [
+            "0.0.0.0/8",       // "this network"
+            "10.0.0.0/8",      // private (RFC 1918)
+            "100.64.0.0/10",   // shared address space (RFC 6598)
+            "127.0.0.0/8",     // loopback
+            "169.254.0.0/16",  // link-local, incl. cloud metadata
+            "172.16.0.0/12",   // private
+            "192.0.0.0/24",    // IETF protocol assignments
+            "192.0.2.0/24",    // documentation
+            "192.88.99.0/24",  // 6to4 relay anycast
+            "192.168.0.0/16",  // private
+            "198.18.0.0/15",   // benchmarking
+            "198.51.100.0/24", // documentation
+            "203.0.113.0/24",  // documentation
+            "224.0.0.0/4",     // multicast
+            "240.0.0.0/4",     // reserved, broadcast
+            "::/128",          // unspecified
+            "::1/128",         // loopback
+            "64:ff9b::/96",    // NAT64 (embeds IPv4)
+            "100::/64",        // discard
+            "2001:db8::/32",   // documentation
+            "fc00::/7",        // unique local
+            "fe80::/10",       // link-local
+            "ff00::/8",        // multicast
+        ]
+        .iter()
+        .map(|s| s.parse().expect("valid CIDR"))
+        .collect()
+    })
+}
+
+/// Whether `ip` is an internal address that outbound requests must not reach by default.
+/// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are judged by their IPv4 address.
+pub fn is_forbidden_ip(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        },
+        v4 => v4,
+    };
+    blocked_nets().iter().any(|net| net.contains(&ip))
+}
+
+/// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, no
+/// credentials, at most 2 048 characters. A host that is a literal internal IP is refused unless
+/// `allow_private`. Errors are messages for the `url` field.
+pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
+    if raw.len() > 2048 {
+        return Err("must be at most 2048 characters".into());
+    }
+    let url = Url::parse(raw).map_err(|e| format!("not a valid absolute URL ({e})"))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(format!("scheme must be http or https, not {:?}", url.scheme()));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must not contain credentials".into());
+    }
+    let host = match url.host() {
+        Some(h) => h,
+        None => return Err("must have a host".into()),
+    };
+    if !allow_private {
+        let literal = match host {
+            url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
+            url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
+            url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost") || d.ends_with(".localhost") => {
+                return Err("must not point at localhost".into())
+            }
+            url::Host::Domain(_) => None,
+        };
+        if let Some(ip) = literal.filter(|ip| is_forbidden_ip(*ip)) {
+            return Err(format!(
+                "{ip} is a loopback, private or link-local address; set BREAKWATER_ALLOW_PRIVATE_TARGETS=true to allow it"
+            ));
+        }
+    }
+    Ok(url)
+}
+
+/// Resolves the URL's host and refuses it if any address is internal (unless `allow_private`).
+/// A host that does not resolve is refused too: a channel must be reachable when created.
+pub async fn check_resolves_publicly(url: &Url, allow_private: bool) -> Result<(), String> {
+    if allow_private {
+        return Ok(());
+    }
+    let host = url.host_str().ok_or("must have a host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("host {host:?} does not resolve ({e})"))?;
+    for addr in addrs {
+        if is_forbidden_ip(addr.ip()) {
+            return Err(format!(
+                "host {host:?} resolves to {}, a loopback, private or link-local address; set BREAKWATER_ALLOW_PRIVATE_TARGETS=true to allow it",
+                addr.ip()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_forbidden() {
+        for ip in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+            "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
+            "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+        ] {
+            assert!(is_forbidden_ip(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn public_addresses_are_allowed() {
+        for ip in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(!is_forbidden_ip(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn channel_urls_are_checked() {
+        assert!(parse_channel_url("https://example.com/hook", false).is_ok());
+        assert!(parse_channel_url("ftp://example.com/", false).is_err());
+        assert!(parse_channel_url("not a url", false).is_err());
+        assert!(parse_channel_url("https://user:pw@example.com/", false).is_err());
+        assert!(parse_channel_url("http://127.0.0.1:8080/", false).is_err());
+        assert!(parse_channel_url("http://[::1]/", false).is_err());
+        assert!(parse_channel_url("http://localhost/", false).is_err());
+        assert!(parse_channel_url("http://169.254.169.254/latest/meta-data", false).is_err());
+        assert!(parse_channel_url("http://127.0.0.1:8080/", true).is_ok());
+    }
+}

@@ -1,0 +1,85 @@
+//! Inserting jobs.
+
+use crate::{notify_queues, NewJob, Result};
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Inserts one job and wakes its queue. Returns the new id, or `None` when a live job with the
+/// same `unique_key` already exists (nothing is inserted then).
+///
+/// Runs on the caller's connection, so it can be part of the caller's transaction; the wake-up
+/// `NOTIFY` is then delivered at commit.
+pub async fn enqueue(conn: &mut PgConnection, job: &NewJob) -> Result<Option<i64>> {
+    Ok(enqueue_many(conn, std::slice::from_ref(job)).await?.pop())
+}
+
+/// Inserts a batch of jobs in one statement and wakes their queues. Returns the ids of the jobs
+/// inserted, in no particular order; a job whose `unique_key` already has a live job (or
+/// repeats an earlier key of the same batch) is skipped.
+pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = jobs.len();
+    let mut queue = Vec::with_capacity(n);
+    let mut kind = Vec::with_capacity(n);
+    let mut args = Vec::with_capacity(n);
+    let mut priority = Vec::with_capacity(n);
+    let mut max_attempts = Vec::with_capacity(n);
+    let mut scheduled_at: Vec<Option<DateTime<Utc>>> = Vec::with_capacity(n);
+    let mut unique_key: Vec<Option<String>> = Vec::with_capacity(n);
+    let mut group_id: Vec<Option<Uuid>> = Vec::with_capacity(n);
+    for j in jobs {
+        queue.push(j.queue.as_str());
+        kind.push(j.kind.as_str());
+        args.push(&j.args);
+        priority.push(j.priority);
+        max_attempts.push(j.max_attempts);
+        scheduled_at.push(j.scheduled_at);
+        unique_key.push(j.unique_key.clone());
+        group_id.push(j.group_id);
+    }
+
+    // A job due now goes straight to 'available' (the fetch index); a future one waits in
+    // 'scheduled' until the promoter moves it. ON CONFLICT names the partial unique index's
+    // predicate, so a second live job with the same unique key is skipped, not an error; two
+    // nodes inserting the same key at once are serialised by the index itself.
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        r#"
+        INSERT INTO jobs (queue, kind, args, priority, max_attempts, scheduled_at, state, unique_key, group_id)
+        SELECT queue, kind, args, priority, max_attempts,
+               coalesce(scheduled_at, now()),
+               CASE WHEN coalesce(scheduled_at, now()) <= now() THEN 'available' ELSE 'scheduled' END,
+               unique_key, group_id
+        FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int2[], $5::int4[],
+                    $6::timestamptz[], $7::text[], $8::uuid[])
+             AS t(queue, kind, args, priority, max_attempts, scheduled_at, unique_key, group_id)
+        ON CONFLICT (unique_key)
+            WHERE unique_key IS NOT NULL AND state IN ('available', 'scheduled', 'executing')
+            DO NOTHING
+        RETURNING id, queue, state
+        "#,
+    )
+    .bind(&queue)
+    .bind(&kind)
+    .bind(&args)
+    .bind(&priority)
+    .bind(&max_attempts)
+    .bind(&scheduled_at)
+    .bind(&unique_key)
+    .bind(&group_id)
+    .fetch_all(&mut *conn)
+    .await?;
+
+    let mut woken: Vec<String> = Vec::new();
+    let mut ids = Vec::with_capacity(rows.len());
+    for (id, queue, state) in rows {
+        ids.push(id);
+        if state == "available" && !woken.contains(&queue) {
+            woken.push(queue);
+        }
+    }
+    notify_queues(&mut *conn, &woken).await?;
+    Ok(ids)
+}

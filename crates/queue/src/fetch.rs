@@ -1,0 +1,50 @@
+//! Claiming jobs.
+
+use crate::{Job, Result};
+use sqlx::PgExecutor;
+
+/// Claims up to `limit` available jobs of `queue` for node `node_id`, lowest priority number
+/// first, then oldest `scheduled_at`, then id.
+///
+/// One statement: the inner SELECT locks the chosen rows with `FOR UPDATE SKIP LOCKED`, so two
+/// fetchers (on this node or any other) skip each other's rows instead of waiting or getting
+/// the same job, and the UPDATE marks them `executing`, increments `attempt` and gives each a
+/// fresh `claim_token`. The inner SELECT walks `jobs_fetch_idx`, which holds only `available`
+/// rows: parked and future jobs are `scheduled` and cost a fetch nothing.
+///
+/// The returned jobs are sorted as they were chosen.
+pub async fn fetch(
+    exec: impl PgExecutor<'_>,
+    queue: &str,
+    node_id: &str,
+    limit: i64,
+) -> Result<Vec<Job>> {
+    let mut jobs: Vec<Job> = sqlx::query_as(
+        r#"
+        WITH picked AS (
+            SELECT id FROM jobs
+            WHERE state = 'available' AND queue = $1
+            ORDER BY priority, scheduled_at, id
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE jobs j
+        SET state = 'executing',
+            attempt = j.attempt + 1,
+            attempted_at = now(),
+            attempted_by = $3,
+            claim_token = gen_random_uuid()
+        FROM picked
+        WHERE j.id = picked.id
+        RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
+                  j.claim_token, j.unique_key, j.group_id, j.created_at
+        "#,
+    )
+    .bind(queue)
+    .bind(limit)
+    .bind(node_id)
+    .fetch_all(exec)
+    .await?;
+    jobs.sort_by_key(|j| (j.priority, j.id));
+    Ok(jobs)
+}

@@ -1,0 +1,199 @@
+//! Background upkeep every node runs: heartbeats, promotion of due jobs, rescue, pruning.
+//!
+//! Every statement here is safe for several nodes to run at once: promotion and rescue lock the
+//! rows they move with `FOR UPDATE SKIP LOCKED` (two nodes split the work, never double it), and
+//! the heartbeat is an upsert of the node's own row.
+
+use crate::outcome::millis;
+use crate::{notify_queues, Result};
+use sqlx::{PgExecutor, PgPool};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Records that `node_id` is alive (database time).
+pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO queue_nodes (id) VALUES ($1)
+         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+    )
+    .bind(node_id)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Removes `node_id`'s heartbeat row (clean shutdown, after its jobs were handed back).
+pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM queue_nodes WHERE id = $1")
+        .bind(node_id)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+/// Moves up to `limit` due `scheduled` jobs to `available` and wakes their queues. Returns how
+/// many moved.
+pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u64> {
+    let queues: Vec<(String, i64)> = sqlx::query_as(
+        r#"
+        WITH due AS (
+            SELECT id FROM jobs
+            WHERE state = 'scheduled' AND scheduled_at <= now()
+            ORDER BY scheduled_at
+            LIMIT $1
+            FOR UPDATE SKIP LOCKED
+        ), moved AS (
+            UPDATE jobs j SET state = 'available'
+            FROM due WHERE j.id = due.id
+            RETURNING j.queue
+        )
+        SELECT queue, count(*) FROM moved GROUP BY queue
+        "#,
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let n = queues.iter().map(|q| q.1 as u64).sum();
+    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    notify_queues(&mut *conn, &names).await?;
+    Ok(n)
+}
+
+/// Rescues jobs left `executing` by nodes whose last heartbeat is older than `stale_after` (or
+/// that have no heartbeat row at all): each becomes `available` again, or `discarded` if that
+/// run was its last attempt. The claim token is cleared, so the abandoned run's late result
+/// changes nothing. A job on a node that still heartbeats is never touched. Returns how many
+/// jobs were rescued.
+pub async fn rescue(conn: &mut sqlx::PgConnection, stale_after: Duration) -> Result<u64> {
+    let queues: Vec<(String, i64)> = sqlx::query_as(
+        r#"
+        WITH stale AS (
+            SELECT j.id FROM jobs j
+            WHERE j.state = 'executing'
+              AND NOT EXISTS (
+                  SELECT 1 FROM queue_nodes n
+                  WHERE n.id = j.attempted_by
+                    AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond'))
+            FOR UPDATE OF j SKIP LOCKED
+        ), rescued AS (
+            UPDATE jobs j
+            SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END,
+                finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+                errors = j.errors || jsonb_build_object(
+                    'attempt', j.attempt, 'at', now(),
+                    'error', 'rescued: node ' || coalesce(j.attempted_by, '?') || ' stopped heartbeating'),
+                claim_token = NULL,
+                attempted_by = NULL
+            FROM stale WHERE j.id = stale.id
+            RETURNING j.queue, j.state
+        )
+        SELECT queue, count(*) FROM rescued WHERE state = 'available' GROUP BY queue
+        "#,
+    )
+    .bind(millis(stale_after))
+    .fetch_all(&mut *conn)
+    .await?;
+    let n = queues.iter().map(|q| q.1 as u64).sum();
+    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    notify_queues(&mut *conn, &names).await?;
+    // Forget nodes long gone, so the table stays small.
+    sqlx::query(
+        "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",
+    )
+    .bind(millis(stale_after))
+    .execute(&mut *conn)
+    .await?;
+    Ok(n)
+}
+
+/// Deletes up to `limit` final jobs (completed, discarded, cancelled) finalized more than
+/// `retention` ago. Returns how many were deleted.
+pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -> Result<u64> {
+    let r = sqlx::query(
+        r#"
+        DELETE FROM jobs WHERE id IN (
+            SELECT id FROM jobs
+            WHERE finalized_at IS NOT NULL
+              AND finalized_at < now() - ($1::float8 * interval '1 millisecond')
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED)
+        "#,
+    )
+    .bind(millis(retention))
+    .bind(limit)
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected())
+}
+
+/// How often each upkeep step runs, and its limits.
+#[derive(Debug, Clone)]
+pub struct MaintenanceConfig {
+    /// This node's id (as used in fetch).
+    pub node_id: String,
+    /// Heartbeat period. Must be well below `rescue_after`.
+    pub heartbeat_interval: Duration,
+    /// Period of the due-job promoter (the lag of a snoozed job past its time is at most this).
+    pub promote_interval: Duration,
+    /// A node silent this long is presumed dead and its executing jobs are rescued.
+    pub rescue_after: Duration,
+    /// Period of the rescuer.
+    pub rescue_interval: Duration,
+    /// Final jobs are deleted after this long.
+    pub retention: Duration,
+    /// Period of the pruner.
+    pub prune_interval: Duration,
+}
+
+/// Runs heartbeat, promotion, rescue and pruning until `shutdown`. Errors are logged and the
+/// step is tried again next period.
+pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationToken) {
+    let mut heartbeat_t = tokio::time::interval(cfg.heartbeat_interval);
+    let mut promote_t = tokio::time::interval(cfg.promote_interval);
+    let mut rescue_t = tokio::time::interval(cfg.rescue_interval);
+    let mut prune_t = tokio::time::interval(cfg.prune_interval);
+    for t in [&mut heartbeat_t, &mut promote_t, &mut rescue_t, &mut prune_t] {
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = heartbeat_t.tick() => {
+                if let Err(e) = heartbeat(&pool, &cfg.node_id).await {
+                    tracing::warn!(error = %e, "heartbeat failed");
+                }
+            }
+            _ = promote_t.tick() => {
+                let r = async {
+                    let mut conn = pool.acquire().await?;
+                    // Drain in chunks so one tick can promote a large released batch.
+                    loop {
+                        let n = promote_due(&mut conn, 5_000).await?;
+                        if n < 5_000 { break; }
+                    }
+                    Ok::<_, crate::Error>(())
+                }.await;
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "promoting due jobs failed");
+                }
+            }
+            _ = rescue_t.tick() => {
+                let r = async {
+                    let mut conn = pool.acquire().await?;
+                    rescue(&mut conn, cfg.rescue_after).await
+                }.await;
+                match r {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!(jobs = n, "rescued jobs from nodes that stopped heartbeating"),
+                    Err(e) => tracing::warn!(error = %e, "rescue failed"),
+                }
+            }
+            _ = prune_t.tick() => {
+                if let Err(e) = prune(&pool, cfg.retention, 10_000).await {
+                    tracing::warn!(error = %e, "pruning failed");
+                }
+            }
+        }
+    }
+}
+

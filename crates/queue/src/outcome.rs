@@ -1,0 +1,171 @@
+//! Recording the result of a claimed job.
+//!
+//! Every call here is one conditional UPDATE on `(id, claim_token, state = 'executing')`: if the
+//! job was rescued (or handed back) since it was claimed, the token no longer matches, the call
+//! changes nothing and returns `false` / `None`. That is the fence that makes a late result from
+//! a rescued run harmless.
+
+use crate::{notify_queues, Result};
+use chrono::{DateTime, Utc};
+use sqlx::PgExecutor;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Marks the job completed. Returns false if the claim is no longer held.
+pub async fn complete(exec: impl PgExecutor<'_>, id: i64, claim_token: Uuid) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE jobs SET state = 'completed', finalized_at = now(), claim_token = NULL
+         WHERE id = $1 AND claim_token = $2 AND state = 'executing'",
+    )
+    .bind(id)
+    .bind(claim_token)
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// What [`retry`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryOutcome {
+    /// Scheduled to run again at this (database) time.
+    Retried(DateTime<Utc>),
+    /// That was the last attempt: the job is discarded (dead letter).
+    Discarded,
+}
+
+/// Records a failed run: if attempts remain, schedules the job after `delay` (the caller's
+/// backoff, see [`crate::Backoff`]); otherwise discards it to the dead letter state. `error` is
+/// appended to the job's `errors`. Returns `None` if the claim is no longer held.
+pub async fn retry(
+    exec: impl PgExecutor<'_>,
+    id: i64,
+    claim_token: Uuid,
+    delay: Duration,
+    error: &str,
+) -> Result<Option<RetryOutcome>> {
+    let row: Option<(String, DateTime<Utc>)> = sqlx::query_as(
+        r#"
+        UPDATE jobs
+        SET state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'scheduled' END,
+            scheduled_at = CASE WHEN attempt >= max_attempts THEN scheduled_at
+                                ELSE now() + ($3::float8 * interval '1 millisecond') END,
+            finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
+            errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $4::text),
+            claim_token = NULL
+        WHERE id = $1 AND claim_token = $2 AND state = 'executing'
+        RETURNING state, scheduled_at
+        "#,
+    )
+    .bind(id)
+    .bind(claim_token)
+    .bind(millis(delay))
+    .bind(error)
+    .fetch_optional(exec)
+    .await?;
+    Ok(row.map(|(state, at)| {
+        if state == "discarded" {
+            RetryOutcome::Discarded
+        } else {
+            RetryOutcome::Retried(at)
+        }
+    }))
+}
+
+/// Discards the job at once (dead letter), whatever attempts remain. Returns false if the claim
+/// is no longer held.
+pub async fn discard(
+    exec: impl PgExecutor<'_>,
+    id: i64,
+    claim_token: Uuid,
+    error: &str,
+) -> Result<bool> {
+    let r = sqlx::query(
+        r#"
+        UPDATE jobs
+        SET state = 'discarded', finalized_at = now(), claim_token = NULL,
+            errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $3::text)
+        WHERE id = $1 AND claim_token = $2 AND state = 'executing'
+        "#,
+    )
+    .bind(id)
+    .bind(claim_token)
+    .bind(error)
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Puts the job back to run after `delay` without using an attempt (the fetch's increment is
+/// undone). With `priority`, the job also moves to that priority (e.g.
+/// [`crate::PRIORITY_PARKED`] to park it). A zero delay makes it available at once and wakes
+/// its queue. Returns false if the claim is no longer held.
+pub async fn snooze(
+    conn: &mut sqlx::PgConnection,
+    id: i64,
+    claim_token: Uuid,
+    delay: Duration,
+    priority: Option<i16>,
+) -> Result<bool> {
+    let queue: Option<(String, String)> = sqlx::query_as(
+        r#"
+        UPDATE jobs
+        SET state = CASE WHEN $3 <= 0 THEN 'available' ELSE 'scheduled' END,
+            scheduled_at = now() + ($3::float8 * interval '1 millisecond'),
+            attempt = greatest(attempt - 1, 0),
+            priority = coalesce($4, priority),
+            claim_token = NULL
+        WHERE id = $1 AND claim_token = $2 AND state = 'executing'
+        RETURNING queue, state
+        "#,
+    )
+    .bind(id)
+    .bind(claim_token)
+    .bind(millis(delay))
+    .bind(priority)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match queue {
+        Some((queue, state)) => {
+            if state == "available" {
+                notify_queues(&mut *conn, &[queue]).await?;
+            }
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Hands claimed jobs back as available without using an attempt (graceful shutdown: the run
+/// never finished). Each `(id, claim_token)` pair is fenced like every other result. Returns
+/// how many were handed back.
+pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) -> Result<u64> {
+    if claims.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<i64> = claims.iter().map(|c| c.0).collect();
+    let tokens: Vec<Uuid> = claims.iter().map(|c| c.1).collect();
+    let queues: Vec<(String,)> = sqlx::query_as(
+        r#"
+        UPDATE jobs j
+        SET state = 'available', attempt = greatest(j.attempt - 1, 0),
+            claim_token = NULL, attempted_by = NULL
+        FROM unnest($1::int8[], $2::uuid[]) AS c(id, token)
+        WHERE j.id = c.id AND j.claim_token = c.token AND j.state = 'executing'
+        RETURNING j.queue
+        "#,
+    )
+    .bind(&ids)
+    .bind(&tokens)
+    .fetch_all(&mut *conn)
+    .await?;
+    let n = queues.len() as u64;
+    let mut distinct: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    distinct.sort();
+    distinct.dedup();
+    notify_queues(&mut *conn, &distinct).await?;
+    Ok(n)
+}

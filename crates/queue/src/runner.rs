@@ -1,0 +1,173 @@
+//! Running a pool of handlers on one queue.
+
+use crate::wake::sleep_or_cancel;
+use crate::{fetch, hand_back, retry, Backoff, Job, Wakers};
+use futures::FutureExt;
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Runs one claimed job. The handler records the job's result itself (with
+/// [`crate::complete`], [`crate::retry`], [`crate::snooze`], [`crate::discard`]), usually in the
+/// same transaction as its own writes. If it returns an error or panics, the runner retries the
+/// job with the pool's backoff.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles `job`. An `Err` is a failure of the handler itself (e.g. the database was
+    /// unreachable), not a failure the handler already recorded.
+    fn handle(&self, job: Job) -> impl Future<Output = Result<(), String>> + Send;
+}
+
+/// One pool's settings.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// The queue to fetch from.
+    pub queue: String,
+    /// This node's id (written to `jobs.attempted_by`; see rescue).
+    pub node_id: String,
+    /// Handlers running at once on this node.
+    pub concurrency: usize,
+    /// Fallback poll period when no wake-up arrives.
+    pub poll_interval: Duration,
+    /// On shutdown, how long in-flight jobs may run before they are handed back.
+    pub shutdown_grace: Duration,
+    /// Backoff used when a handler fails or panics.
+    pub backoff: Backoff,
+}
+
+type InFlight = Arc<Mutex<HashMap<i64, Uuid>>>;
+
+/// Fetches and runs jobs of `cfg.queue` until `shutdown` fires, at most `cfg.concurrency` at a
+/// time. Wakes on `wakers` (LISTEN/NOTIFY), on a freed slot, or every `poll_interval`.
+///
+/// No transaction or pooled connection is held while a handler runs: the fetch is one short
+/// statement, so the database pool's size does not cap concurrency.
+///
+/// On shutdown it stops fetching at once, waits up to `shutdown_grace` for in-flight handlers,
+/// then aborts the rest and hands their jobs back (available, attempt not used).
+pub async fn run_pool<H: Handler>(
+    pool: PgPool,
+    cfg: PoolConfig,
+    handler: Arc<H>,
+    wakers: Wakers,
+    shutdown: CancellationToken,
+) {
+    let wake = wakers.get(&cfg.queue);
+    let slots = Arc::new(Semaphore::new(cfg.concurrency));
+    let in_flight: InFlight = Arc::default();
+    let mut tasks = JoinSet::new();
+    let mut db_errors = 0u32;
+
+    loop {
+        if shutdown.is_cancelled() {
+            break;
+        }
+        // Reap finished tasks without waiting.
+        while let Some(r) = tasks.try_join_next() {
+            log_join(r);
+        }
+        let free = slots.available_permits();
+        let mut fetched_full = false;
+        if free > 0 {
+            match fetch(&pool, &cfg.queue, &cfg.node_id, free as i64).await {
+                Ok(jobs) => {
+                    db_errors = 0;
+                    fetched_full = jobs.len() == free;
+                    for job in jobs {
+                        let permit = slots.clone().try_acquire_owned().expect("slot counted");
+                        in_flight.lock().unwrap().insert(job.id, job.claim_token);
+                        let (h, p, c, f) = (handler.clone(), pool.clone(), cfg.clone(), in_flight.clone());
+                        tasks.spawn(async move {
+                            run_one(h, &p, &c, job, &f).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                Err(e) => {
+                    db_errors += 1;
+                    tracing::warn!(queue = %cfg.queue, error = %e, "fetch failed");
+                    let backoff = Duration::from_millis(100 * 2u64.pow(db_errors.min(6)));
+                    if sleep_or_cancel(backoff, &shutdown).await {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        if fetched_full && slots.available_permits() > 0 {
+            continue;
+        }
+        // Wait for: a wake-up, a freed slot (when full or more work may be waiting), the poll
+        // period, or shutdown.
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = wake.notified() => {}
+            Some(r) = tasks.join_next(), if !tasks.is_empty() && (free == 0 || fetched_full) => log_join(r),
+            _ = tokio::time::sleep(cfg.poll_interval) => {}
+        }
+    }
+
+    // Graceful shutdown: no more fetches; give in-flight jobs the grace period.
+    let drained = tokio::time::timeout(cfg.shutdown_grace, async {
+        while let Some(r) = tasks.join_next().await {
+            log_join(r);
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        let claims: Vec<(i64, Uuid)> = in_flight.lock().unwrap().drain().collect();
+        let handed = async {
+            let mut conn = pool.acquire().await?;
+            hand_back(&mut conn, &claims).await
+        }
+        .await;
+        match handed {
+            Ok(n) => tracing::info!(queue = %cfg.queue, jobs = n, "handed unfinished jobs back"),
+            Err(e) => tracing::warn!(queue = %cfg.queue, error = %e,
+                "could not hand jobs back; they will be rescued when this node's heartbeat goes stale"),
+        }
+    }
+}
+
+async fn run_one<H: Handler>(handler: Arc<H>, pool: &PgPool, cfg: &PoolConfig, job: Job, in_flight: &InFlight) {
+    let (id, token, attempt) = (job.id, job.claim_token, job.attempt);
+    let result = AssertUnwindSafe(handler.handle(job)).catch_unwind().await;
+    let error = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(panic) => Some(format!("handler panicked: {}", panic_message(&panic))),
+    };
+    if let Some(error) = error {
+        tracing::warn!(queue = %cfg.queue, job_id = id, %error, "job handler failed; retrying");
+        if let Err(e) = retry(pool, id, token, cfg.backoff.delay(attempt), &error).await {
+            tracing::warn!(job_id = id, error = %e, "could not record handler failure; rescue will retry it");
+        }
+    }
+    in_flight.lock().unwrap().remove(&id);
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic".to_string()
+    }
+}
+
+fn log_join(r: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = r {
+        if !e.is_cancelled() {
+            tracing::error!(error = %e, "job task failed");
+        }
+    }
+}
