@@ -1,1 +1,80 @@
-//! placeholder
+//! Breakwater's REST API (axum).
+//!
+//! [`app`] builds the whole router from an [`AppState`]; tests can call it without a socket.
+//! JSON in and out; every error is `application/problem+json` (RFC 9457) with a stable `code`
+//! and a human `detail` ([`error::ApiError`]). A tenant only ever sees its own objects: another
+//! tenant's id answers 404, exactly like a missing one.
+
+mod auth;
+pub mod error;
+mod extract;
+mod routes;
+
+use axum::Router;
+use serde::Deserialize;
+use sqlx::PgPool;
+use std::sync::Arc;
+
+pub use auth::OperatorKey;
+
+/// API settings (`[api]` in `config/default.toml`; environment `BREAKWATER_API__<FIELD>`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    /// Largest accepted delivery payload (the serialized `payload` value), bytes. Larger → 413.
+    pub max_payload_bytes: usize,
+    /// Most deliveries in one batch request.
+    pub max_batch_size: usize,
+    /// Largest accepted batch request body, bytes. Larger → 413.
+    pub max_batch_body_bytes: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self { max_payload_bytes: 256 * 1024, max_batch_size: 1_000, max_batch_body_bytes: 16 * 1024 * 1024 }
+    }
+}
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: PgPool,
+    operator_key: OperatorKey,
+    config: ApiConfig,
+    allow_private_targets: bool,
+    max_attempts: i32,
+}
+
+impl AppState {
+    /// State for [`app`]: the database pool, the operator key, API settings, whether channel
+    /// URLs may point at internal addresses, and the attempts each delivery gets.
+    pub fn new(
+        pool: PgPool,
+        operator_key: OperatorKey,
+        config: ApiConfig,
+        allow_private_targets: bool,
+        max_attempts: i32,
+    ) -> Self {
+        Self { inner: Arc::new(Inner { pool, operator_key, config, allow_private_targets, max_attempts }) }
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+}
+
+/// The whole API.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(routes::health::router())
+        .merge(routes::tenants::router())
+        .merge(routes::channels::router(&state.inner.config))
+        .merge(routes::deliveries::router())
+        .fallback(|| async { error::ApiError::not_found("route") })
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}

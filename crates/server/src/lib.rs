@@ -1,1 +1,176 @@
-//! placeholder
+//! The `breakwater` binary's library: configuration, starting a node (API and/or workers), the
+//! demo, a throwaway Postgres for the demo, and a signature-checking webhook receiver (used by
+//! the demo and the end-to-end tests).
+
+pub mod config;
+pub mod demo;
+pub mod receiver;
+pub mod throwaway;
+
+use anyhow::Context;
+use breakwater_api::{ApiConfig, AppState, OperatorKey};
+use config::Settings;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// What a node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The HTTP API only.
+    Api,
+    /// The workers only.
+    Worker,
+    /// Both.
+    All,
+}
+
+impl Role {
+    fn api(self) -> bool {
+        matches!(self, Role::Api | Role::All)
+    }
+    fn worker(self) -> bool {
+        matches!(self, Role::Worker | Role::All)
+    }
+}
+
+/// Opens a pool of `max_connections` to `url`.
+pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .with_context(|| "connecting to the database (check DATABASE_URL)")
+}
+
+/// Applies the embedded migrations.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    breakwater_core::MIGRATOR.run(pool).await.context("applying migrations")
+}
+
+/// A running node.
+pub struct Node {
+    /// Where the API listens, when this node runs it.
+    pub api_addr: Option<SocketAddr>,
+    /// This node's id (in `queue_nodes`, `jobs.attempted_by`, `delivery_attempts.node_id`).
+    pub node_id: String,
+    tasks: JoinSet<anyhow::Result<()>>,
+}
+
+impl Node {
+    /// Waits until every part of the node has stopped (after the shutdown token fires).
+    pub async fn wait(mut self) -> anyhow::Result<()> {
+        let mut first_err = None;
+        while let Some(r) = self.tasks.join_next().await {
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "node part failed");
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(anyhow::anyhow!("node task panicked: {e}"));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Starts a node on `pool` with `settings`: the API on `settings.listen` (port 0 picks one)
+/// and/or the workers, until `shutdown` fires. The API drains open requests on shutdown; the
+/// workers stop fetching and finish or hand back in-flight jobs within the grace period.
+pub async fn start_node(
+    settings: &Settings,
+    pool: PgPool,
+    role: Role,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Node> {
+    let node_id = breakwater_worker::node_id();
+    let mut tasks = JoinSet::new();
+    let mut api_addr = None;
+    if role.api() {
+        let key = settings
+            .operator_key
+            .as_ref()
+            .context("BREAKWATER_OPERATOR_KEY is not set: the API needs an operator key (at least 16 characters)")?;
+        let key = OperatorKey::new(key.0.clone()).map_err(anyhow::Error::msg)?;
+        let state = AppState::new(
+            pool.clone(),
+            key,
+            settings.api.clone(),
+            settings.allow_private_targets,
+            settings.worker.max_attempts,
+        );
+        let listener = tokio::net::TcpListener::bind(settings.listen)
+            .await
+            .with_context(|| format!("binding the API to {} (BREAKWATER_LISTEN)", settings.listen))?;
+        let addr = listener.local_addr()?;
+        api_addr = Some(addr);
+        let app = breakwater_api::app(state);
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { token.cancelled().await })
+                .await
+                .context("API server failed")
+        });
+        tracing::info!(%addr, "API listening");
+    }
+    if role.worker() {
+        let (pool, cfg, id, private, token) = (
+            pool.clone(),
+            settings.worker.clone(),
+            node_id.clone(),
+            settings.allow_private_targets,
+            shutdown.clone(),
+        );
+        tasks.spawn(async move {
+            breakwater_worker::run_node(pool, cfg, id, private, token)
+                .await
+                .map_err(anyhow::Error::msg)
+        });
+    }
+    Ok(Node { api_addr, node_id, tasks })
+}
+
+/// Settings for tests and the demo: the defaults with `listen` on an ephemeral loopback port,
+/// private targets allowed, and the given operator key.
+pub fn local_settings(operator_key: &str) -> Settings {
+    let mut s = Settings::load(None).expect("embedded defaults are valid");
+    s.listen = "127.0.0.1:0".parse().expect("valid address");
+    s.allow_private_targets = true;
+    s.operator_key = Some(config::Secret(operator_key.to_string()));
+    s.api = ApiConfig::default();
+    s
+}
+
+/// A token that fires on SIGINT or SIGTERM.
+pub fn shutdown_on_signals() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => tracing::info!("SIGINT: shutting down"),
+            _ = term => tracing::info!("SIGTERM: shutting down"),
+        }
+        t.cancel();
+    });
+    token
+}

@@ -1,0 +1,97 @@
+//! Bearer-key authentication: the operator key (from configuration) and tenant keys (hashed in
+//! `api_keys`).
+
+use crate::error::ApiError;
+use crate::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use breakwater_core::{keys, tenants};
+
+/// The operator key. Its `Debug` never prints it.
+#[derive(Clone)]
+pub struct OperatorKey(String);
+
+impl OperatorKey {
+    /// Wraps a key; it must be at least 16 characters.
+    pub fn new(key: String) -> Result<Self, String> {
+        if key.chars().count() < 16 {
+            return Err("BREAKWATER_OPERATOR_KEY must be at least 16 characters".into());
+        }
+        Ok(Self(key))
+    }
+
+    fn matches(&self, presented: &str) -> bool {
+        keys::keys_match(presented, &self.0)
+    }
+}
+
+impl std::fmt::Debug for OperatorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OperatorKey(<redacted>)")
+    }
+}
+
+fn bearer(parts: &Parts) -> Result<&str, ApiError> {
+    let unauthorized = |detail: &str| {
+        let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail);
+        e.headers.push((header::WWW_AUTHENTICATE, "Bearer".into()));
+        e
+    };
+    let value = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthorized("missing Authorization: Bearer <key> header"))?
+        .to_str()
+        .map_err(|_| unauthorized("malformed Authorization header"))?;
+    let key = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| unauthorized("Authorization must be \"Bearer <key>\""))?;
+    Ok(key)
+}
+
+fn wrong_key() -> ApiError {
+    let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown or revoked API key");
+    e.headers.push((header::WWW_AUTHENTICATE, "Bearer".into()));
+    e
+}
+
+/// A request made with the operator key. A tenant key here → 403; anything else → 401.
+pub struct Operator;
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let key = bearer(parts)?;
+        if state.inner.operator_key.matches(key) {
+            return Ok(Operator);
+        }
+        if tenants::authenticate(state.pool(), key).await?.is_some() {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this route needs the operator key; a tenant key cannot use it"));
+        }
+        Err(wrong_key())
+    }
+}
+
+/// A request made with a tenant key. The operator key here → 403 (operators act on tenants'
+/// channels through the operator API); anything else unknown → 401.
+pub struct Tenant(pub tenants::TenantKey);
+
+impl FromRequestParts<AppState> for Tenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let key = bearer(parts)?;
+        if let Some(t) = tenants::authenticate(state.pool(), key).await? {
+            return Ok(Tenant(t));
+        }
+        if state.inner.operator_key.matches(key) {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this route needs a tenant key; the operator key cannot use it"));
+        }
+        Err(wrong_key())
+    }
+}

@@ -1,0 +1,105 @@
+//! Errors as `application/problem+json` (RFC 9457).
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// An API error. 4xx carry a stable machine-readable `code` and a `detail` for a person; 5xx are
+/// opaque to the client and logged with their cause.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable code, e.g. `invalid_field`, `not_found`.
+    pub code: &'static str,
+    /// What is wrong, for a person.
+    pub detail: String,
+    /// The offending field, for validation errors.
+    pub field: Option<&'static str>,
+    /// Extra headers (e.g. `Retry-After`).
+    pub headers: Vec<(header::HeaderName, String)>,
+}
+
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: &'a str,
+    code: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl ApiError {
+    /// An error with this status, code and detail.
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+        Self { status, code, detail: detail.into(), field: None, headers: Vec::new() }
+    }
+
+    /// 404: `what` does not exist (or belongs to another tenant).
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+    }
+
+    /// 422 naming a field.
+    pub fn invalid(field: &'static str, detail: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", format!("{field}: {}", detail.into()));
+        e.field = Some(field);
+        e
+    }
+
+    /// 500, opaque; `cause` goes to the log only.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let body = Problem {
+            kind: format!("urn:breakwater:problem:{}", self.code),
+            title,
+            status: self.status.as_u16(),
+            detail: &self.detail,
+            code: self.code,
+            field: self.field,
+        };
+        let mut resp = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+            .into_response();
+        for (k, v) in self.headers {
+            if let Ok(v) = v.parse() {
+                resp.headers_mut().insert(k, v);
+            }
+        }
+        resp
+    }
+}
+
+impl From<breakwater_core::Error> for ApiError {
+    fn from(e: breakwater_core::Error) -> Self {
+        use breakwater_core::Error as E;
+        match e {
+            E::NotFound(what) => ApiError::not_found(what),
+            E::Invalid { field, message } => ApiError::invalid(field, message),
+            E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            E::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", "a conflicting object already exists")
+            }
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        breakwater_core::Error::from(e).into()
+    }
+}

@@ -1,0 +1,225 @@
+//! Tenant routes for channels: create, list, read; enqueue deliveries to a channel.
+
+use super::checked_url;
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, Query};
+use crate::{ApiConfig, AppState};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use breakwater_core::channels::{self, Channel, CreatedChannel, NewChannel};
+use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
+use breakwater_core::tenants;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+pub fn router(cfg: &ApiConfig) -> Router<AppState> {
+    // Body limits: a single delivery may carry a payload of max_payload_bytes plus its envelope
+    // (checked precisely below); a batch has its own, larger limit.
+    let single_limit = cfg.max_payload_bytes + 16 * 1024;
+    Router::new()
+        .route("/api/v1/channels", post(create).get(list))
+        .route("/api/v1/channels/{id}", get(read))
+        .route(
+            "/api/v1/channels/{id}/deliveries",
+            post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
+        )
+        .route(
+            "/api/v1/channels/{id}/deliveries/batch",
+            post(enqueue_batch).layer(DefaultBodyLimit::max(cfg.max_batch_body_bytes)),
+        )
+}
+
+/// Body of `POST /api/v1/channels`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateChannel {
+    url: String,
+    name: Option<String>,
+    failure_threshold: Option<i32>,
+    cooldown_ms: Option<i64>,
+}
+
+async fn create(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Json(body): Json<CreateChannel>,
+) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
+    let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
+    let created = channels::create(
+        state.pool(),
+        key.tenant_id,
+        &NewChannel { url, name: body.name, failure_threshold: body.failure_threshold, cooldown_ms: body.cooldown_ms },
+    )
+    .await?;
+    tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
+    Ok((StatusCode::CREATED, axum::Json(created)))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    after: Option<Uuid>,
+    limit: Option<i64>,
+}
+
+/// A page of channels; pass `next_after` as `?after=` for the next one.
+#[derive(Serialize)]
+struct ChannelPage {
+    data: Vec<Channel>,
+    next_after: Option<Uuid>,
+}
+
+async fn list(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<ChannelPage>, ApiError> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
+    }
+    let data = channels::list(state.pool(), key.tenant_id, q.after, limit).await?;
+    let next_after = (data.len() as i64 == limit).then(|| data.last().map(|c| c.id)).flatten();
+    Ok(axum::Json(ChannelPage { data, next_after }))
+}
+
+async fn read(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Channel>, ApiError> {
+    Ok(axum::Json(channels::get(state.pool(), key.tenant_id, id).await?))
+}
+
+/// Body of `POST /api/v1/channels/{id}/deliveries`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnqueueOne {
+    event_type: String,
+    payload: Value,
+}
+
+/// Response of an accepted delivery.
+#[derive(Serialize)]
+struct Accepted {
+    id: Uuid,
+    status: &'static str,
+    /// True when the `Idempotency-Key` matched an earlier delivery, whose id this is.
+    idempotent_replay: bool,
+}
+
+fn check_payload_size(cfg: &ApiConfig, payload: &Value, field: &'static str) -> Result<(), ApiError> {
+    let size = serde_json::to_vec(payload).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > cfg.max_payload_bytes {
+        let mut e = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("{field} is {size} bytes; the limit is {} bytes", cfg.max_payload_bytes),
+        );
+        e.field = Some(field);
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.to_string()))
+            .map_err(|_| ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")),
+    }
+}
+
+/// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
+/// transaction.
+async fn enqueue(
+    state: &AppState,
+    key: &tenants::TenantKey,
+    channel_id: Uuid,
+    items: &[NewDelivery],
+) -> Result<Vec<Enqueued>, ApiError> {
+    let mut tx = state.pool().begin().await?;
+    let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
+    let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    let out = deliveries::enqueue(&mut tx, tenant.id, tenant.tier, channel.id, items, state.inner.max_attempts).await?;
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// 202 with the delivery id. With an `Idempotency-Key` already used by this tenant, 202 with the
+/// earlier delivery's id and nothing new enqueued.
+async fn enqueue_one(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(channel_id): Path<Uuid>,
+    headers: HeaderMap,
+    Json(body): Json<EnqueueOne>,
+) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
+    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    let item = NewDelivery { event_type: body.event_type, payload: body.payload, idempotency_key: idempotency_key(&headers)? };
+    let out = enqueue(&state, &key, channel_id, std::slice::from_ref(&item)).await?;
+    let e = out[0];
+    Ok((StatusCode::ACCEPTED, axum::Json(Accepted { id: e.id, status: "pending", idempotent_replay: !e.created })))
+}
+
+/// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnqueueBatch {
+    deliveries: Vec<BatchItem>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchItem {
+    event_type: String,
+    payload: Value,
+    idempotency_key: Option<String>,
+}
+
+#[derive(Serialize)]
+struct BatchAccepted {
+    data: Vec<Accepted>,
+}
+
+/// 202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+/// invalid item refuses the whole batch (422 naming the item).
+async fn enqueue_batch(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(channel_id): Path<Uuid>,
+    Json(body): Json<EnqueueBatch>,
+) -> Result<(StatusCode, axum::Json<BatchAccepted>), ApiError> {
+    let cfg = &state.inner.config;
+    if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
+        return Err(ApiError::invalid(
+            "deliveries",
+            format!("must hold 1 to {} deliveries, not {}", cfg.max_batch_size, body.deliveries.len()),
+        ));
+    }
+    let mut items = Vec::with_capacity(body.deliveries.len());
+    for (i, d) in body.deliveries.into_iter().enumerate() {
+        check_payload_size(cfg, &d.payload, "payload").map_err(|mut e| {
+            e.detail = format!("deliveries[{i}].{}", e.detail);
+            e
+        })?;
+        let item = NewDelivery { event_type: d.event_type, payload: d.payload, idempotency_key: d.idempotency_key };
+        deliveries::validate(&item).map_err(|e| {
+            let mut api = ApiError::from(e);
+            api.detail = format!("deliveries[{i}].{}", api.detail);
+            api
+        })?;
+        items.push(item);
+    }
+    let out = enqueue(&state, &key, channel_id, &items).await?;
+    let data = out
+        .into_iter()
+        .map(|e| Accepted { id: e.id, status: "pending", idempotent_replay: !e.created })
+        .collect();
+    Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
+}

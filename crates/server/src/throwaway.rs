@@ -1,0 +1,142 @@
+//! A throwaway Postgres for the demo, started from the installed server binaries.
+//!
+//! (The `pgtemp` crate does this too, but as root it runs the server through `sudo`, which
+//! minimal machines lack; this module uses `runuser`, part of util-linux, instead.)
+
+use anyhow::{bail, Context};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running throwaway server; stopped and deleted on drop.
+pub struct TempPostgres {
+    /// Connection URL (`postgres://postgres@127.0.0.1:<port>/postgres`).
+    pub url: String,
+    dir: PathBuf,
+    child: Child,
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| o.stdout.trim_ascii() == b"0").unwrap_or(false)
+}
+
+/// Finds `initdb` and `postgres`: `pg_config --bindir`, then the newest
+/// `/usr/lib/postgresql/*/bin`, then `PATH`.
+fn find_bin_dir() -> Option<PathBuf> {
+    let has = |d: &Path| d.join("initdb").exists() && d.join("postgres").exists();
+    if let Ok(o) = Command::new("pg_config").arg("--bindir").output() {
+        let d = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+        if has(&d) {
+            return Some(d);
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut versions: Vec<(u32, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_string_lossy().parse::<u32>().ok()?, e.path().join("bin"))))
+            .filter(|(_, d)| has(d))
+            .collect();
+        versions.sort();
+        if let Some((_, d)) = versions.pop() {
+            return Some(d);
+        }
+    }
+    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).find(|d| has(d)))
+}
+
+fn command(bin: &Path, as_postgres: bool) -> Command {
+    if as_postgres {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    }
+}
+
+impl TempPostgres {
+    /// Initializes a cluster in a fresh temporary directory and starts it on a free loopback
+    /// port, tuned for speed over durability (fsync off). Errors say what to install when no
+    /// server binaries are found.
+    pub async fn start() -> anyhow::Result<Self> {
+        let Some(bin) = find_bin_dir() else {
+            bail!(
+                "no PostgreSQL server binaries (initdb, postgres) found. Install them \
+                 (Debian/Ubuntu: `apt-get install postgresql`) or set DATABASE_URL to an existing database"
+            );
+        };
+        let root = is_root();
+        let dir = std::env::temp_dir().join(format!("breakwater-pg-{}-{:08x}", std::process::id(), rand_u32()));
+        std::fs::create_dir_all(&dir).context("creating the throwaway data directory")?;
+        if root {
+            // Postgres refuses to run as root: hand the directory to the postgres user.
+            let ok = Command::new("chown").args(["-R", "postgres:"]).arg(&dir).status()?.success();
+            if !ok {
+                bail!("running as root, but could not chown {} to the postgres user", dir.display());
+            }
+        }
+        let data = dir.join("data");
+        let out = command(&bin.join("initdb"), root)
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .context("running initdb")?;
+        if !out.status.success() {
+            bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+            l.local_addr()?.port()
+        };
+        let child = command(&bin.join("postgres"), root)
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("unix_socket_directories={}", dir.display()))
+            .args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+            .args(["-c", "max_connections=200"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting postgres")?;
+        let me = Self { url: format!("postgres://postgres@127.0.0.1:{port}/postgres"), dir, child };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if sqlx::PgPool::connect(&me.url).await.is_ok() {
+                return Ok(me);
+            }
+            if Instant::now() > deadline {
+                bail!("the throwaway postgres did not accept connections within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn rand_u32() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    t.subsec_nanos() ^ (t.as_secs() as u32)
+}
+
+impl Drop for TempPostgres {
+    fn drop(&mut self) {
+        // SIGTERM via `kill` (smart shutdown) would wait for clients; the data is throwaway, so
+        // a fast shutdown (SIGINT) is right. Through runuser, the child is runuser itself,
+        // which forwards signals.
+        let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,116 @@
+//! Worker settings.
+
+use breakwater_queue::Backoff;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Worker settings (`[worker]` in `config/default.toml`; environment
+/// `BREAKWATER_WORKER__<FIELD>`). Durations are in milliseconds, as the field names say.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Workers per node on `deliveries_high`.
+    pub pool_high: usize,
+    /// Workers per node on `deliveries`.
+    pub pool_default: usize,
+    /// Workers per node on `deliveries_bulk`.
+    pub pool_bulk: usize,
+    /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
+    pub poll_interval_ms: u64,
+    /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
+    pub shutdown_grace_ms: u64,
+    /// TCP (+TLS) connect timeout of a delivery, ms.
+    pub connect_timeout_ms: u64,
+    /// Total timeout of a delivery request, including reading the response excerpt, ms.
+    pub request_timeout_ms: u64,
+    /// How much of a response body is kept on the attempt, bytes.
+    pub response_excerpt_bytes: usize,
+    /// HTTP attempts per delivery before it is dead.
+    pub max_attempts: i32,
+    /// Backoff after the first failed attempt, ms.
+    pub backoff_base_ms: u64,
+    /// Backoff growth per failed attempt.
+    pub backoff_factor: f64,
+    /// Largest backoff, ms.
+    pub backoff_cap_ms: u64,
+    /// Proportional backoff jitter, 0.0–1.0.
+    pub backoff_jitter: f64,
+    /// Heartbeat period of a node, ms.
+    pub heartbeat_interval_ms: u64,
+    /// A node silent this long is presumed dead and its executing jobs are rescued, ms.
+    pub rescue_after_ms: u64,
+    /// Period of the rescuer, ms.
+    pub rescue_interval_ms: u64,
+    /// Period of the promoter of due scheduled jobs (the most a snoozed job waits past its
+    /// time), ms.
+    pub promote_interval_ms: u64,
+    /// Finished jobs are deleted after this long, ms (deliveries and attempts are kept).
+    pub job_retention_ms: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            pool_high: 10,
+            pool_default: 20,
+            pool_bulk: 5,
+            poll_interval_ms: 1_000,
+            shutdown_grace_ms: 20_000,
+            connect_timeout_ms: 5_000,
+            request_timeout_ms: 15_000,
+            response_excerpt_bytes: 1_024,
+            max_attempts: 12,
+            backoff_base_ms: 10_000,
+            backoff_factor: 3.0,
+            backoff_cap_ms: 12 * 3_600_000,
+            backoff_jitter: 0.2,
+            heartbeat_interval_ms: 5_000,
+            rescue_after_ms: 30_000,
+            rescue_interval_ms: 10_000,
+            promote_interval_ms: 250,
+            job_retention_ms: 24 * 3_600_000,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// The retry backoff of deliveries.
+    pub fn backoff(&self) -> Backoff {
+        Backoff {
+            base: Duration::from_millis(self.backoff_base_ms),
+            factor: self.backoff_factor,
+            cap: Duration::from_millis(self.backoff_cap_ms),
+            jitter: self.backoff_jitter,
+        }
+    }
+
+    /// Checks the settings; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("worker.poll_interval_ms", self.poll_interval_ms),
+            ("worker.connect_timeout_ms", self.connect_timeout_ms),
+            ("worker.request_timeout_ms", self.request_timeout_ms),
+            ("worker.heartbeat_interval_ms", self.heartbeat_interval_ms),
+            ("worker.rescue_interval_ms", self.rescue_interval_ms),
+            ("worker.promote_interval_ms", self.promote_interval_ms),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(format!("{name} must be greater than 0"));
+            }
+        }
+        if self.max_attempts < 1 {
+            return Err("worker.max_attempts must be at least 1".into());
+        }
+        if self.rescue_after_ms < 2 * self.heartbeat_interval_ms {
+            return Err("worker.rescue_after_ms must be at least twice worker.heartbeat_interval_ms".into());
+        }
+        if !(0.0..=1.0).contains(&self.backoff_jitter) {
+            return Err("worker.backoff_jitter must be between 0.0 and 1.0".into());
+        }
+        if self.backoff_factor < 1.0 {
+            return Err("worker.backoff_factor must be at least 1.0".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! Running a worker node.
+
+use crate::deliver::DeliveryHandler;
+use crate::WorkerConfig;
+use breakwater_core::Tier;
+use breakwater_queue::maintenance::{self, MaintenanceConfig};
+use breakwater_queue::runner::{run_pool, PoolConfig};
+use breakwater_queue::Wakers;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A fresh node id: `<hostname>-<pid>-<random>`, unique per process start.
+pub fn node_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "node".into());
+    format!("{host}-{}-{:08x}", std::process::id(), rand::random::<u32>())
+}
+
+/// Runs a worker node until `shutdown` fires and every pool has drained (within
+/// `cfg.shutdown_grace_ms`; jobs still running then are handed back): the listener, the
+/// upkeep loop and one pool per tier queue.
+pub async fn run_node(
+    pool: PgPool,
+    cfg: WorkerConfig,
+    node_id: String,
+    allow_private_targets: bool,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    let client = crate::http::client(
+        Duration::from_millis(cfg.connect_timeout_ms),
+        Duration::from_millis(cfg.request_timeout_ms),
+        allow_private_targets,
+    )
+    .map_err(|e| format!("building the HTTP client failed: {e}"))?;
+    let handler = Arc::new(DeliveryHandler {
+        pool: pool.clone(),
+        client,
+        node_id: node_id.clone(),
+        backoff: cfg.backoff(),
+        excerpt_bytes: cfg.response_excerpt_bytes,
+        allow_private: allow_private_targets,
+    });
+    // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
+    maintenance::heartbeat(&pool, &node_id)
+        .await
+        .map_err(|e| format!("first heartbeat failed: {e}"))?;
+
+    let wakers = Wakers::default();
+    let mut tasks = tokio::task::JoinSet::new();
+    // The listener and upkeep stop with their own token, after the pools have drained, so that
+    // heartbeats continue while in-flight jobs finish.
+    let background = CancellationToken::new();
+    tasks.spawn(wakers.clone().listen(pool.clone(), Duration::from_secs(1), background.clone()));
+    tasks.spawn(maintenance::run(
+        pool.clone(),
+        MaintenanceConfig {
+            node_id: node_id.clone(),
+            heartbeat_interval: Duration::from_millis(cfg.heartbeat_interval_ms),
+            promote_interval: Duration::from_millis(cfg.promote_interval_ms),
+            rescue_after: Duration::from_millis(cfg.rescue_after_ms),
+            rescue_interval: Duration::from_millis(cfg.rescue_interval_ms),
+            retention: Duration::from_millis(cfg.job_retention_ms),
+            prune_interval: Duration::from_secs(60),
+        },
+        background.clone(),
+    ));
+
+    let mut pools = tokio::task::JoinSet::new();
+    for tier in Tier::ALL {
+        let concurrency = match tier {
+            Tier::High => cfg.pool_high,
+            Tier::Default => cfg.pool_default,
+            Tier::Bulk => cfg.pool_bulk,
+        };
+        if concurrency == 0 {
+            continue;
+        }
+        pools.spawn(run_pool(
+            pool.clone(),
+            PoolConfig {
+                queue: tier.queue().to_string(),
+                node_id: node_id.clone(),
+                concurrency,
+                poll_interval: Duration::from_millis(cfg.poll_interval_ms),
+                shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
+                backoff: cfg.backoff(),
+            },
+            handler.clone(),
+            wakers.clone(),
+            shutdown.clone(),
+        ));
+    }
+    tracing::info!(node_id = %node_id, high = cfg.pool_high, default = cfg.pool_default, bulk = cfg.pool_bulk, "worker node started");
+    while pools.join_next().await.is_some() {}
+    background.cancel();
+    while tasks.join_next().await.is_some() {}
+    if let Err(e) = maintenance::deregister(&pool, &node_id).await {
+        tracing::warn!(error = %e, "could not remove this node's heartbeat row");
+    }
+    tracing::info!(node_id = %node_id, "worker node stopped");
+    Ok(())
+}
