@@ -124,10 +124,16 @@ fn rand_u32() -> u32 {
 
 impl Drop for TempPostgres {
     fn drop(&mut self) {
-        // SIGTERM via `kill` (smart shutdown) would wait for clients; the data is throwaway, so
-        // a fast shutdown (SIGINT) is right. Through runuser, the child is runuser itself,
-        // which forwards signals.
-        let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+        // Stop the postmaster itself (its pid is the first line of postmaster.pid): with
+        // runuser in between, signalling our child would not reach it. SIGINT is a fast
+        // shutdown, right for throwaway data.
+        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().map(str::trim).map(str::to_string))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if let Some(pid) = &pid {
+            let _ = Command::new("kill").args(["-INT", pid]).status();
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -137,6 +143,10 @@ impl Drop for TempPostgres {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(pid) = &pid {
+            // Still there after 10 s: make sure it does not outlive us.
+            let _ = Command::new("kill").args(["-KILL", pid]).stderr(Stdio::null()).status();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
