@@ -1,1 +1,4 @@
-//! e2e
+//! End-to-end tests: real Postgres (a fresh database per test), real HTTP on loopback.
+
+mod api;
+mod delivery;

@@ -1,1 +1,252 @@
-//! support
+//! Shared harness of the end-to-end tests: start nodes (API + workers) against the test's own
+//! database, a receiver on loopback, and small API helpers.
+//!
+//! Each test gets a fresh database from `#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]`.
+//! Nodes get their own pools (and, with [`spawn_node_thread`], their own runtime), like separate
+//! processes would.
+
+use breakwater::config::Settings;
+pub use breakwater::receiver::{Behavior, Receiver};
+use breakwater::{Node, Role};
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The operator key of test nodes.
+pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
+
+/// Settings for tests: ephemeral port, private targets allowed, fast retries and upkeep.
+pub fn test_settings() -> Settings {
+    let mut s = breakwater::local_settings(OPERATOR_KEY);
+    s.worker.backoff_base_ms = 50;
+    s.worker.backoff_factor = 2.0;
+    s.worker.backoff_cap_ms = 400;
+    s.worker.backoff_jitter = 0.0;
+    s.worker.max_attempts = 3;
+    s.worker.poll_interval_ms = 200;
+    s.worker.promote_interval_ms = 50;
+    s.worker.connect_timeout_ms = 1_000;
+    s.worker.request_timeout_ms = 2_000;
+    s.worker.shutdown_grace_ms = 2_000;
+    s.worker.heartbeat_interval_ms = 200;
+    s.worker.rescue_after_ms = 1_000;
+    s.worker.rescue_interval_ms = 200;
+    s
+}
+
+/// A fresh pool on the same database as `pool` (a node's own pool).
+pub async fn own_pool(pool: &PgPool, max: u32) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .connect_with((*pool.connect_options()).clone())
+        .await
+        .expect("connect a node pool")
+}
+
+/// A running test service: one node with API and workers, a receiver, an HTTP client.
+pub struct TestApp {
+    /// The test database.
+    pub pool: PgPool,
+    /// API base URL, e.g. `http://127.0.0.1:41234`.
+    pub api: String,
+    /// The receiver.
+    pub receiver: Receiver,
+    /// HTTP client.
+    pub http: reqwest::Client,
+    shutdown: CancellationToken,
+    node: Option<Node>,
+}
+
+impl TestApp {
+    /// Starts a node with [`test_settings`] changed by `tweak`.
+    pub async fn spawn_with(pool: PgPool, tweak: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = test_settings();
+        tweak(&mut settings);
+        let shutdown = CancellationToken::new();
+        let node_pool = own_pool(&pool, 10).await;
+        let node = breakwater::start_node(&settings, node_pool, Role::All, shutdown.clone())
+            .await
+            .expect("start node");
+        let api = format!("http://{}", node.api_addr.expect("api addr"));
+        Self {
+            pool,
+            api,
+            receiver: Receiver::start().await.expect("receiver"),
+            http: reqwest::Client::new(),
+            shutdown,
+            node: Some(node),
+        }
+    }
+
+    /// Starts a node with [`test_settings`].
+    pub async fn spawn(pool: PgPool) -> Self {
+        Self::spawn_with(pool, |_| {}).await
+    }
+
+    /// Stops the node (graceful) and the receiver.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(n) = self.node.take() {
+            n.wait().await.expect("node stopped cleanly");
+        }
+        self.receiver.stop();
+    }
+
+    /// `POST {api}{path}` with a bearer key and a JSON body; returns status and JSON body.
+    pub async fn post(&self, path: &str, key: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.api))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `GET {api}{path}` with a bearer key; returns status and JSON body.
+    pub async fn get(&self, path: &str, key: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.api))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Creates a tenant through the operator API; returns (tenant id, api key).
+    pub async fn tenant(&self, name: &str, tier: &str) -> (Uuid, String) {
+        let (s, v) = self
+            .post(
+                "/api/v1/tenants",
+                OPERATOR_KEY,
+                &json!({ "name": name, "tier": tier }),
+            )
+            .await;
+        assert_eq!(s, 201, "create tenant: {v}");
+        (
+            v["id"].as_str().unwrap().parse().unwrap(),
+            v["api_key"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Creates a channel to receiver endpoint `endpoint` and registers its secret with the
+    /// receiver; returns the channel id.
+    pub async fn channel(&self, key: &str, endpoint: &str) -> Uuid {
+        let (s, v) = self
+            .post(
+                "/api/v1/channels",
+                key,
+                &json!({ "url": self.receiver.url(endpoint) }),
+            )
+            .await;
+        assert_eq!(s, 201, "create channel: {v}");
+        self.receiver
+            .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
+        v["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Enqueues one delivery; returns its id.
+    pub async fn deliver(&self, key: &str, channel: Uuid, payload: Value) -> Uuid {
+        let (s, v) = self
+            .post(
+                &format!("/api/v1/channels/{channel}/deliveries"),
+                key,
+                &json!({ "event_type": "test.event", "payload": payload }),
+            )
+            .await;
+        assert_eq!(s, 202, "enqueue: {v}");
+        v["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// The delivery's status column.
+    pub async fn delivery_status(&self, id: Uuid) -> String {
+        sqlx::query_scalar("SELECT status FROM deliveries WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+/// Polls `cond` every 25 ms until it is true or `timeout` passes; returns the last answer.
+pub async fn eventually<F, Fut>(timeout: Duration, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A node running on its own thread and Tokio runtime, with its own pool: as close to a
+/// separate process as one test binary gets.
+pub struct ThreadNode {
+    /// The node's API address, if it runs the API.
+    pub api_addr: Option<std::net::SocketAddr>,
+    shutdown: CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts a node with `settings` and `role` on its own runtime and pool.
+pub fn spawn_node_thread(
+    connect: sqlx::postgres::PgConnectOptions,
+    settings: Settings,
+    role: Role,
+) -> ThreadNode {
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let token = shutdown.clone();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let pool = PgPoolOptions::new()
+                .max_connections(10)
+                .connect_with(connect)
+                .await
+                .expect("node pool");
+            let node = breakwater::start_node(&settings, pool, role, token)
+                .await
+                .expect("start node");
+            tx.send(node.api_addr).expect("report address");
+            node.wait().await.expect("node stopped cleanly");
+        });
+    });
+    let api_addr = rx.recv().expect("node started");
+    ThreadNode {
+        api_addr,
+        shutdown,
+        thread: Some(thread),
+    }
+}
+
+impl ThreadNode {
+    /// Graceful stop; waits for the thread.
+    pub fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(t) = self.thread.take() {
+            t.join().expect("node thread");
+        }
+    }
+}

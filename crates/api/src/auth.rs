@@ -54,7 +54,11 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
 }
 
 fn wrong_key() -> ApiError {
-    let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown or revoked API key");
+    let mut e = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "unknown or revoked API key",
+    );
     e.headers.push((header::WWW_AUTHENTICATE, "Bearer".into()));
     e
 }
@@ -65,13 +69,20 @@ pub struct Operator;
 impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let key = bearer(parts)?;
         if state.inner.operator_key.matches(key) {
             return Ok(Operator);
         }
         if tenants::authenticate(state.pool(), key).await?.is_some() {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this route needs the operator key; a tenant key cannot use it"));
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this route needs the operator key; a tenant key cannot use it",
+            ));
         }
         Err(wrong_key())
     }
@@ -84,13 +95,20 @@ pub struct Tenant(pub tenants::TenantKey);
 impl FromRequestParts<AppState> for Tenant {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let key = bearer(parts)?;
         if let Some(t) = tenants::authenticate(state.pool(), key).await? {
             return Ok(Tenant(t));
         }
         if state.inner.operator_key.matches(key) {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this route needs a tenant key; the operator key cannot use it"));
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this route needs a tenant key; the operator key cannot use it",
+            ));
         }
         Err(wrong_key())
     }

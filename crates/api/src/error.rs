@@ -35,17 +35,31 @@ struct Problem<'a> {
 impl ApiError {
     /// An error with this status, code and detail.
     pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
-        Self { status, code, detail: detail.into(), field: None, headers: Vec::new() }
+        Self {
+            status,
+            code,
+            detail: detail.into(),
+            field: None,
+            headers: Vec::new(),
+        }
     }
 
     /// 404: `what` does not exist (or belongs to another tenant).
     pub fn not_found(what: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
     }
 
     /// 422 naming a field.
     pub fn invalid(field: &'static str, detail: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", format!("{field}: {}", detail.into()));
+        let mut e = Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            format!("{field}: {}", detail.into()),
+        );
         e.field = Some(field);
         e
     }
@@ -53,7 +67,11 @@ impl ApiError {
     /// 500, opaque; `cause` goes to the log only.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; see the server log",
+        )
     }
 }
 
@@ -90,9 +108,11 @@ impl From<breakwater_core::Error> for ApiError {
             E::NotFound(what) => ApiError::not_found(what),
             E::Invalid { field, message } => ApiError::invalid(field, message),
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
-            E::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                ApiError::new(StatusCode::CONFLICT, "conflict", "a conflicting object already exists")
-            }
+            E::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                "a conflicting object already exists",
+            ),
             other => ApiError::internal(other),
         }
     }

@@ -33,8 +33,12 @@ fn json_rejection(r: JsonRejection) -> ApiError {
         _ => "bad_request",
     };
     let detail = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "request body is larger than this route accepts".to_string(),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "send the body as JSON with Content-Type: application/json".to_string(),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            "request body is larger than this route accepts".to_string()
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            "send the body as JSON with Content-Type: application/json".to_string()
+        }
         _ => r.body_text(),
     };
     ApiError::new(status, code, detail)
@@ -55,7 +59,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
 }
 
 fn path_rejection(r: PathRejection) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", format!("{} (ids are UUIDs)", r.body_text()))
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+        format!("{} (ids are UUIDs)", r.body_text()),
+    )
 }
 
 /// `axum::extract::Query` whose rejection is a 400 problem.
@@ -67,7 +75,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(v)) => Ok(Query(v)),
-            Err(r) => Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", r.body_text())),
+            Err(r) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                r.body_text(),
+            )),
         }
     }
 }

@@ -31,7 +31,11 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self { max_payload_bytes: 256 * 1024, max_batch_size: 1_000, max_batch_body_bytes: 16 * 1024 * 1024 }
+        Self {
+            max_payload_bytes: 256 * 1024,
+            max_batch_size: 1_000,
+            max_batch_body_bytes: 16 * 1024 * 1024,
+        }
     }
 }
 
@@ -59,7 +63,15 @@ impl AppState {
         allow_private_targets: bool,
         max_attempts: i32,
     ) -> Self {
-        Self { inner: Arc::new(Inner { pool, operator_key, config, allow_private_targets, max_attempts }) }
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                operator_key,
+                config,
+                allow_private_targets,
+                max_attempts,
+            }),
+        }
     }
 
     pub(crate) fn pool(&self) -> &PgPool {

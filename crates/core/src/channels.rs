@@ -70,17 +70,33 @@ pub struct NewChannel {
 }
 
 /// Creates a channel for `tenant_id` with a fresh signing secret.
-pub async fn create(exec: impl PgExecutor<'_>, tenant_id: Uuid, new: &NewChannel) -> Result<CreatedChannel> {
+pub async fn create(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    new: &NewChannel,
+) -> Result<CreatedChannel> {
     if let Some(name) = &new.name {
         if name.chars().count() > 200 {
             return Err(Error::invalid("name", "must be at most 200 characters"));
         }
     }
-    if new.failure_threshold.is_some_and(|t| !(1..=10_000).contains(&t)) {
-        return Err(Error::invalid("failure_threshold", "must be between 1 and 10000"));
+    if new
+        .failure_threshold
+        .is_some_and(|t| !(1..=10_000).contains(&t))
+    {
+        return Err(Error::invalid(
+            "failure_threshold",
+            "must be between 1 and 10000",
+        ));
     }
-    if new.cooldown_ms.is_some_and(|c| !(1..=86_400_000).contains(&c)) {
-        return Err(Error::invalid("cooldown_ms", "must be between 1 and 86400000 (24 h)"));
+    if new
+        .cooldown_ms
+        .is_some_and(|c| !(1..=86_400_000).contains(&c))
+    {
+        return Err(Error::invalid(
+            "cooldown_ms",
+            "must be between 1 and 86400000 (24 h)",
+        ));
     }
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
@@ -96,18 +112,23 @@ pub async fn create(exec: impl PgExecutor<'_>, tenant_id: Uuid, new: &NewChannel
     .bind(new.cooldown_ms)
     .fetch_one(exec)
     .await?;
-    Ok(CreatedChannel { channel, signing_secret: secret })
+    Ok(CreatedChannel {
+        channel,
+        signing_secret: secret,
+    })
 }
 
 /// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly
 /// like a missing one.
 pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Channel> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2"))
-        .bind(id)
-        .bind(tenant_id)
-        .fetch_optional(exec)
-        .await?
-        .ok_or(Error::NotFound("channel"))
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("channel"))
 }
 
 /// Lists `tenant_id`'s channels, oldest first, at most `limit`, after channel id `after`

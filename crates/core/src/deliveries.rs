@@ -38,7 +38,10 @@ pub fn validate(d: &NewDelivery) -> Result<()> {
         ));
     }
     if let Some(k) = &d.idempotency_key {
-        if k.is_empty() || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN || k.chars().any(char::is_control) {
+        if k.is_empty()
+            || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN
+            || k.chars().any(char::is_control)
+        {
             return Err(Error::invalid(
                 "idempotency_key",
                 "must be 1 to 200 characters without control characters",
@@ -105,7 +108,10 @@ pub async fn enqueue(
     let mut jobs = Vec::with_capacity(inserted.len());
     for (i, id) in ids.iter().enumerate() {
         if inserted.contains(id) {
-            results.push(Enqueued { id: *id, created: true });
+            results.push(Enqueued {
+                id: *id,
+                created: true,
+            });
             jobs.push(delivery_job(tier, channel_id, *id, max_attempts));
             continue;
         }
@@ -122,7 +128,10 @@ pub async fn enqueue(
                 "idempotency key {key:?} was already used for a delivery to another channel"
             )));
         }
-        results.push(Enqueued { id: existing, created: false });
+        results.push(Enqueued {
+            id: existing,
+            created: false,
+        });
     }
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
     Ok(results)
@@ -130,10 +139,14 @@ pub async fn enqueue(
 
 /// The queue job that carries one delivery.
 pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempts: i32) -> NewJob {
-    NewJob::new(tier.queue(), JOB_DELIVER, serde_json::json!({ "delivery_id": delivery_id }))
-        .group(channel_id)
-        .unique_key(format!("delivery:{delivery_id}"))
-        .max_attempts(max_attempts)
+    NewJob::new(
+        tier.queue(),
+        JOB_DELIVER,
+        serde_json::json!({ "delivery_id": delivery_id }),
+    )
+    .group(channel_id)
+    .unique_key(format!("delivery:{delivery_id}"))
+    .max_attempts(max_attempts)
 }
 
 /// A delivery as the API shows it.
@@ -234,7 +247,10 @@ pub struct Dispatch {
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
 /// the delivery is gone or already final (delivered or dead): the job then has nothing to do.
-pub async fn begin_attempt(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Option<Dispatch>> {
+pub async fn begin_attempt(
+    exec: impl PgExecutor<'_>,
+    delivery_id: Uuid,
+) -> Result<Option<Dispatch>> {
     Ok(sqlx::query_as(
         r#"
         UPDATE deliveries d SET status = 'delivering', updated_at = now()

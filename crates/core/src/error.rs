@@ -28,7 +28,10 @@ pub enum Error {
 impl Error {
     /// An [`Error::Invalid`] for `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
-        Error::Invalid { field, message: message.into() }
+        Error::Invalid {
+            field,
+            message: message.into(),
+        }
     }
 }
 

@@ -144,7 +144,10 @@ mod tests {
     fn retry_after_accepts_seconds_and_all_three_http_date_forms() {
         let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:00 GMT").unwrap();
         let cap = Duration::from_secs(3600);
-        assert_eq!(parse_retry_after("120", now, cap), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("120", now, cap),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(parse_retry_after(" 0 ", now, cap), Some(Duration::ZERO));
         // IMF-fixdate, obsolete RFC 850, asctime: all 37 s after `now`.
         for v in [
@@ -152,7 +155,11 @@ mod tests {
             "Sunday, 06-Nov-94 08:49:37 GMT",
             "Sun Nov  6 08:49:37 1994",
         ] {
-            assert_eq!(parse_retry_after(v, now, cap), Some(Duration::from_secs(37)), "{v}");
+            assert_eq!(
+                parse_retry_after(v, now, cap),
+                Some(Duration::from_secs(37)),
+                "{v}"
+            );
         }
     }
 
@@ -161,7 +168,10 @@ mod tests {
         let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:00 GMT").unwrap();
         let cap = Duration::from_secs(60);
         assert_eq!(parse_retry_after("86400", now, cap), Some(cap));
-        assert_eq!(parse_retry_after("99999999999999999999999", now, cap), Some(cap));
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", now, cap),
+            Some(cap)
+        );
         assert_eq!(
             parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now, cap),
             Some(Duration::ZERO)

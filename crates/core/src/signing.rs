@@ -45,7 +45,11 @@ pub fn sign(
 ) -> Result<SignedHeaders, standardwebhooks::WebhookError> {
     let wh = standardwebhooks::Webhook::new(secret)?;
     let signature = wh.sign(msg_id, timestamp, body)?;
-    Ok(SignedHeaders { id: msg_id.to_string(), timestamp, signature })
+    Ok(SignedHeaders {
+        id: msg_id.to_string(),
+        timestamp,
+        signature,
+    })
 }
 
 #[cfg(test)]
@@ -62,7 +66,10 @@ mod tests {
             br#"{"test": 2432232314}"#,
         )
         .unwrap();
-        assert_eq!(h.signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+        assert_eq!(
+            h.signature,
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
     }
 
     #[test]
@@ -71,6 +78,9 @@ mod tests {
         assert!(s.starts_with(SECRET_PREFIX));
         let a = sign(&s, "id", 1, b"{}").unwrap();
         let b = sign(&s, "id", 2, b"{}").unwrap();
-        assert_ne!(a.signature, b.signature, "timestamp is part of what is signed");
+        assert_ne!(
+            a.signature, b.signature,
+            "timestamp is part of what is signed"
+        );
     }
 }

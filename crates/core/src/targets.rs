@@ -67,7 +67,10 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
     }
     let url = Url::parse(raw).map_err(|e| format!("not a valid absolute URL ({e})"))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!("scheme must be http or https, not {:?}", url.scheme()));
+        return Err(format!(
+            "scheme must be http or https, not {:?}",
+            url.scheme()
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("must not contain credentials".into());
@@ -80,7 +83,9 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
         let literal = match host {
             url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
             url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
-            url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost") || d.ends_with(".localhost") => {
+            url::Host::Domain(d)
+                if d.eq_ignore_ascii_case("localhost") || d.ends_with(".localhost") =>
+            {
                 return Err("must not point at localhost".into())
             }
             url::Host::Domain(_) => None,
@@ -124,9 +129,22 @@ mod tests {
     #[test]
     fn internal_addresses_are_forbidden() {
         for ip in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
-            "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
-            "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
         ] {
             assert!(is_forbidden_ip(ip.parse().unwrap()), "{ip}");
         }
@@ -134,7 +152,13 @@ mod tests {
 
     #[test]
     fn public_addresses_are_allowed() {
-        for ip in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(!is_forbidden_ip(ip.parse().unwrap()), "{ip}");
         }
     }

@@ -89,7 +89,11 @@ pub async fn create(conn: &mut PgConnection, new: &NewTenant) -> Result<CreatedT
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(CreatedTenant { tenant, api_key, alert_secret })
+    Ok(CreatedTenant {
+        tenant,
+        api_key,
+        alert_secret,
+    })
 }
 
 /// Finds the tenant of a presented API key (by its digest; revoked keys do not match).

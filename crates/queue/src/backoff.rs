@@ -60,7 +60,10 @@ mod tests {
     fn default_schedule_grows_by_three_and_caps_at_twelve_hours() {
         let b = Backoff::default();
         let secs: Vec<u64> = (1..=10).map(|n| b.nominal(n).as_secs()).collect();
-        assert_eq!(secs, vec![10, 30, 90, 270, 810, 2430, 7290, 21870, 43200, 43200]);
+        assert_eq!(
+            secs,
+            vec![10, 30, 90, 270, 810, 2430, 7290, 21870, 43200, 43200]
+        );
     }
 
     #[test]

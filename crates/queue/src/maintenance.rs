@@ -152,7 +152,12 @@ pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationTok
     let mut promote_t = tokio::time::interval(cfg.promote_interval);
     let mut rescue_t = tokio::time::interval(cfg.rescue_interval);
     let mut prune_t = tokio::time::interval(cfg.prune_interval);
-    for t in [&mut heartbeat_t, &mut promote_t, &mut rescue_t, &mut prune_t] {
+    for t in [
+        &mut heartbeat_t,
+        &mut promote_t,
+        &mut rescue_t,
+        &mut prune_t,
+    ] {
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
     loop {
@@ -196,4 +201,3 @@ pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationTok
         }
     }
 }
-

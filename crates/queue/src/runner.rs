@@ -82,7 +82,12 @@ pub async fn run_pool<H: Handler>(
                     for job in jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
                         in_flight.lock().unwrap().insert(job.id, job.claim_token);
-                        let (h, p, c, f) = (handler.clone(), pool.clone(), cfg.clone(), in_flight.clone());
+                        let (h, p, c, f) = (
+                            handler.clone(),
+                            pool.clone(),
+                            cfg.clone(),
+                            in_flight.clone(),
+                        );
                         tasks.spawn(async move {
                             run_one(h, &p, &c, job, &f).await;
                             drop(permit);
@@ -137,7 +142,13 @@ pub async fn run_pool<H: Handler>(
     }
 }
 
-async fn run_one<H: Handler>(handler: Arc<H>, pool: &PgPool, cfg: &PoolConfig, job: Job, in_flight: &InFlight) {
+async fn run_one<H: Handler>(
+    handler: Arc<H>,
+    pool: &PgPool,
+    cfg: &PoolConfig,
+    job: Job,
+    in_flight: &InFlight,
+) {
     let (id, token, attempt) = (job.id, job.claim_token, job.attempt);
     let result = AssertUnwindSafe(handler.handle(job)).catch_unwind().await;
     let error = match result {

@@ -68,16 +68,25 @@ impl Settings {
             fig = fig.merge(Toml::file(f));
         }
         fig = fig
-            .merge(Env::raw().only(&["DATABASE_URL"]).map(|_| "database_url".into()))
+            .merge(
+                Env::raw()
+                    .only(&["DATABASE_URL"])
+                    .map(|_| "database_url".into()),
+            )
             .merge(
                 Env::prefixed("BREAKWATER_")
                     .ignore(&["CONFIG"])
                     .split("__")
                     .map(|k| k.as_str().to_ascii_lowercase().into()),
             );
-        let mut s: Settings = fig.extract().map_err(|e| format!("configuration error: {e}"))?;
+        let mut s: Settings = fig
+            .extract()
+            .map_err(|e| format!("configuration error: {e}"))?;
         // An empty DATABASE_URL means "not configured".
-        if s.database_url.as_ref().is_some_and(|u| u.0.trim().is_empty()) {
+        if s.database_url
+            .as_ref()
+            .is_some_and(|u| u.0.trim().is_empty())
+        {
             s.database_url = None;
         }
         if s.operator_key.as_ref().is_some_and(|k| k.0.is_empty()) {
@@ -96,7 +105,9 @@ impl Settings {
             return Err("log_format must be \"text\" or \"json\"".into());
         }
         if self.api.max_payload_bytes == 0 || self.api.max_batch_size == 0 {
-            return Err("api.max_payload_bytes and api.max_batch_size must be greater than 0".into());
+            return Err(
+                "api.max_payload_bytes and api.max_batch_size must be greater than 0".into(),
+            );
         }
         Ok(())
     }

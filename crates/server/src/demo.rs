@@ -25,7 +25,11 @@ struct DemoChannel {
 }
 
 /// Runs the demo; returns whether every healthy delivery arrived with a valid signature.
-pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) -> anyhow::Result<bool> {
+pub async fn run(
+    mut settings: Settings,
+    per_channel: usize,
+    timeout: Duration,
+) -> anyhow::Result<bool> {
     let _temp; // keeps a throwaway server alive until the end
     let url = match settings.database_url.clone() {
         Some(u) => {
@@ -58,7 +62,8 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
     println!("demo settings: private targets allowed (loopback receiver); retries: 4 attempts, 0.5 s → 2 s backoff");
 
     let shutdown = CancellationToken::new();
-    let node = crate::start_node(&settings, pool.clone(), crate::Role::All, shutdown.clone()).await?;
+    let node =
+        crate::start_node(&settings, pool.clone(), crate::Role::All, shutdown.clone()).await?;
     let api = format!("http://{}", node.api_addr.context("API address")?);
     let receiver = Receiver::start().await?;
     println!("service: {api}   receiver: http://{}", receiver.addr);
@@ -68,7 +73,12 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
         let http = http.clone();
         let api = api.clone();
         async move {
-            let resp = http.post(format!("{api}{path}")).bearer_auth(key).json(&body).send().await?;
+            let resp = http
+                .post(format!("{api}{path}"))
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await?;
             let status = resp.status();
             let v: Value = resp.json().await?;
             if !status.is_success() {
@@ -81,18 +91,52 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
     // Two tenants; acme has one healthy channel, globex a healthy and a failing one.
     let mut channels = Vec::new();
     for (tenant, tier, chans) in [
-        ("acme", "default", vec![("acme/orders", "acme-orders", true)]),
-        ("globex", "high", vec![("globex/billing", "globex-billing", true), ("globex/legacy", "globex-legacy", false)]),
+        (
+            "acme",
+            "default",
+            vec![("acme/orders", "acme-orders", true)],
+        ),
+        (
+            "globex",
+            "high",
+            vec![
+                ("globex/billing", "globex-billing", true),
+                ("globex/legacy", "globex-legacy", false),
+            ],
+        ),
     ] {
-        let t = post("/api/v1/tenants".into(), operator_key.clone(), json!({ "name": tenant, "tier": tier })).await?;
+        let t = post(
+            "/api/v1/tenants".into(),
+            operator_key.clone(),
+            json!({ "name": tenant, "tier": tier }),
+        )
+        .await?;
         let key = t["api_key"].as_str().context("api_key")?.to_string();
         for (label, endpoint, healthy) in chans {
-            let behavior = if healthy { Behavior::Status(200, None) } else { Behavior::Status(503, None) };
+            let behavior = if healthy {
+                Behavior::Status(200, None)
+            } else {
+                Behavior::Status(503, None)
+            };
             receiver.set(endpoint, behavior);
-            let c = post("/api/v1/channels".into(), key.clone(), json!({ "url": receiver.url(endpoint), "name": label })).await?;
-            receiver.set_secret(endpoint, c["signing_secret"].as_str().context("signing_secret")?);
+            let c = post(
+                "/api/v1/channels".into(),
+                key.clone(),
+                json!({ "url": receiver.url(endpoint), "name": label }),
+            )
+            .await?;
+            receiver.set_secret(
+                endpoint,
+                c["signing_secret"].as_str().context("signing_secret")?,
+            );
             let id: Uuid = c["id"].as_str().context("id")?.parse()?;
-            channels.push(DemoChannel { label, endpoint, healthy, id, tenant_key: key.clone() });
+            channels.push(DemoChannel {
+                label,
+                endpoint,
+                healthy,
+                id,
+                tenant_key: key.clone(),
+            });
         }
     }
 
@@ -110,19 +154,30 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
                     })
                 })
                 .collect();
-            post(format!("/api/v1/channels/{}/deliveries/batch", c.id), c.tenant_key.clone(), json!({ "deliveries": items })).await?;
+            post(
+                format!("/api/v1/channels/{}/deliveries/batch", c.id),
+                c.tenant_key.clone(),
+                json!({ "deliveries": items }),
+            )
+            .await?;
             sent += n;
         }
         expected.push((c.id, per_channel));
     }
-    println!("enqueued {} deliveries to {} channels through the API", per_channel * channels.len(), channels.len());
+    println!(
+        "enqueued {} deliveries to {} channels through the API",
+        per_channel * channels.len(),
+        channels.len()
+    );
 
     // Wait until every delivery is final (delivered or dead), or the timeout.
     let deadline = Instant::now() + timeout;
     loop {
-        let open: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status NOT IN ('delivered', 'dead')")
-            .fetch_one(&pool)
-            .await?;
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE status NOT IN ('delivered', 'dead')",
+        )
+        .fetch_one(&pool)
+        .await?;
         if open == 0 || Instant::now() > deadline {
             break;
         }
@@ -133,14 +188,24 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
     println!();
     println!(
         "{:<16} {:<15} {:>8} {:>9} {:>8} {:>5} {:>9} {:>8} {:>8}",
-        "channel", "endpoint", "enqueued", "delivered", "retrying", "dead", "sig fails", "p50 ms", "p95 ms"
+        "channel",
+        "endpoint",
+        "enqueued",
+        "delivered",
+        "retrying",
+        "dead",
+        "sig fails",
+        "p50 ms",
+        "p95 ms"
     );
     let mut all_ok = true;
     for c in &channels {
-        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT status, count(*) FROM deliveries WHERE channel_id = $1 GROUP BY status")
-            .bind(c.id)
-            .fetch_all(&pool)
-            .await?;
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM deliveries WHERE channel_id = $1 GROUP BY status",
+        )
+        .bind(c.id)
+        .fetch_all(&pool)
+        .await?;
         let get = |s: &str| rows.iter().filter(|r| r.0 == s).map(|r| r.1).sum::<i64>();
         let delivered = get("delivered");
         let dead = get("dead");
@@ -162,7 +227,10 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
             }
         }
         let (p50, p95) = if c.healthy {
-            (format!("{}", hist.value_at_quantile(0.5)), format!("{}", hist.value_at_quantile(0.95)))
+            (
+                format!("{}", hist.value_at_quantile(0.5)),
+                format!("{}", hist.value_at_quantile(0.95)),
+            )
         } else {
             ("-".into(), "-".into())
         };
@@ -170,7 +238,9 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
             "{:<16} {:<15} {:>8} {:>9} {:>8} {:>5} {:>9} {:>8} {:>8}",
             c.label, c.endpoint, per_channel, delivered, retrying, dead, sig_fails, p50, p95
         );
-        if c.healthy && (delivered as usize != per_channel || ids.len() != per_channel || sig_fails > 0) {
+        if c.healthy
+            && (delivered as usize != per_channel || ids.len() != per_channel || sig_fails > 0)
+        {
             all_ok = false;
         }
         if sig_fails > 0 {
@@ -183,7 +253,14 @@ pub async fn run(mut settings: Settings, per_channel: usize, timeout: Duration) 
         receiver.count("globex-legacy")
     );
     println!("took {:.1} s", start.elapsed().as_secs_f64());
-    println!("{}", if all_ok { "RESULT: OK — every healthy delivery arrived once per id with a valid signature" } else { "RESULT: FAILED" });
+    println!(
+        "{}",
+        if all_ok {
+            "RESULT: OK — every healthy delivery arrived once per id with a valid signature"
+        } else {
+            "RESULT: FAILED"
+        }
+    );
 
     shutdown.cancel();
     receiver.stop();

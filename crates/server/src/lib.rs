@@ -49,7 +49,10 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
 
 /// Applies the embedded migrations.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    breakwater_core::MIGRATOR.run(pool).await.context("applying migrations")
+    breakwater_core::MIGRATOR
+        .run(pool)
+        .await
+        .context("applying migrations")
 }
 
 /// A running node.
@@ -108,7 +111,9 @@ pub async fn start_node(
         );
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
-            .with_context(|| format!("binding the API to {} (BREAKWATER_LISTEN)", settings.listen))?;
+            .with_context(|| {
+                format!("binding the API to {} (BREAKWATER_LISTEN)", settings.listen)
+            })?;
         let addr = listener.local_addr()?;
         api_addr = Some(addr);
         let app = breakwater_api::app(state);
@@ -135,7 +140,11 @@ pub async fn start_node(
                 .map_err(anyhow::Error::msg)
         });
     }
-    Ok(Node { api_addr, node_id, tasks })
+    Ok(Node {
+        api_addr,
+        node_id,
+        tasks,
+    })
 }
 
 /// Settings for tests and the demo: the defaults with `listen` on an ephemeral loopback port,

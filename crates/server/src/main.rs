@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "breakwater", version, about = "Multi-tenant webhook delivery with per-channel circuit breakers")]
+#[command(
+    name = "breakwater",
+    version,
+    about = "Multi-tenant webhook delivery with per-channel circuit breakers"
+)]
 struct Cli {
     /// Extra configuration file, merged over the defaults and under the environment.
     #[arg(long, global = true, env = "BREAKWATER_CONFIG")]
@@ -44,8 +48,11 @@ enum Command {
 
 fn init_tracing(json: bool) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         b.json().init();
     } else {
@@ -60,7 +67,10 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { role, no_migrate } => {
             init_tracing(settings.log_format == "json");
-            let url = settings.database_url.clone().context("DATABASE_URL is not set")?;
+            let url = settings
+                .database_url
+                .clone()
+                .context("DATABASE_URL is not set")?;
             let pool = breakwater::connect(&url.0, settings.database.max_connections).await?;
             if settings.database.migrate_on_start && !no_migrate {
                 breakwater::migrate(&pool).await?;
@@ -72,18 +82,29 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate => {
             init_tracing(settings.log_format == "json");
-            let url = settings.database_url.clone().context("DATABASE_URL is not set")?;
+            let url = settings
+                .database_url
+                .clone()
+                .context("DATABASE_URL is not set")?;
             let pool = breakwater::connect(&url.0, 2).await?;
             breakwater::migrate(&pool).await?;
             println!("migrations applied");
             Ok(())
         }
-        Command::Demo { per_channel, timeout_secs } => {
+        Command::Demo {
+            per_channel,
+            timeout_secs,
+        } => {
             if std::env::var_os("RUST_LOG").is_none() {
                 std::env::set_var("RUST_LOG", "warn");
             }
             init_tracing(false);
-            let ok = breakwater::demo::run(settings, per_channel, std::time::Duration::from_secs(timeout_secs)).await?;
+            let ok = breakwater::demo::run(
+                settings,
+                per_channel,
+                std::time::Duration::from_secs(timeout_secs),
+            )
+            .await?;
             if ok {
                 Ok(())
             } else {

@@ -30,6 +30,10 @@ pub struct Received {
     pub endpoint: String,
     /// `webhook-id` header.
     pub webhook_id: Option<String>,
+    /// `webhook-timestamp` header (Unix seconds).
+    pub webhook_timestamp: Option<i64>,
+    /// Arrival time, Unix seconds (wall clock).
+    pub received_unix: i64,
     /// Whether the signature verified (None when no secret is registered for the endpoint).
     pub signature_ok: Option<bool>,
     /// The body.
@@ -63,7 +67,9 @@ impl Receiver {
         let addr = listener.local_addr()?;
         let inner = Arc::new(Mutex::new(Inner::default()));
         let stop = CancellationToken::new();
-        let app = Router::new().route("/{name}", post(handle)).with_state(inner.clone());
+        let app = Router::new()
+            .route("/{name}", post(handle))
+            .with_state(inner.clone());
         let token = stop.clone();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -80,22 +86,43 @@ impl Receiver {
 
     /// Sets how `name` answers.
     pub fn set(&self, name: &str, behavior: Behavior) {
-        self.inner.lock().unwrap().behaviors.insert(name.to_string(), behavior);
+        self.inner
+            .lock()
+            .unwrap()
+            .behaviors
+            .insert(name.to_string(), behavior);
     }
 
     /// Registers the signing secret (`whsec_…`) of `name`, so its requests are verified.
     pub fn set_secret(&self, name: &str, secret: &str) {
-        self.inner.lock().unwrap().secrets.insert(name.to_string(), secret.to_string());
+        self.inner
+            .lock()
+            .unwrap()
+            .secrets
+            .insert(name.to_string(), secret.to_string());
     }
 
     /// Every request `name` received, in arrival order.
     pub fn received(&self, name: &str) -> Vec<Received> {
-        self.inner.lock().unwrap().received.iter().filter(|r| r.endpoint == name).cloned().collect()
+        self.inner
+            .lock()
+            .unwrap()
+            .received
+            .iter()
+            .filter(|r| r.endpoint == name)
+            .cloned()
+            .collect()
     }
 
     /// How many requests `name` received.
     pub fn count(&self, name: &str) -> usize {
-        self.inner.lock().unwrap().received.iter().filter(|r| r.endpoint == name).count()
+        self.inner
+            .lock()
+            .unwrap()
+            .received
+            .iter()
+            .filter(|r| r.endpoint == name)
+            .count()
     }
 
     /// Waits until `name` has received at least `n` requests, or `timeout` passes; returns the
@@ -127,7 +154,10 @@ async fn handle(
     let (behavior, secret) = {
         let g = inner.lock().unwrap();
         (
-            g.behaviors.get(&name).cloned().unwrap_or(Behavior::Status(200, None)),
+            g.behaviors
+                .get(&name)
+                .cloned()
+                .unwrap_or(Behavior::Status(200, None)),
             g.secrets.get(&name).cloned(),
         )
     };
@@ -142,7 +172,18 @@ async fn handle(
     };
     inner.lock().unwrap().received.push(Received {
         endpoint: name,
-        webhook_id: headers.get("webhook-id").and_then(|v| v.to_str().ok()).map(str::to_string),
+        webhook_id: headers
+            .get("webhook-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        webhook_timestamp: headers
+            .get("webhook-timestamp")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok()),
+        received_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
         signature_ok,
         body,
         at,

@@ -17,7 +17,11 @@ pub struct TempPostgres {
 }
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| o.stdout.trim_ascii() == b"0").unwrap_or(false)
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.trim_ascii() == b"0")
+        .unwrap_or(false)
 }
 
 /// Finds `initdb` and `postgres`: `pg_config --bindir`, then the newest
@@ -33,7 +37,12 @@ fn find_bin_dir() -> Option<PathBuf> {
     if let Ok(entries) = std::fs::read_dir("/usr/lib/postgresql") {
         let mut versions: Vec<(u32, PathBuf)> = entries
             .flatten()
-            .filter_map(|e| Some((e.file_name().to_string_lossy().parse::<u32>().ok()?, e.path().join("bin"))))
+            .filter_map(|e| {
+                Some((
+                    e.file_name().to_string_lossy().parse::<u32>().ok()?,
+                    e.path().join("bin"),
+                ))
+            })
             .filter(|(_, d)| has(d))
             .collect();
         versions.sort();
@@ -66,20 +75,40 @@ impl TempPostgres {
             );
         };
         let root = is_root();
-        let dir = std::env::temp_dir().join(format!("breakwater-pg-{}-{:08x}", std::process::id(), rand_u32()));
+        let dir = std::env::temp_dir().join(format!(
+            "breakwater-pg-{}-{:08x}",
+            std::process::id(),
+            rand_u32()
+        ));
         std::fs::create_dir_all(&dir).context("creating the throwaway data directory")?;
         if root {
             // Postgres refuses to run as root: hand the directory to the postgres user.
-            let ok = Command::new("chown").args(["-R", "postgres:"]).arg(&dir).status()?.success();
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:"])
+                .arg(&dir)
+                .status()?
+                .success();
             if !ok {
-                bail!("running as root, but could not chown {} to the postgres user", dir.display());
+                bail!(
+                    "running as root, but could not chown {} to the postgres user",
+                    dir.display()
+                );
             }
         }
         let data = dir.join("data");
         let out = command(&bin.join("initdb"), root)
             .arg("-D")
             .arg(&data)
-            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()
@@ -97,13 +126,24 @@ impl TempPostgres {
             .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
             .arg("-c")
             .arg(format!("unix_socket_directories={}", dir.display()))
-            .args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+            .args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ])
             .args(["-c", "max_connections=200"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("starting postgres")?;
-        let me = Self { url: format!("postgres://postgres@127.0.0.1:{port}/postgres"), dir, child };
+        let me = Self {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            dir,
+            child,
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if sqlx::PgPool::connect(&me.url).await.is_ok() {
@@ -118,7 +158,9 @@ impl TempPostgres {
 }
 
 fn rand_u32() -> u32 {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     t.subsec_nanos() ^ (t.as_secs() as u32)
 }
 
@@ -145,7 +187,10 @@ impl Drop for TempPostgres {
         let _ = self.child.wait();
         if let Some(pid) = &pid {
             // Still there after 10 s: make sure it does not outlive us.
-            let _ = Command::new("kill").args(["-KILL", pid]).stderr(Stdio::null()).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", pid])
+                .stderr(Stdio::null())
+                .status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

@@ -103,7 +103,9 @@ impl WorkerConfig {
             return Err("worker.max_attempts must be at least 1".into());
         }
         if self.rescue_after_ms < 2 * self.heartbeat_interval_ms {
-            return Err("worker.rescue_after_ms must be at least twice worker.heartbeat_interval_ms".into());
+            return Err(
+                "worker.rescue_after_ms must be at least twice worker.heartbeat_interval_ms".into(),
+            );
         }
         if !(0.0..=1.0).contains(&self.backoff_jitter) {
             return Err("worker.backoff_jitter must be between 0.0 and 1.0".into());

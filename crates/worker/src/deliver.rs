@@ -55,14 +55,24 @@ impl DeliveryHandler {
     /// Sends one signed request for `d` (signature and timestamp made now, at the attempt).
     pub async fn send(&self, d: &Dispatch) -> Sent {
         let body = body(d);
-        let failed = |observed, error: String| Sent { observed, excerpt: None, error: Some(error), retry_after: None };
+        let failed = |observed, error: String| Sent {
+            observed,
+            excerpt: None,
+            error: Some(error),
+            retry_after: None,
+        };
         if !self.allow_private {
             // Literal IPs never reach the resolver: check them here.
             if let Err(e) = targets::parse_channel_url(&d.url, false) {
                 return failed(Observed::Blocked, e);
             }
         }
-        let headers = match signing::sign(&d.signing_secret, &d.id.to_string(), Utc::now().timestamp(), &body) {
+        let headers = match signing::sign(
+            &d.signing_secret,
+            &d.id.to_string(),
+            Utc::now().timestamp(),
+            &body,
+        ) {
             Ok(h) => h,
             Err(e) => return failed(Observed::Other, format!("signing failed: {e}")),
         };
@@ -102,8 +112,18 @@ impl DeliveryHandler {
         match read_error {
             // A timeout while reading a 2xx body still fails the attempt: the total timeout
             // is the contract.
-            Some(e) if e.is_timeout() => Sent { observed: Observed::Timeout, excerpt, error: Some(error_chain(&e)), retry_after },
-            _ => Sent { observed: Observed::Status(status), excerpt, error: None, retry_after },
+            Some(e) if e.is_timeout() => Sent {
+                observed: Observed::Timeout,
+                excerpt,
+                error: Some(error_chain(&e)),
+                retry_after,
+            },
+            _ => Sent {
+                observed: Observed::Status(status),
+                excerpt,
+                error: None,
+                retry_after,
+            },
         }
     }
 
@@ -114,15 +134,25 @@ impl DeliveryHandler {
             .and_then(|v| v.as_str())
             .and_then(|s| s.parse::<Uuid>().ok())
         else {
-            breakwater_queue::discard(&self.pool, job.id, job.claim_token, "args lack a delivery_id")
-                .await
-                .map_err(|e| e.to_string())?;
+            breakwater_queue::discard(
+                &self.pool,
+                job.id,
+                job.claim_token,
+                "args lack a delivery_id",
+            )
+            .await
+            .map_err(|e| e.to_string())?;
             return Ok(());
         };
         tracing::Span::current().record("delivery_id", tracing::field::display(delivery_id));
-        let Some(d) = deliveries::begin_attempt(&self.pool, delivery_id).await.map_err(|e| e.to_string())? else {
+        let Some(d) = deliveries::begin_attempt(&self.pool, delivery_id)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
             // Deleted, or already delivered/dead: nothing to send.
-            breakwater_queue::complete(&self.pool, job.id, job.claim_token).await.map_err(|e| e.to_string())?;
+            breakwater_queue::complete(&self.pool, job.id, job.claim_token)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok(());
         };
 
@@ -148,10 +178,12 @@ impl DeliveryHandler {
                 .await
                 .map_err(|e| e.to_string())?
                 .then_some("delivered"),
-            Class::Permanent => breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text)
-                .await
-                .map_err(|e| e.to_string())?
-                .then_some("dead"),
+            Class::Permanent => {
+                breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .then_some("dead")
+            }
             Class::Transient => {
                 let delay: Duration = self.backoff.delay(job.attempt);
                 match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, &error_text)

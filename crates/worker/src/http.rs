@@ -18,7 +18,11 @@ pub struct BlockedTarget(pub String);
 
 impl std::fmt::Display for BlockedTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} resolves only to internal addresses, which are not allowed", self.0)
+        write!(
+            f,
+            "{} resolves only to internal addresses, which are not allowed",
+            self.0
+        )
     }
 }
 

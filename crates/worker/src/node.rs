@@ -16,7 +16,11 @@ pub fn node_id() -> String {
     let host = std::fs::read_to_string("/etc/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "node".into());
-    format!("{host}-{}-{:08x}", std::process::id(), rand::random::<u32>())
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 /// Runs a worker node until `shutdown` fires and every pool has drained (within
@@ -53,7 +57,11 @@ pub async fn run_node(
     // The listener and upkeep stop with their own token, after the pools have drained, so that
     // heartbeats continue while in-flight jobs finish.
     let background = CancellationToken::new();
-    tasks.spawn(wakers.clone().listen(pool.clone(), Duration::from_secs(1), background.clone()));
+    tasks.spawn(
+        wakers
+            .clone()
+            .listen(pool.clone(), Duration::from_secs(1), background.clone()),
+    );
     tasks.spawn(maintenance::run(
         pool.clone(),
         MaintenanceConfig {

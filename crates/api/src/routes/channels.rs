@@ -52,7 +52,12 @@ async fn create(
     let created = channels::create(
         state.pool(),
         key.tenant_id,
-        &NewChannel { url, name: body.name, failure_threshold: body.failure_threshold, cooldown_ms: body.cooldown_ms },
+        &NewChannel {
+            url,
+            name: body.name,
+            failure_threshold: body.failure_threshold,
+            cooldown_ms: body.cooldown_ms,
+        },
     )
     .await?;
     tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
@@ -82,7 +87,9 @@ async fn list(
         return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
     }
     let data = channels::list(state.pool(), key.tenant_id, q.after, limit).await?;
-    let next_after = (data.len() as i64 == limit).then(|| data.last().map(|c| c.id)).flatten();
+    let next_after = (data.len() as i64 == limit)
+        .then(|| data.last().map(|c| c.id))
+        .flatten();
     Ok(axum::Json(ChannelPage { data, next_after }))
 }
 
@@ -91,7 +98,9 @@ async fn read(
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Channel>, ApiError> {
-    Ok(axum::Json(channels::get(state.pool(), key.tenant_id, id).await?))
+    Ok(axum::Json(
+        channels::get(state.pool(), key.tenant_id, id).await?,
+    ))
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries`.
@@ -111,13 +120,22 @@ struct Accepted {
     idempotent_replay: bool,
 }
 
-fn check_payload_size(cfg: &ApiConfig, payload: &Value, field: &'static str) -> Result<(), ApiError> {
-    let size = serde_json::to_vec(payload).map(|v| v.len()).unwrap_or(usize::MAX);
+fn check_payload_size(
+    cfg: &ApiConfig,
+    payload: &Value,
+    field: &'static str,
+) -> Result<(), ApiError> {
+    let size = serde_json::to_vec(payload)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > cfg.max_payload_bytes {
         let mut e = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
-            format!("{field} is {size} bytes; the limit is {} bytes", cfg.max_payload_bytes),
+            format!(
+                "{field} is {size} bytes; the limit is {} bytes",
+                cfg.max_payload_bytes
+            ),
         );
         e.field = Some(field);
         return Err(e);
@@ -128,10 +146,9 @@ fn check_payload_size(cfg: &ApiConfig, payload: &Value, field: &'static str) -> 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get("idempotency-key") {
         None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .map(|s| Some(s.to_string()))
-            .map_err(|_| ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")),
+        Some(v) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {
+            ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")
+        }),
     }
 }
 
@@ -146,7 +163,15 @@ async fn enqueue(
     let mut tx = state.pool().begin().await?;
     let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
     let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
-    let out = deliveries::enqueue(&mut tx, tenant.id, tenant.tier, channel.id, items, state.inner.max_attempts).await?;
+    let out = deliveries::enqueue(
+        &mut tx,
+        tenant.id,
+        tenant.tier,
+        channel.id,
+        items,
+        state.inner.max_attempts,
+    )
+    .await?;
     tx.commit().await?;
     Ok(out)
 }
@@ -161,10 +186,21 @@ async fn enqueue_one(
     Json(body): Json<EnqueueOne>,
 ) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
     check_payload_size(&state.inner.config, &body.payload, "payload")?;
-    let item = NewDelivery { event_type: body.event_type, payload: body.payload, idempotency_key: idempotency_key(&headers)? };
+    let item = NewDelivery {
+        event_type: body.event_type,
+        payload: body.payload,
+        idempotency_key: idempotency_key(&headers)?,
+    };
     let out = enqueue(&state, &key, channel_id, std::slice::from_ref(&item)).await?;
     let e = out[0];
-    Ok((StatusCode::ACCEPTED, axum::Json(Accepted { id: e.id, status: "pending", idempotent_replay: !e.created })))
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Accepted {
+            id: e.id,
+            status: "pending",
+            idempotent_replay: !e.created,
+        }),
+    ))
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
@@ -199,7 +235,11 @@ async fn enqueue_batch(
     if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
         return Err(ApiError::invalid(
             "deliveries",
-            format!("must hold 1 to {} deliveries, not {}", cfg.max_batch_size, body.deliveries.len()),
+            format!(
+                "must hold 1 to {} deliveries, not {}",
+                cfg.max_batch_size,
+                body.deliveries.len()
+            ),
         ));
     }
     let mut items = Vec::with_capacity(body.deliveries.len());
@@ -208,7 +248,11 @@ async fn enqueue_batch(
             e.detail = format!("deliveries[{i}].{}", e.detail);
             e
         })?;
-        let item = NewDelivery { event_type: d.event_type, payload: d.payload, idempotency_key: d.idempotency_key };
+        let item = NewDelivery {
+            event_type: d.event_type,
+            payload: d.payload,
+            idempotency_key: d.idempotency_key,
+        };
         deliveries::validate(&item).map_err(|e| {
             let mut api = ApiError::from(e);
             api.detail = format!("deliveries[{i}].{}", api.detail);
@@ -219,7 +263,11 @@ async fn enqueue_batch(
     let out = enqueue(&state, &key, channel_id, &items).await?;
     let data = out
         .into_iter()
-        .map(|e| Accepted { id: e.id, status: "pending", idempotent_replay: !e.created })
+        .map(|e| Accepted {
+            id: e.id,
+            status: "pending",
+            idempotent_replay: !e.created,
+        })
         .collect();
     Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
 }

@@ -29,5 +29,8 @@ async fn read(
 ) -> Result<axum::Json<DeliveryView>, ApiError> {
     let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
     let attempt_log = deliveries::attempts(state.pool(), id).await?;
-    Ok(axum::Json(DeliveryView { delivery, attempt_log }))
+    Ok(axum::Json(DeliveryView {
+        delivery,
+        attempt_log,
+    }))
 }

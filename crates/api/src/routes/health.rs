@@ -9,7 +9,9 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
 }
 
 async fn healthz() -> Json<Value> {
@@ -22,7 +24,11 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> 
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "readiness: database unreachable");
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", "database unreachable")
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                "database unreachable",
+            )
         })?;
     Ok(Json(json!({ "status": "ready" })))
 }

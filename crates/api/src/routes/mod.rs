@@ -9,8 +9,13 @@ use crate::error::ApiError;
 use breakwater_core::targets;
 
 /// Checks a URL field (form, then DNS unless private targets are allowed); errors name `field`.
-pub(crate) async fn checked_url(field: &'static str, raw: &str, allow_private: bool) -> Result<String, ApiError> {
-    let url = targets::parse_channel_url(raw, allow_private).map_err(|m| ApiError::invalid(field, m))?;
+pub(crate) async fn checked_url(
+    field: &'static str,
+    raw: &str,
+    allow_private: bool,
+) -> Result<String, ApiError> {
+    let url =
+        targets::parse_channel_url(raw, allow_private).map_err(|m| ApiError::invalid(field, m))?;
     targets::check_resolves_publicly(&url, allow_private)
         .await
         .map_err(|m| ApiError::invalid(field, m))?;

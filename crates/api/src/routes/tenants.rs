@@ -41,7 +41,15 @@ async fn create(
         Some(u) => Some(checked_url("alert_url", u, state.inner.allow_private_targets).await?),
     };
     let mut conn = state.pool().acquire().await?;
-    let created = tenants::create(&mut conn, &NewTenant { name: body.name, tier, alert_url }).await?;
+    let created = tenants::create(
+        &mut conn,
+        &NewTenant {
+            name: body.name,
+            tier,
+            alert_url,
+        },
+    )
+    .await?;
     tracing::info!(tenant_id = %created.tenant.id, tier = %created.tenant.tier, "tenant created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }

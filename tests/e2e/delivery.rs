@@ -1,0 +1,272 @@
+//! Delivery end to end: a node, a receiver on loopback, the real queue.
+
+use breakwater_e2e::{eventually, Behavior, TestApp};
+use serde_json::json;
+use sqlx::PgPool;
+use std::time::Duration;
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn delivered_once_with_a_signature_that_verifies(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "ok").await;
+    let id = app.deliver(&key, ch, json!({ "order": 42 })).await;
+
+    assert_eq!(
+        app.receiver
+            .wait_for("ok", 1, Duration::from_secs(10))
+            .await,
+        1
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            app.delivery_status(id).await == "delivered"
+        })
+        .await
+    );
+    let got = app.receiver.received("ok");
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0].webhook_id.as_deref(),
+        Some(id.to_string().as_str()),
+        "webhook-id is the delivery id"
+    );
+    assert_eq!(
+        got[0].signature_ok,
+        Some(true),
+        "signature verifies with the channel secret"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(body["type"], "test.event");
+    assert_eq!(body["data"], json!({ "order": 42 }));
+
+    let (s, v) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["status"], "delivered");
+    assert_eq!(v["attempts"], 1);
+    assert_eq!(v["attempt_log"][0]["status_code"], 200);
+    assert_eq!(v["attempt_log"][0]["outcome"], "success");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn each_attempt_is_signed_when_sent_not_when_enqueued(pool: PgPool) {
+    // 1.5 s between attempts, so the two webhook-timestamps must differ.
+    let app = TestApp::spawn_with(pool, |s| {
+        s.worker.backoff_base_ms = 1_500;
+        s.worker.backoff_cap_ms = 1_500;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "flaky").await;
+    app.receiver.set("flaky", Behavior::Status(503, None));
+    let id = app.deliver(&key, ch, json!({})).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("flaky", 1, Duration::from_secs(10))
+            .await,
+        1
+    );
+    app.receiver.set("flaky", Behavior::Status(200, None));
+    assert_eq!(
+        app.receiver
+            .wait_for("flaky", 2, Duration::from_secs(10))
+            .await,
+        2
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            app.delivery_status(id).await == "delivered"
+        })
+        .await
+    );
+
+    let got = app.receiver.received("flaky");
+    assert!(
+        got.iter().all(|r| r.signature_ok == Some(true)),
+        "both attempts verify"
+    );
+    let stamps: Vec<i64> = got
+        .iter()
+        .map(|r| r.webhook_timestamp.expect("webhook-timestamp"))
+        .collect();
+    assert!(
+        stamps[1] > stamps[0],
+        "each attempt carries its own timestamp: {stamps:?}"
+    );
+    for r in &got {
+        let skew = (r.received_unix - r.webhook_timestamp.unwrap()).abs();
+        assert!(
+            skew <= 1,
+            "signed at send time, not at enqueue (skew {skew} s)"
+        );
+    }
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_503_endpoint_is_retried_then_dead(pool: PgPool) {
+    let app = TestApp::spawn(pool).await; // max_attempts = 3, 50 ms backoff
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "down").await;
+    app.receiver.set("down", Behavior::Status(503, None));
+    let id = app.deliver(&key, ch, json!({})).await;
+
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await
+    );
+    assert_eq!(app.receiver.count("down"), 3, "three attempts, no more");
+    let rows: Vec<(i32, String, Option<i32>)> =
+        sqlx::query_as("SELECT attempt, outcome, status_code FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
+            .bind(id)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (1, "transient".into(), Some(503)),
+            (2, "transient".into(), Some(503)),
+            (3, "transient".into(), Some(503))
+        ]
+    );
+    let job_state: String =
+        sqlx::query_scalar("SELECT state FROM jobs WHERE args->>'delivery_id' = $1")
+            .bind(id.to_string())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        job_state, "discarded",
+        "the job is in the dead letter state"
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_400_endpoint_is_dead_after_one_attempt(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "rejects").await;
+    app.receiver.set("rejects", Behavior::Status(400, None));
+    let id = app.deliver(&key, ch, json!({})).await;
+
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await
+    );
+    // Give a wrong retry the time it would need to show up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.receiver.count("rejects"), 1);
+    let (s, v) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["attempts"], 1);
+    assert_eq!(v["attempt_log"][0]["outcome"], "permanent");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn connection_refused_is_transient(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    // A port nothing listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (s, v) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": format!("http://{free}/x") }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let ch: uuid::Uuid = v["id"].as_str().unwrap().parse().unwrap();
+    let id = app.deliver(&key, ch, json!({})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await
+    );
+    let kinds: Vec<Option<String>> = sqlx::query_scalar(
+        "SELECT error_kind FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt",
+    )
+    .bind(id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(kinds, vec![Some("connect".to_string()); 3]);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn internal_targets_are_refused_at_send_time_unless_allowed(pool: PgPool) {
+    // The channel was created while private targets were allowed; a node that forbids them
+    // must not send to it (e.g. DNS or configuration changed since).
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "internal").await;
+    app.stop().await;
+
+    let app = TestApp::spawn_with(pool, |s| s.allow_private_targets = false).await;
+    let id = app.deliver(&key, ch, json!({})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await
+    );
+    let kind: Option<String> =
+        sqlx::query_scalar("SELECT error_kind FROM delivery_attempts WHERE delivery_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kind.as_deref(), Some("blocked"));
+    assert_eq!(app.receiver.count("internal"), 0);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_batch_is_delivered_once_per_delivery(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "high").await;
+    let ch = app.channel(&key, "bulk").await;
+    let items: Vec<_> = (0..200)
+        .map(|i| json!({ "event_type": "e", "payload": { "i": i } }))
+        .collect();
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/channels/{ch}/deliveries/batch"),
+            &key,
+            &json!({ "deliveries": items }),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    assert_eq!(
+        app.receiver
+            .wait_for("bulk", 200, Duration::from_secs(20))
+            .await,
+        200
+    );
+    let got = app.receiver.received("bulk");
+    let ids: std::collections::HashSet<_> = got.iter().map(|r| r.webhook_id.clone()).collect();
+    assert_eq!(ids.len(), 200, "no duplicates");
+    assert!(got.iter().all(|r| r.signature_ok == Some(true)));
+    let queue: String = sqlx::query_scalar("SELECT DISTINCT queue FROM jobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        queue, "deliveries_high",
+        "a high-tier tenant's jobs run on the high queue"
+    );
+    app.stop().await;
+}
