@@ -107,6 +107,9 @@ CREATE TABLE channels (
     probe_deadline        timestamptz,
     -- Set by Retry-After on 429/503: nothing is sent to this channel before it.
     retry_after_until     timestamptz,
+    -- The health check's last verdict (failure ratio over a sliding window). Only its move from
+    -- false to true trips the circuit.
+    health_unhealthy      boolean     NOT NULL DEFAULT false,
     -- Per-channel overrides; NULL = the global default from configuration.
     failure_threshold     integer     CHECK (failure_threshold > 0),
     cooldown_ms           bigint      CHECK (cooldown_ms > 0),
@@ -137,11 +140,16 @@ CREATE UNIQUE INDEX deliveries_idempotency_idx ON deliveries (tenant_id, idempot
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX deliveries_channel_idx ON deliveries (channel_id, created_at);
 CREATE INDEX deliveries_dead_idx ON deliveries (channel_id, updated_at) WHERE status = 'dead';
+-- Marking a channel's backlog paused / pending touches only its live deliveries.
+CREATE INDEX deliveries_live_idx ON deliveries (channel_id, status) WHERE status NOT IN ('delivered', 'dead');
 
 CREATE TABLE delivery_attempts (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     delivery_id      uuid        NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    channel_id       uuid        NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
     attempt          integer     NOT NULL,
+    -- Whether this attempt was the half-open probe of its channel.
+    probe            boolean     NOT NULL DEFAULT false,
     started_at       timestamptz NOT NULL,
     duration_ms      integer     NOT NULL,
     -- success | transient | permanent
@@ -154,6 +162,8 @@ CREATE TABLE delivery_attempts (
     node_id          text
 );
 CREATE INDEX delivery_attempts_delivery_idx ON delivery_attempts (delivery_id, attempt);
+-- The health check reads a channel's recent attempts.
+CREATE INDEX delivery_attempts_channel_idx ON delivery_attempts (channel_id, started_at);
 
 CREATE TABLE audit_log (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -113,6 +113,16 @@ impl From<breakwater_core::Error> for ApiError {
                 "conflict",
                 "a conflicting object already exists",
             ),
+            // Text or jsonb the database cannot store: U+0000 in a string (22021, 22P05).
+            E::Database(sqlx::Error::Database(db))
+                if matches!(db.code().as_deref(), Some("22021" | "22P05")) =>
+            {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_text",
+                    "strings must not contain the NUL character (U+0000)",
+                )
+            }
             other => ApiError::internal(other),
         }
     }

@@ -270,6 +270,10 @@ pub async fn begin_attempt(
 pub struct AttemptRecord<'a> {
     /// Delivery.
     pub delivery_id: Uuid,
+    /// Its channel.
+    pub channel_id: Uuid,
+    /// Whether this attempt was the channel's half-open probe.
+    pub probe: bool,
     /// When the request started.
     pub started_at: DateTime<Utc>,
     /// How long it took, ms.
@@ -306,8 +310,9 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
             RETURNING attempts
         )
         INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
-                                       status_code, error_kind, error, response_excerpt, node_id)
-        SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10 FROM d
+                                       status_code, error_kind, error, response_excerpt, node_id,
+                                       channel_id, probe)
+        SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         "#,
     )
     .bind(r.delivery_id)
@@ -320,6 +325,8 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
     .bind(r.response_excerpt)
     .bind(r.new_status)
     .bind(r.node_id)
+    .bind(r.channel_id)
+    .bind(r.probe)
     .execute(&mut *tx)
     .await?;
     Ok(())

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod channels;
+pub mod circuit;
 pub mod deliveries;
 mod error;
 pub mod keys;

@@ -83,3 +83,38 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
     notify_queues(&mut *conn, &woken).await?;
     Ok(ids)
 }
+
+/// Makes sure a job with `job.unique_key` (required) is due no later than `job.scheduled_at`:
+/// inserts it, or, when a live job with that key is already waiting, moves that job's time
+/// earlier if needed (never later). Returns true if a new job was inserted.
+///
+/// For singleton jobs such as a per-group watcher: at most one exists, and whoever schedules it
+/// gets it run by their time.
+pub async fn schedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<bool> {
+    let key = job
+        .unique_key
+        .as_deref()
+        .expect("schedule_unique needs a unique key");
+    if enqueue(&mut *conn, job).await?.is_some() {
+        return Ok(true);
+    }
+    let queue: Option<(String, String)> = sqlx::query_as(
+        r#"
+        UPDATE jobs
+        SET scheduled_at = least(scheduled_at, coalesce($2, now())),
+            state = CASE WHEN least(scheduled_at, coalesce($2, now())) <= now() THEN 'available' ELSE 'scheduled' END
+        WHERE unique_key = $1 AND state = 'scheduled'
+        RETURNING queue, state
+        "#,
+    )
+    .bind(key)
+    .bind(job.scheduled_at)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((queue, state)) = queue {
+        if state == "available" {
+            notify_queues(&mut *conn, &[queue]).await?;
+        }
+    }
+    Ok(false)
+}

@@ -62,3 +62,40 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
     notify_queues(&mut *conn, &names).await?;
     Ok(n)
 }
+
+/// Wakes exactly one waiting job of `group_id` and `kind` (any one: no ordering, so it costs
+/// the same with 100 000 parked jobs): `available` now at `priority`, and notifies its queue.
+/// Returns its id and args, or `None` if the group has no waiting job of that kind.
+///
+/// `FOR UPDATE SKIP LOCKED` in the subquery: two callers racing wake two different jobs, never
+/// the same one twice; callers that need exactly one (a probe) hold their own fence.
+pub async fn wake_one(
+    conn: &mut PgConnection,
+    group_id: Uuid,
+    kind: &str,
+    priority: i16,
+) -> Result<Option<(i64, serde_json::Value)>> {
+    let row: Option<(i64, serde_json::Value, String)> = sqlx::query_as(
+        r#"
+        UPDATE jobs SET state = 'available', priority = $3, scheduled_at = now()
+        WHERE id = (
+            SELECT id FROM jobs
+            WHERE group_id = $1 AND state IN ('available', 'scheduled') AND kind = $2
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)
+        RETURNING id, args, queue
+        "#,
+    )
+    .bind(group_id)
+    .bind(kind)
+    .bind(priority)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match row {
+        Some((id, args, queue)) => {
+            notify_queues(&mut *conn, &[queue]).await?;
+            Ok(Some((id, args)))
+        }
+        None => Ok(None),
+    }
+}

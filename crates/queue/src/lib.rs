@@ -41,10 +41,10 @@ pub mod runner;
 mod wake;
 
 pub use backoff::Backoff;
-pub use enqueue::{enqueue, enqueue_many};
+pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::fetch;
-pub use group::{park_group, release_group};
+pub use group::{park_group, release_group, wake_one};
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

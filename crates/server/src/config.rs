@@ -3,6 +3,7 @@
 //! value stops start-up with a message naming the key.
 
 use breakwater_api::ApiConfig;
+use breakwater_core::circuit::CircuitConfig;
 use breakwater_worker::WorkerConfig;
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
@@ -55,6 +56,8 @@ pub struct Settings {
     pub api: ApiConfig,
     /// `[worker]`.
     pub worker: WorkerConfig,
+    /// `[circuit]`.
+    pub circuit: CircuitConfig,
 }
 
 impl Settings {
@@ -98,6 +101,7 @@ impl Settings {
 
     fn validate(&self) -> Result<(), String> {
         self.worker.validate()?;
+        self.circuit.validate()?;
         if self.database.max_connections < 2 {
             return Err("database.max_connections must be at least 2".into());
         }

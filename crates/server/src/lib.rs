@@ -127,15 +127,15 @@ pub async fn start_node(
         tracing::info!(%addr, "API listening");
     }
     if role.worker() {
-        let (pool, cfg, id, private, token) = (
-            pool.clone(),
-            settings.worker.clone(),
-            node_id.clone(),
-            settings.allow_private_targets,
-            shutdown.clone(),
-        );
+        let params = breakwater_worker::NodeParams {
+            worker: settings.worker.clone(),
+            circuit: settings.circuit.clone(),
+            node_id: node_id.clone(),
+            allow_private_targets: settings.allow_private_targets,
+        };
+        let (pool, token) = (pool.clone(), shutdown.clone());
         tasks.spawn(async move {
-            breakwater_worker::run_node(pool, cfg, id, private, token)
+            breakwater_worker::run_node(pool, params, token)
                 .await
                 .map_err(anyhow::Error::msg)
         });

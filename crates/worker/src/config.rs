@@ -15,6 +15,8 @@ pub struct WorkerConfig {
     pub pool_default: usize,
     /// Workers per node on `deliveries_bulk`.
     pub pool_bulk: usize,
+    /// Workers per node on `circuit` (probe watchers; each step is a short transaction).
+    pub pool_circuit: usize,
     /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
     pub poll_interval_ms: u64,
     /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
@@ -54,6 +56,7 @@ impl Default for WorkerConfig {
             pool_high: 10,
             pool_default: 20,
             pool_bulk: 5,
+            pool_circuit: 2,
             poll_interval_ms: 1_000,
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,

@@ -1,31 +1,23 @@
-//! One delivery attempt: load, sign, send, classify, record.
+//! One delivery job: admit (circuit gate), load, sign, send, classify, record — and move the
+//! channel's circuit.
+//!
+//! The gate reads the channel row before the delivery is loaded: a job of an open, paused or
+//! half-open (not the probe) channel is parked again at once — no payload read, no HTTP request,
+//! no attempt of the job or the delivery used.
 
+use crate::handler::Worker;
 use crate::http::is_blocked;
+use breakwater_core::circuit::{self, Admission};
 use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
-use breakwater_core::outcome::{classify, is_configuration_problem, Class, Observed};
-use breakwater_core::{signing, targets};
-use breakwater_queue::{runner::Handler, Backoff, Job, RetryOutcome};
+use breakwater_core::outcome::{
+    classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
+};
+use breakwater_core::{signing, targets, Result};
+use breakwater_queue::{Job, RetryOutcome, PRIORITY_PARKED};
 use chrono::Utc;
-use sqlx::PgPool;
-use std::time::{Duration, Instant};
+use rand::Rng;
+use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
-
-/// Handles `deliver` jobs.
-#[derive(Clone)]
-pub struct DeliveryHandler {
-    /// Database pool.
-    pub pool: PgPool,
-    /// Outbound client (see [`crate::http::client`]).
-    pub client: reqwest::Client,
-    /// This node's id, recorded on attempts.
-    pub node_id: String,
-    /// Retry backoff.
-    pub backoff: Backoff,
-    /// Bytes of response body kept.
-    pub excerpt_bytes: usize,
-    /// Whether internal targets are allowed (development, tests).
-    pub allow_private: bool,
-}
 
 /// What one HTTP request observed.
 #[derive(Debug)]
@@ -51,191 +43,276 @@ pub fn body(d: &Dispatch) -> Vec<u8> {
     .expect("JSON values serialize")
 }
 
-impl DeliveryHandler {
-    /// Sends one signed request for `d` (signature and timestamp made now, at the attempt).
-    pub async fn send(&self, d: &Dispatch) -> Sent {
-        let body = body(d);
-        let failed = |observed, error: String| Sent {
-            observed,
-            excerpt: None,
-            error: Some(error),
-            retry_after: None,
-        };
-        if !self.allow_private {
-            // Literal IPs never reach the resolver: check them here.
-            if let Err(e) = targets::parse_channel_url(&d.url, false) {
-                return failed(Observed::Blocked, e);
-            }
-        }
-        let headers = match signing::sign(
-            &d.signing_secret,
-            &d.id.to_string(),
-            Utc::now().timestamp(),
-            &body,
-        ) {
-            Ok(h) => h,
-            Err(e) => return failed(Observed::Other, format!("signing failed: {e}")),
-        };
-        let req = self
-            .client
-            .post(&d.url)
-            .header("content-type", "application/json")
-            .header("webhook-id", &headers.id)
-            .header("webhook-timestamp", headers.timestamp.to_string())
-            .header("webhook-signature", &headers.signature)
-            .body(body);
-        let mut resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => return failed(observe_error(&e), error_chain(&e)),
-        };
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        // Keep only the first bytes of the body; stop reading past the cap.
-        let mut buf: Vec<u8> = Vec::new();
-        let mut read_error = None;
-        while buf.len() < self.excerpt_bytes {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => buf.extend_from_slice(&chunk),
-                Ok(None) => break,
-                Err(e) => {
-                    read_error = Some(e);
-                    break;
-                }
-            }
-        }
-        buf.truncate(self.excerpt_bytes);
-        let excerpt = (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).replace('\0', ""));
-        match read_error {
-            // A timeout while reading a 2xx body still fails the attempt: the total timeout
-            // is the contract.
-            Some(e) if e.is_timeout() => Sent {
-                observed: Observed::Timeout,
-                excerpt,
-                error: Some(error_chain(&e)),
-                retry_after,
-            },
-            _ => Sent {
-                observed: Observed::Status(status),
-                excerpt,
-                error: None,
-                retry_after,
-            },
-        }
-    }
-
-    async fn run(&self, job: Job) -> Result<(), String> {
-        let Some(delivery_id) = job
-            .args
+pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
+    let (Some(delivery_id), Some(channel_id)) = (
+        job.args
             .get("delivery_id")
             .and_then(|v| v.as_str())
-            .and_then(|s| s.parse::<Uuid>().ok())
-        else {
-            breakwater_queue::discard(
-                &self.pool,
-                job.id,
-                job.claim_token,
-                "args lack a delivery_id",
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            return Ok(());
-        };
-        tracing::Span::current().record("delivery_id", tracing::field::display(delivery_id));
-        let Some(d) = deliveries::begin_attempt(&self.pool, delivery_id)
-            .await
-            .map_err(|e| e.to_string())?
-        else {
-            // Deleted, or already delivered/dead: nothing to send.
-            breakwater_queue::complete(&self.pool, job.id, job.claim_token)
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok(());
-        };
-
-        let started_at = Utc::now();
-        let t0 = Instant::now();
-        let sent = self.send(&d).await;
-        let duration_ms = i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX);
-        let class = classify(sent.observed);
-        if is_configuration_problem(sent.observed) {
-            tracing::error!(
-                channel_id = %d.channel_id, tenant_id = %d.tenant_id, delivery_id = %d.id,
-                status = ?sent.observed,
-                "channel endpoint rejects our requests (401/403): the channel is misconfigured"
-            );
-        }
-
-        // Record the result. The job update goes first: if the claim was lost (this run was
-        // rescued), the transaction is rolled back and nothing changes.
-        let mut tx = self.pool.begin().await.map_err(|e| e.to_string())?;
-        let error_text = describe(&sent);
-        let new_status = match class {
-            Class::Success => breakwater_queue::complete(&mut *tx, job.id, job.claim_token)
-                .await
-                .map_err(|e| e.to_string())?
-                .then_some("delivered"),
-            Class::Permanent => {
-                breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .then_some("dead")
-            }
-            Class::Transient => {
-                let delay: Duration = self.backoff.delay(job.attempt);
-                match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, &error_text)
-                    .await
-                    .map_err(|e| e.to_string())?
-                {
-                    Some(RetryOutcome::Retried(_)) => Some("failed"),
-                    Some(RetryOutcome::Discarded) => Some("dead"),
-                    None => None,
-                }
-            }
-        };
-        let Some(new_status) = new_status else {
-            tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
-            tx.rollback().await.map_err(|e| e.to_string())?;
-            return Ok(());
-        };
-        let (status_code, error_kind) = match sent.observed {
-            Observed::Status(s) => (Some(i32::from(s)), None),
-            Observed::Connect => (None, Some("connect")),
-            Observed::Timeout => (None, Some("timeout")),
-            Observed::Blocked => (None, Some("blocked")),
-            Observed::Other => (None, Some("other")),
-        };
-        deliveries::record_attempt(
-            &mut tx,
-            &AttemptRecord {
-                delivery_id: d.id,
-                started_at,
-                duration_ms,
-                outcome: class.as_str(),
-                status_code,
-                error_kind,
-                error: (class != Class::Success).then_some(error_text.as_str()),
-                response_excerpt: sent.excerpt.as_deref(),
-                node_id: &self.node_id,
-                new_status,
-            },
+            .and_then(|s| s.parse::<Uuid>().ok()),
+        job.group_id,
+    ) else {
+        breakwater_queue::discard(
+            &w.pool,
+            job.id,
+            job.claim_token,
+            "args lack a delivery_id or the job a group",
         )
-        .await
-        .map_err(|e| e.to_string())?;
-        tx.commit().await.map_err(|e| e.to_string())?;
-        tracing::debug!(delivery_id = %d.id, channel_id = %d.channel_id, outcome = class.as_str(), duration_ms, new_status, "attempt recorded");
-        Ok(())
+        .await?;
+        return Ok(());
+    };
+    let span = tracing::Span::current();
+    span.record("delivery_id", tracing::field::display(delivery_id));
+    span.record("channel_id", tracing::field::display(channel_id));
+
+    let mut conn = w.pool.acquire().await?;
+    let admission = circuit::admit(&mut conn, channel_id, delivery_id).await?;
+    let (probe_generation, failures_before) = match admission {
+        Admission::Send {
+            probe_generation,
+            consecutive_failures,
+        } => (probe_generation, consecutive_failures),
+        Admission::Park => return park(w, &mut conn, &job, delivery_id).await,
+        Admission::Wait(wait) => {
+            // Retry-After: the whole channel waits; this job is snoozed, no attempt used.
+            let jitter = Duration::from_millis(rand::thread_rng().gen_range(0..250));
+            breakwater_queue::snooze(&mut conn, job.id, job.claim_token, wait + jitter, None)
+                .await?;
+            return Ok(());
+        }
+        Admission::Gone | Admission::ClaimProbe(_) => {
+            breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+            return Ok(());
+        }
+    };
+
+    let Some(d) = deliveries::begin_attempt(&mut *conn, delivery_id).await? else {
+        // Deleted, or already delivered/dead: nothing to send.
+        breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+        return Ok(());
+    };
+    // No connection is held while the request is in flight.
+    drop(conn);
+
+    let started_at = Utc::now();
+    let t0 = Instant::now();
+    let sent = send(w, &d).await;
+    let duration_ms = i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let class = classify(sent.observed);
+    if is_configuration_problem(sent.observed) {
+        tracing::error!(
+            channel_id = %d.channel_id, tenant_id = %d.tenant_id, delivery_id = %d.id,
+            status = ?sent.observed,
+            "channel endpoint rejects our requests (401/403): the channel is misconfigured"
+        );
     }
+    let retry_after = sent
+        .retry_after
+        .as_deref()
+        .filter(|_| honours_retry_after(sent.observed))
+        .and_then(|v| {
+            parse_retry_after(
+                v,
+                SystemTime::now(),
+                Duration::from_millis(w.circuit.retry_after_cap_ms as u64),
+            )
+        });
+
+    // Record the result in one transaction. The job update goes first: if the claim was lost
+    // (this run was rescued), the transaction is rolled back and nothing changes.
+    let mut tx = w.pool.begin().await?;
+    let error_text = describe(&sent);
+    let new_status = match class {
+        Class::Success => breakwater_queue::complete(&mut *tx, job.id, job.claim_token)
+            .await?
+            .then_some("delivered"),
+        Class::Permanent => {
+            breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text)
+                .await?
+                .then_some("dead")
+        }
+        Class::Transient => {
+            // A Retry-After longer than the backoff decides when this delivery goes again.
+            let delay = w
+                .backoff
+                .delay(job.attempt)
+                .max(retry_after.unwrap_or_default());
+            match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, &error_text)
+                .await?
+            {
+                Some(RetryOutcome::Retried(_)) => Some("failed"),
+                Some(RetryOutcome::Discarded) => Some("dead"),
+                None => None,
+            }
+        }
+    };
+    let Some(new_status) = new_status else {
+        tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
+        tx.rollback().await?;
+        return Ok(());
+    };
+    let (status_code, error_kind) = match sent.observed {
+        Observed::Status(s) => (Some(i32::from(s)), None),
+        Observed::Connect => (None, Some("connect")),
+        Observed::Timeout => (None, Some("timeout")),
+        Observed::Blocked => (None, Some("blocked")),
+        Observed::Other => (None, Some("other")),
+    };
+    deliveries::record_attempt(
+        &mut tx,
+        &AttemptRecord {
+            delivery_id: d.id,
+            channel_id: d.channel_id,
+            probe: probe_generation.is_some(),
+            started_at,
+            duration_ms,
+            outcome: class.as_str(),
+            status_code,
+            error_kind,
+            error: (class != Class::Success).then_some(error_text.as_str()),
+            response_excerpt: sent.excerpt.as_deref(),
+            node_id: &w.node_id,
+            new_status,
+        },
+    )
+    .await?;
+
+    // The circuit. Each call is a conditional UPDATE; only a winner parks, releases, audits.
+    if let Some(wait) = retry_after {
+        circuit::set_retry_after(&mut *tx, d.channel_id, wait).await?;
+    }
+    match (class, probe_generation) {
+        (Class::Success, Some(generation)) => {
+            circuit::probe_succeeded(&mut tx, d.channel_id, generation).await?;
+        }
+        (Class::Success, None) if failures_before > 0 => {
+            circuit::record_success(&mut *tx, d.channel_id).await?;
+        }
+        (Class::Transient, Some(generation)) => {
+            circuit::probe_failed(&mut tx, d.channel_id, generation, &error_text, &w.circuit)
+                .await?;
+        }
+        (Class::Transient, None) => {
+            circuit::record_failure(&mut tx, d.channel_id, &error_text, &w.circuit).await?;
+        }
+        // Permanent failures never move the circuit.
+        _ => {}
+    }
+    tx.commit().await?;
+    tracing::debug!(
+        outcome = class.as_str(),
+        duration_ms,
+        new_status,
+        probe = probe_generation.is_some(),
+        "attempt recorded"
+    );
+    Ok(())
 }
 
-impl Handler for DeliveryHandler {
-    async fn handle(&self, job: Job) -> Result<(), String> {
-        use tracing::Instrument;
-        let span = tracing::info_span!("job", job_id = job.id, kind = %job.kind, attempt = job.attempt, queue = %job.queue, delivery_id = tracing::field::Empty);
-        self.run(job).instrument(span).await
+/// Parks a job whose channel is not taking requests: priority 3, `park_ms` + jitter, attempt
+/// not used, the delivery marked `paused`.
+async fn park(
+    w: &Worker,
+    conn: &mut sqlx::PgConnection,
+    job: &Job,
+    delivery_id: Uuid,
+) -> Result<()> {
+    let (park, jitter) = w.circuit.park();
+    let wait =
+        park + Duration::from_millis(rand::thread_rng().gen_range(0..=jitter.as_millis() as u64));
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    if breakwater_queue::snooze(
+        &mut tx,
+        job.id,
+        job.claim_token,
+        wait,
+        Some(PRIORITY_PARKED),
+    )
+    .await?
+    {
+        sqlx::query(
+            "UPDATE deliveries SET status = 'paused', updated_at = now()
+             WHERE id = $1 AND status IN ('pending', 'failed')",
+        )
+        .bind(delivery_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Sends one signed request for `d` (signature and timestamp made now, at the attempt).
+pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
+    let body = body(d);
+    let failed = |observed, error: String| Sent {
+        observed,
+        excerpt: None,
+        error: Some(error),
+        retry_after: None,
+    };
+    if !w.allow_private {
+        // Literal IPs never reach the resolver: check them here.
+        if let Err(e) = targets::parse_channel_url(&d.url, false) {
+            return failed(Observed::Blocked, e);
+        }
+    }
+    let headers = match signing::sign(
+        &d.signing_secret,
+        &d.id.to_string(),
+        Utc::now().timestamp(),
+        &body,
+    ) {
+        Ok(h) => h,
+        Err(e) => return failed(Observed::Other, format!("signing failed: {e}")),
+    };
+    let req = w
+        .client
+        .post(&d.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &headers.id)
+        .header("webhook-timestamp", headers.timestamp.to_string())
+        .header("webhook-signature", &headers.signature)
+        .body(body);
+    let mut resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => return failed(observe_error(&e), error_chain(&e)),
+    };
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    // Keep only the first bytes of the body; stop reading past the cap.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut read_error = None;
+    while buf.len() < w.excerpt_bytes {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => buf.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(e) => {
+                read_error = Some(e);
+                break;
+            }
+        }
+    }
+    buf.truncate(w.excerpt_bytes);
+    let excerpt = (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).replace('\0', ""));
+    match read_error {
+        // A timeout while reading the body still fails the attempt: the total timeout is the
+        // contract.
+        Some(e) if e.is_timeout() => Sent {
+            observed: Observed::Timeout,
+            excerpt,
+            error: Some(error_chain(&e)),
+            retry_after,
+        },
+        _ => Sent {
+            observed: Observed::Status(status),
+            excerpt,
+            error: None,
+            retry_after,
+        },
     }
 }
 

@@ -1,15 +1,19 @@
 //! Breakwater's workers.
 //!
 //! A node runs one pool per tier queue (`deliveries_high`, `deliveries`, `deliveries_bulk`, sizes
-//! from configuration), the LISTEN/NOTIFY listener that wakes them, and the queue's upkeep
-//! (heartbeat, promotion of due jobs, rescue, pruning). Each delivery job is one signed HTTP
-//! attempt ([`deliver`]); no transaction or pooled connection is held while the request is in
-//! flight.
+//! from configuration) plus a small pool on the `circuit` queue (probe watchers), the
+//! LISTEN/NOTIFY listener that wakes them, the health check, and the queue's upkeep (heartbeat,
+//! promotion of due jobs, rescue, pruning). Each delivery job is one signed HTTP attempt
+//! ([`deliver`]), gated by its channel's circuit; no transaction or pooled connection is held
+//! while the request is in flight.
 
 mod config;
 pub mod deliver;
+mod handler;
 pub mod http;
 mod node;
+mod probe;
 
 pub use config::WorkerConfig;
-pub use node::{node_id, run_node};
+pub use handler::Worker;
+pub use node::{node_id, run_node, NodeParams};

@@ -1,7 +1,7 @@
 //! Running a worker node.
 
-use crate::deliver::DeliveryHandler;
-use crate::WorkerConfig;
+use crate::{Worker, WorkerConfig};
+use breakwater_core::circuit::{self, CircuitConfig, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
@@ -23,29 +23,47 @@ pub fn node_id() -> String {
     )
 }
 
+/// What a worker node runs with.
+#[derive(Debug, Clone)]
+pub struct NodeParams {
+    /// Worker settings.
+    pub worker: WorkerConfig,
+    /// Circuit settings.
+    pub circuit: CircuitConfig,
+    /// This node's id.
+    pub node_id: String,
+    /// Whether deliveries may go to internal addresses.
+    pub allow_private_targets: bool,
+}
+
 /// Runs a worker node until `shutdown` fires and every pool has drained (within
-/// `cfg.shutdown_grace_ms`; jobs still running then are handed back): the listener, the
-/// upkeep loop and one pool per tier queue.
+/// `worker.shutdown_grace_ms`; jobs still running then are handed back): the listener, the
+/// upkeep loop, the health check, one pool per tier queue and one on the circuit queue.
 pub async fn run_node(
     pool: PgPool,
-    cfg: WorkerConfig,
-    node_id: String,
-    allow_private_targets: bool,
+    params: NodeParams,
     shutdown: CancellationToken,
 ) -> Result<(), String> {
+    let NodeParams {
+        worker: cfg,
+        circuit: circuit_cfg,
+        node_id,
+        allow_private_targets,
+    } = params;
     let client = crate::http::client(
         Duration::from_millis(cfg.connect_timeout_ms),
         Duration::from_millis(cfg.request_timeout_ms),
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
-    let handler = Arc::new(DeliveryHandler {
+    let handler = Arc::new(Worker {
         pool: pool.clone(),
         client,
         node_id: node_id.clone(),
         backoff: cfg.backoff(),
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
+        circuit: circuit_cfg.clone(),
     });
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
     maintenance::heartbeat(&pool, &node_id)
@@ -76,20 +94,29 @@ pub async fn run_node(
         background.clone(),
     ));
 
+    tasks.spawn(health_loop(pool.clone(), circuit_cfg, background.clone()));
+
     let mut pools = tokio::task::JoinSet::new();
-    for tier in Tier::ALL {
-        let concurrency = match tier {
-            Tier::High => cfg.pool_high,
-            Tier::Default => cfg.pool_default,
-            Tier::Bulk => cfg.pool_bulk,
-        };
+    let mut queues: Vec<(&str, usize)> = Tier::ALL
+        .iter()
+        .map(|t| {
+            let n = match t {
+                Tier::High => cfg.pool_high,
+                Tier::Default => cfg.pool_default,
+                Tier::Bulk => cfg.pool_bulk,
+            };
+            (t.queue(), n)
+        })
+        .collect();
+    queues.push((QUEUE_CIRCUIT, cfg.pool_circuit));
+    for (queue, concurrency) in queues {
         if concurrency == 0 {
             continue;
         }
         pools.spawn(run_pool(
             pool.clone(),
             PoolConfig {
-                queue: tier.queue().to_string(),
+                queue: queue.to_string(),
                 node_id: node_id.clone(),
                 concurrency,
                 poll_interval: Duration::from_millis(cfg.poll_interval_ms),
@@ -110,4 +137,29 @@ pub async fn run_node(
     }
     tracing::info!(node_id = %node_id, "worker node stopped");
     Ok(())
+}
+
+/// Runs the health check every `health_check_interval_ms` until `shutdown`.
+async fn health_loop(pool: PgPool, cfg: CircuitConfig, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_millis(cfg.health_check_interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let r = async {
+            let mut conn = pool.acquire().await?;
+            circuit::health_check(&mut conn, &cfg).await
+        }
+        .await;
+        match r {
+            Ok(t) if !t.is_empty() => {
+                tracing::warn!(opened = t.len(), "health check opened circuits")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "health check failed"),
+        }
+    }
 }

@@ -1,0 +1,869 @@
+//! The channel circuit (DESIGN.md, "The channel circuit"), kept on the `channels` row.
+//!
+//! ```text
+//!  closed ──(failure_threshold consecutive transient failures, or health check → unhealthy)──▶ open
+//!  open ──(probe job, after cooldown)──▶ half_open ──(probe delivery succeeds)──▶ closed
+//!                                        half_open ──(probe delivery fails)──▶ open (cooldown ×2, capped)
+//!  any ──(pause)──▶ paused ──(resume)──▶ closed
+//! ```
+//!
+//! Every transition is **one conditional UPDATE** on the channel row (`… WHERE circuit_state =
+//! …`, and for probe results `AND circuit_generation = …`), so when several workers or nodes race,
+//! the row lock serialises them, Postgres re-checks the condition against the winner's row, and
+//! exactly one caller gets the row back. Only that winner parks or releases the backlog, writes
+//! the audit row and enqueues the alert — in the same transaction, so a transition and its effects
+//! exist together or not at all.
+//!
+//! Every transition bumps `circuit_generation`; a probe's result names the generation it was
+//! started under, so a result that arrives after the circuit moved on changes nothing.
+
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::{Error, Result, JOB_DELIVER};
+use breakwater_queue::{NewJob, PRIORITY_URGENT};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Queue of circuit jobs (probe watchers); each node runs a small pool on it.
+pub const QUEUE_CIRCUIT: &str = "circuit";
+/// Job kind of a channel's probe watcher; args `{"channel_id"}`, unique key `probe:<channel>`.
+pub const JOB_PROBE: &str = "probe";
+/// Queue of alert webhooks.
+pub const QUEUE_ALERTS: &str = "alerts";
+/// Job kind of an alert webhook; args are the alert (see [`enqueue_alert`]).
+pub const JOB_ALERT: &str = "alert";
+
+/// Circuit settings (`[circuit]` in `config/default.toml`; environment
+/// `BREAKWATER_CIRCUIT__<FIELD>`). Threshold and cooldown can be overridden per channel.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CircuitConfig {
+    /// Consecutive transient failures that open a closed circuit.
+    pub failure_threshold: i32,
+    /// Wait from opening to the first probe, ms.
+    pub cooldown_ms: i64,
+    /// Largest cooldown while probes keep failing (it doubles each time), ms.
+    pub max_cooldown_ms: i64,
+    /// How long a parked job sleeps before it is looked at again (release wakes it sooner), ms.
+    pub park_ms: i64,
+    /// Random extra park time per job, 0..this, so parked jobs do not all wake at once, ms.
+    pub park_jitter_ms: i64,
+    /// How long a half-open probe may take before the next probe may take over (a probe whose
+    /// node died cannot pin the circuit half-open), ms. Should exceed the request timeout.
+    pub probe_lease_ms: i64,
+    /// Sliding window of the health check, ms.
+    pub health_window_ms: i64,
+    /// Fewest attempts in the window before the health check judges a channel.
+    pub health_min_attempts: i64,
+    /// Failure ratio (transient failures / attempts in the window) at or above which a channel is
+    /// unhealthy, 0.0–1.0.
+    pub health_failure_ratio: f64,
+    /// Period of the health check, ms.
+    pub health_check_interval_ms: u64,
+    /// Longest wait a `Retry-After` header can impose on a channel, ms.
+    pub retry_after_cap_ms: i64,
+}
+
+impl Default for CircuitConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            cooldown_ms: 30_000,
+            max_cooldown_ms: 600_000,
+            park_ms: 600_000,
+            park_jitter_ms: 60_000,
+            probe_lease_ms: 60_000,
+            health_window_ms: 3_600_000,
+            health_min_attempts: 20,
+            health_failure_ratio: 0.5,
+            health_check_interval_ms: 30_000,
+            retry_after_cap_ms: 3_600_000,
+        }
+    }
+}
+
+impl CircuitConfig {
+    /// Checks the settings; the error names the field.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let positive = [
+            ("circuit.failure_threshold", self.failure_threshold as i64),
+            ("circuit.cooldown_ms", self.cooldown_ms),
+            ("circuit.max_cooldown_ms", self.max_cooldown_ms),
+            ("circuit.park_ms", self.park_ms),
+            ("circuit.probe_lease_ms", self.probe_lease_ms),
+            ("circuit.health_window_ms", self.health_window_ms),
+            ("circuit.health_min_attempts", self.health_min_attempts),
+            (
+                "circuit.health_check_interval_ms",
+                self.health_check_interval_ms as i64,
+            ),
+        ];
+        for (name, v) in positive {
+            if v <= 0 {
+                return Err(format!("{name} must be greater than 0"));
+            }
+        }
+        if self.max_cooldown_ms < self.cooldown_ms {
+            return Err("circuit.max_cooldown_ms must be at least circuit.cooldown_ms".into());
+        }
+        if !(0.0..=1.0).contains(&self.health_failure_ratio) || self.health_failure_ratio == 0.0 {
+            return Err("circuit.health_failure_ratio must be in (0.0, 1.0]".into());
+        }
+        if self.park_jitter_ms < 0 || self.retry_after_cap_ms < 0 {
+            return Err(
+                "circuit.park_jitter_ms and circuit.retry_after_cap_ms must not be negative".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The park duration and jitter as [`Duration`]s.
+    pub fn park(&self) -> (Duration, Duration) {
+        (
+            Duration::from_millis(self.park_ms as u64),
+            Duration::from_millis(self.park_jitter_ms as u64),
+        )
+    }
+}
+
+/// A circuit state (the `channels.circuit_state` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Deliveries flow.
+    Closed,
+    /// The endpoint is considered dead: the backlog is parked, a probe waits for the cooldown.
+    Open,
+    /// One probe delivery is testing the endpoint.
+    HalfOpen,
+    /// Paused by the tenant or an operator: parked, never probed.
+    Paused,
+}
+
+impl State {
+    /// The column value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+            State::Paused => "paused",
+        }
+    }
+
+    /// Parses the column value.
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "closed" => State::Closed,
+            "open" => State::Open,
+            "half_open" => State::HalfOpen,
+            "paused" => State::Paused,
+            other => {
+                return Err(Error::invalid(
+                    "circuit_state",
+                    format!("unknown circuit state {other:?}"),
+                ))
+            }
+        })
+    }
+}
+
+/// What the worker reads of a channel before it touches a delivery (no payload, no secret).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct GateRow {
+    /// Circuit state column.
+    pub circuit_state: String,
+    /// Generation.
+    pub circuit_generation: i64,
+    /// The delivery chosen as the half-open probe, if any.
+    pub probe_delivery_id: Option<Uuid>,
+    /// No request before this (Retry-After).
+    pub retry_after_until: Option<DateTime<Utc>>,
+    /// Consecutive failures counted so far.
+    pub consecutive_failures: i32,
+    /// Database time of the read.
+    pub now: DateTime<Utc>,
+}
+
+/// What the worker should do with a delivery job it picked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Send it. `probe_generation` is set when this delivery is the half-open probe.
+    Send {
+        /// The generation the probe runs under, if this is the probe.
+        probe_generation: Option<i64>,
+        /// Consecutive failures before this attempt (a success resets them only if > 0).
+        consecutive_failures: i32,
+    },
+    /// Park it again (open, paused, or half-open and not the probe); no request, no attempt.
+    Park,
+    /// The channel asked for a pause (Retry-After): snooze this long (database clock); no
+    /// request, no attempt.
+    Wait(Duration),
+    /// Half-open with no probe chosen: try to become the probe.
+    ClaimProbe(i64),
+    /// The channel no longer exists.
+    Gone,
+}
+
+/// The pure decision for delivery `delivery_id` given its channel's gate row.
+pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
+    let Some(g) = gate else {
+        return Admission::Gone;
+    };
+    match g.circuit_state.as_str() {
+        "closed" => match g.retry_after_until {
+            Some(until) if until > g.now => {
+                Admission::Wait((until - g.now).to_std().unwrap_or(Duration::ZERO))
+            }
+            _ => Admission::Send {
+                probe_generation: None,
+                consecutive_failures: g.consecutive_failures,
+            },
+        },
+        "half_open" => match g.probe_delivery_id {
+            Some(p) if p == delivery_id => Admission::Send {
+                probe_generation: Some(g.circuit_generation),
+                consecutive_failures: g.consecutive_failures,
+            },
+            None => Admission::ClaimProbe(g.circuit_generation),
+            Some(_) => Admission::Park,
+        },
+        _ => Admission::Park,
+    }
+}
+
+/// Reads the gate and decides; when half-open without a probe, claims the probe role for this
+/// delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
+/// becomes the probe. Never returns [`Admission::ClaimProbe`].
+pub async fn admit(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+) -> Result<Admission> {
+    let gate: Option<GateRow> = sqlx::query_as(
+        "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
+                consecutive_failures, now() AS now
+         FROM channels WHERE id = $1",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match decide(gate.as_ref(), delivery_id) {
+        Admission::ClaimProbe(generation) => {
+            let won = sqlx::query(
+                "UPDATE channels SET probe_delivery_id = $2
+                 WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $3
+                   AND probe_delivery_id IS NULL",
+            )
+            .bind(channel_id)
+            .bind(delivery_id)
+            .bind(generation)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+                == 1;
+            Ok(if won {
+                Admission::Send {
+                    probe_generation: Some(generation),
+                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                }
+            } else {
+                Admission::Park
+            })
+        }
+        other => Ok(other),
+    }
+}
+
+/// A transition that happened (returned to its winner only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Its tenant.
+    pub tenant_id: Uuid,
+    /// State before.
+    pub from: State,
+    /// State after.
+    pub to: State,
+    /// Generation after.
+    pub generation: i64,
+    /// Consecutive failures at the transition.
+    pub failures: i32,
+    /// When the next probe may run (open only).
+    pub next_probe_at: Option<DateTime<Utc>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct TransitionRow {
+    tenant_id: Uuid,
+    circuit_generation: i64,
+    consecutive_failures: i32,
+    next_probe_at: Option<DateTime<Utc>>,
+}
+
+fn transition(channel_id: Uuid, from: State, to: State, r: TransitionRow) -> Transition {
+    Transition {
+        channel_id,
+        tenant_id: r.tenant_id,
+        from,
+        to,
+        generation: r.circuit_generation,
+        failures: r.consecutive_failures,
+        next_probe_at: r.next_probe_at,
+    }
+}
+
+/// Counts one transient failure of a closed channel and, when the count reaches the channel's
+/// threshold, opens the circuit (see [`open_from_closed`]) with `reason`. Failures of a channel
+/// that is not closed are not counted. Returns the transition if this call made it.
+///
+/// The increment and the trip run in the caller's transaction; the increment's row lock is held
+/// until commit, so of 50 failures racing on the threshold exactly one sees the count cross it
+/// while the circuit is still closed.
+pub async fn record_failure(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    reason: &str,
+    cfg: &CircuitConfig,
+) -> Result<Option<Transition>> {
+    let row: Option<(i32, i32)> = sqlx::query_as(
+        "UPDATE channels
+         SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+             last_failure_reason = $2, updated_at = now()
+         WHERE id = $1 AND circuit_state = 'closed'
+         RETURNING consecutive_failures, coalesce(failure_threshold, $3)",
+    )
+    .bind(channel_id)
+    .bind(reason)
+    .bind(cfg.failure_threshold)
+    .fetch_optional(&mut *tx)
+    .await?;
+    match row {
+        Some((count, threshold)) if count >= threshold => {
+            let why = format!(
+                "{count} consecutive transient failures (threshold {threshold}); last: {reason}"
+            );
+            open_from_closed(tx, channel_id, &why, ACTOR_CIRCUIT_BREAKER, cfg).await
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A success of a closed channel: resets its failure count. The caller skips this when the
+/// count it read was already 0, so the common case costs no write; the `> 0` condition keeps a
+/// racing call from writing either.
+pub async fn record_success(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<()> {
+    sqlx::query(
+        "UPDATE channels SET consecutive_failures = 0
+         WHERE id = $1 AND circuit_state = 'closed' AND consecutive_failures > 0",
+    )
+    .bind(channel_id)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Remembers a `Retry-After` of `wait` on the channel: nothing is sent to it before then (the
+/// later of any earlier such time and now + `wait`).
+pub async fn set_retry_after(
+    exec: impl PgExecutor<'_>,
+    channel_id: Uuid,
+    wait: Duration,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE channels
+         SET retry_after_until = greatest(coalesce(retry_after_until, now()), now() + ($2::float8 * interval '1 millisecond'))
+         WHERE id = $1",
+    )
+    .bind(channel_id)
+    .bind(wait.as_millis() as i64)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Opens a closed circuit: the conditional UPDATE, then, for the winner only, the effects of
+/// opening ([`on_opened`]). `actor` and `reason` go to the audit log.
+pub async fn open_from_closed(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    reason: &str,
+    actor: &str,
+    cfg: &CircuitConfig,
+) -> Result<Option<Transition>> {
+    let row: Option<TransitionRow> = sqlx::query_as(
+        "UPDATE channels
+         SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+             probe_failures = 0, probe_delivery_id = NULL, probe_deadline = NULL,
+             next_probe_at = greatest(now() + (coalesce(cooldown_ms, $2)::float8 * interval '1 millisecond'),
+                                      coalesce(retry_after_until, now())),
+             updated_at = now()
+         WHERE id = $1 AND circuit_state = 'closed'
+         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
+    )
+    .bind(channel_id)
+    .bind(cfg.cooldown_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let t = transition(channel_id, State::Closed, State::Open, row);
+    on_opened(tx, &t, "circuit.opened", actor, reason, cfg).await?;
+    enqueue_alert(tx, &t, "channel.circuit_opened", reason).await?;
+    Ok(Some(t))
+}
+
+/// The winner's effects of entering `open`: park the channel's whole backlog in bulk (one
+/// UPDATE by group), mark its live deliveries `paused`, make sure the probe watcher runs at
+/// `next_probe_at`, and audit.
+async fn on_opened(
+    tx: &mut PgConnection,
+    t: &Transition,
+    action: &str,
+    actor: &str,
+    reason: &str,
+    cfg: &CircuitConfig,
+) -> Result<()> {
+    let parked = park_backlog(tx, t.channel_id, cfg).await?;
+    schedule_probe(tx, t.channel_id, t.next_probe_at).await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(t.tenant_id),
+            channel_id: Some(t.channel_id),
+            actor,
+            action,
+            from_state: Some(t.from.as_str()),
+            to_state: Some(t.to.as_str()),
+            reason: Some(reason),
+            details: serde_json::json!({
+                "generation": t.generation,
+                "failures": t.failures,
+                "parked": parked,
+                "next_probe_at": t.next_probe_at,
+            }),
+        },
+    )
+    .await?;
+    tracing::warn!(channel_id = %t.channel_id, tenant_id = %t.tenant_id, from = t.from.as_str(), parked, reason, "circuit opened");
+    Ok(())
+}
+
+/// Parks every waiting job of the channel (priority 3, `park_ms` + jitter) and marks its live,
+/// not-yet-delivered deliveries `paused`. Returns the number of jobs parked.
+pub async fn park_backlog(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<u64> {
+    let (park, jitter) = cfg.park();
+    let n = breakwater_queue::park_group(&mut *tx, channel_id, park, jitter).await?;
+    sqlx::query(
+        "UPDATE deliveries SET status = 'paused', updated_at = now()
+         WHERE channel_id = $1 AND status IN ('pending', 'failed')",
+    )
+    .bind(channel_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(n)
+}
+
+/// Releases every parked job of the channel in one UPDATE (available, priority 1, now) and puts
+/// its paused deliveries back to `pending`. Returns the number of jobs released.
+pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+    let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
+    sqlx::query(
+        "UPDATE deliveries SET status = 'pending', updated_at = now()
+         WHERE channel_id = $1 AND status = 'paused'",
+    )
+    .bind(channel_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(n)
+}
+
+/// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.
+async fn schedule_probe(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let mut job = NewJob::new(
+        QUEUE_CIRCUIT,
+        JOB_PROBE,
+        serde_json::json!({ "channel_id": channel_id }),
+    )
+    .priority(PRIORITY_URGENT)
+    .unique_key(format!("probe:{channel_id}"))
+    .max_attempts(1_000);
+    job.scheduled_at = at;
+    breakwater_queue::schedule_unique(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// What the probe watcher should do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeStep {
+    /// The circuit is closed or paused: the watcher is done.
+    Done,
+    /// Not yet: look again after this long (measured on the database's clock).
+    Wait(Duration),
+    /// A probe was started (or taken over): look again when its lease expires.
+    Started {
+        /// Generation of the half-open claim.
+        generation: i64,
+        /// The delivery woken as the probe, if the channel had a parked one.
+        delivery_id: Option<Uuid>,
+        /// The lease: after this long another probe may take over.
+        lease: Duration,
+    },
+}
+
+/// The probe watcher's step for a channel: if the circuit is open and the cooldown is over, or
+/// half-open and the probe's lease has expired, claims `half_open` (one conditional UPDATE:
+/// generation + 1, a lease deadline) and wakes exactly one parked delivery as the probe (or
+/// leaves the role to the next delivery that arrives). In the caller's transaction.
+pub async fn probe_step(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<ProbeStep> {
+    let claimed: Option<(Uuid, i64, DateTime<Utc>, String, i32)> = sqlx::query_as(
+        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 FOR UPDATE)
+         UPDATE channels c
+         SET circuit_state = 'half_open', circuit_changed_at = now(),
+             circuit_generation = c.circuit_generation + 1, probe_delivery_id = NULL,
+             probe_deadline = now() + ($2::float8 * interval '1 millisecond'), updated_at = now()
+         FROM before
+         WHERE c.id = before.id
+           AND ((c.circuit_state = 'open' AND c.next_probe_at <= now())
+             OR (c.circuit_state = 'half_open' AND c.probe_deadline <= now()))
+         RETURNING c.tenant_id, c.circuit_generation, c.probe_deadline, before.circuit_state, c.probe_failures",
+    )
+    .bind(channel_id)
+    .bind(cfg.probe_lease_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((tenant_id, generation, deadline, before, probe_failures)) = claimed else {
+        let row: Option<(String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels WHERE id = $1",
+        )
+        .bind(channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let until =
+            |at: DateTime<Utc>, now: DateTime<Utc>| (at - now).to_std().unwrap_or(Duration::ZERO);
+        return Ok(match row {
+            Some((s, Some(next), _, now)) if s == "open" => ProbeStep::Wait(until(next, now)),
+            Some((s, _, Some(deadline), now)) if s == "half_open" => {
+                ProbeStep::Wait(until(deadline, now))
+            }
+            _ => ProbeStep::Done,
+        });
+    };
+    let woken =
+        breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
+    let delivery_id = woken
+        .as_ref()
+        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok());
+    if let Some(d) = delivery_id {
+        sqlx::query("UPDATE channels SET probe_delivery_id = $2 WHERE id = $1")
+            .bind(channel_id)
+            .bind(d)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'")
+            .bind(d)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let reason = if before == "half_open" {
+        "the previous probe's lease expired; another probe takes over"
+    } else {
+        "cooldown over; probing"
+    };
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "circuit.probe_started",
+            from_state: Some(&before),
+            to_state: Some("half_open"),
+            reason: Some(reason),
+            details: serde_json::json!({
+                "generation": generation,
+                "probe_delivery_id": delivery_id,
+                "probe_failures": probe_failures,
+                "deadline": deadline,
+            }),
+        },
+    )
+    .await?;
+    Ok(ProbeStep::Started {
+        generation,
+        delivery_id,
+        lease: Duration::from_millis(cfg.probe_lease_ms as u64),
+    })
+}
+
+/// The probe delivery of `generation` succeeded: closes the circuit (conditional on
+/// `half_open` and the generation: a stale result changes nothing), and for the winner releases
+/// the whole backlog in one UPDATE, audits and alerts.
+pub async fn probe_succeeded(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+) -> Result<Option<Transition>> {
+    let row: Option<TransitionRow> = sqlx::query_as(
+        "UPDATE channels
+         SET circuit_state = 'closed', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+             consecutive_failures = 0, probe_failures = 0, next_probe_at = NULL,
+             probe_delivery_id = NULL, probe_deadline = NULL, updated_at = now()
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2
+         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let t = transition(channel_id, State::HalfOpen, State::Closed, row);
+    let released = release_backlog(tx, channel_id).await?;
+    let reason = "probe delivery succeeded";
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(t.tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "circuit.closed",
+            from_state: Some("half_open"),
+            to_state: Some("closed"),
+            reason: Some(reason),
+            details: serde_json::json!({ "generation": t.generation, "released": released }),
+        },
+    )
+    .await?;
+    enqueue_alert(tx, &t, "channel.circuit_closed", reason).await?;
+    tracing::info!(%channel_id, released, "circuit closed");
+    Ok(Some(t))
+}
+
+/// The probe delivery of `generation` failed: re-opens the circuit (conditional on `half_open`
+/// and the generation) with a cooldown that doubles with each failed probe, capped at
+/// `max_cooldown_ms`; the winner parks the backlog again and reschedules the watcher.
+pub async fn probe_failed(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+    reason: &str,
+    cfg: &CircuitConfig,
+) -> Result<Option<Transition>> {
+    let row: Option<TransitionRow> = sqlx::query_as(
+        "UPDATE channels
+         SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+             probe_failures = probe_failures + 1, probe_delivery_id = NULL, probe_deadline = NULL,
+             last_failure_at = now(), last_failure_reason = $3,
+             next_probe_at = greatest(
+                 now() + (least(coalesce(cooldown_ms, $4)::float8 * power(2, least(probe_failures + 1, 30)), $5::float8)
+                          * interval '1 millisecond'),
+                 coalesce(retry_after_until, now())),
+             updated_at = now()
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2
+         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .bind(reason)
+    .bind(cfg.cooldown_ms)
+    .bind(cfg.max_cooldown_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let t = transition(channel_id, State::HalfOpen, State::Open, row);
+    let why = format!("probe failed: {reason}");
+    on_opened(tx, &t, "circuit.reopened", ACTOR_CIRCUIT_BREAKER, &why, cfg).await?;
+    Ok(Some(t))
+}
+
+/// Enqueues the tenant's alert webhook for a transition, if the tenant has an `alert_url`.
+/// Unique per (channel, generation, event): a transition alerts exactly once, whichever node
+/// won it.
+pub async fn enqueue_alert(
+    tx: &mut PgConnection,
+    t: &Transition,
+    event: &str,
+    reason: &str,
+) -> Result<()> {
+    let has_url: Option<bool> =
+        sqlx::query_scalar("SELECT alert_url IS NOT NULL FROM tenants WHERE id = $1")
+            .bind(t.tenant_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if has_url != Some(true) {
+        return Ok(());
+    }
+    let args = serde_json::json!({
+        "id": Uuid::now_v7(),
+        "event": event,
+        "tenant_id": t.tenant_id,
+        "channel_id": t.channel_id,
+        "from_state": t.from.as_str(),
+        "to_state": t.to.as_str(),
+        "reason": reason,
+        "failure_count": t.failures,
+        "generation": t.generation,
+        "at": Utc::now(),
+    });
+    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
+        .unique_key(format!("alert:{}:{}:{event}", t.channel_id, t.generation))
+        .max_attempts(10);
+    breakwater_queue::enqueue(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// One health-check pass: for every closed channel with attempts since the later of the window
+/// start and its last transition, computes the transient-failure ratio, stores the verdict in
+/// `health_unhealthy`, and for each channel whose verdict moved from healthy to unhealthy opens
+/// the circuit. Only that move trips, and only attempts since the circuit last changed count, so
+/// a channel that was just closed is not re-opened by old failures still in the window. Safe on
+/// several nodes at once: the verdict update is conditional on the old verdict, so one node wins
+/// each move. Returns the transitions made.
+pub async fn health_check(conn: &mut PgConnection, cfg: &CircuitConfig) -> Result<Vec<Transition>> {
+    let verdicts: Vec<(Uuid, bool, i64, i64)> = sqlx::query_as(
+        "SELECT c.id,
+                (count(a.*) >= $2 AND count(a.*) FILTER (WHERE a.outcome = 'transient')::float8
+                                      / greatest(count(a.*), 1) >= $3) AS unhealthy,
+                count(a.*), count(a.*) FILTER (WHERE a.outcome = 'transient')
+         FROM channels c
+         JOIN delivery_attempts a
+           ON a.channel_id = c.id
+          AND a.started_at > greatest(now() - ($1::float8 * interval '1 millisecond'), c.circuit_changed_at)
+         WHERE c.circuit_state = 'closed'
+         GROUP BY c.id",
+    )
+    .bind(cfg.health_window_ms)
+    .bind(cfg.health_min_attempts)
+    .bind(cfg.health_failure_ratio)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::new();
+    for (channel_id, unhealthy, total, failed) in verdicts {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let moved = sqlx::query(
+            "UPDATE channels SET health_unhealthy = $2 WHERE id = $1 AND health_unhealthy <> $2",
+        )
+        .bind(channel_id)
+        .bind(unhealthy)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved && unhealthy {
+            let reason = format!(
+                "health check: {failed} of {total} attempts failed in the window (ratio ≥ {})",
+                cfg.health_failure_ratio
+            );
+            if let Some(t) =
+                open_from_closed(&mut tx, channel_id, &reason, ACTOR_CIRCUIT_BREAKER, cfg).await?
+            {
+                out.push(t);
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(state: &str, probe: Option<Uuid>, retry_after_secs: Option<i64>) -> GateRow {
+        let now = Utc::now();
+        GateRow {
+            circuit_state: state.into(),
+            circuit_generation: 7,
+            probe_delivery_id: probe,
+            retry_after_until: retry_after_secs.map(|s| now + chrono::Duration::seconds(s)),
+            consecutive_failures: 2,
+            now,
+        }
+    }
+
+    #[test]
+    fn closed_sends_unless_retry_after_is_pending() {
+        let d = Uuid::new_v4();
+        assert_eq!(
+            decide(Some(&gate("closed", None, None)), d),
+            Admission::Send {
+                probe_generation: None,
+                consecutive_failures: 2
+            }
+        );
+        let Admission::Wait(w) = decide(Some(&gate("closed", None, Some(30))), d) else {
+            panic!("expected a wait")
+        };
+        assert_eq!(w, Duration::from_secs(30));
+        assert!(matches!(
+            decide(Some(&gate("closed", None, Some(-30))), d),
+            Admission::Send { .. }
+        ));
+    }
+
+    #[test]
+    fn open_and_paused_park() {
+        let d = Uuid::new_v4();
+        assert_eq!(decide(Some(&gate("open", None, None)), d), Admission::Park);
+        assert_eq!(
+            decide(Some(&gate("paused", None, None)), d),
+            Admission::Park
+        );
+    }
+
+    #[test]
+    fn half_open_sends_only_the_probe() {
+        let d = Uuid::new_v4();
+        let other = Uuid::new_v4();
+        assert_eq!(
+            decide(Some(&gate("half_open", Some(d), None)), d),
+            Admission::Send {
+                probe_generation: Some(7),
+                consecutive_failures: 2
+            }
+        );
+        assert_eq!(
+            decide(Some(&gate("half_open", Some(other), None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&gate("half_open", None, None)), d),
+            Admission::ClaimProbe(7)
+        );
+    }
+
+    #[test]
+    fn a_missing_channel_is_gone() {
+        assert_eq!(decide(None, Uuid::new_v4()), Admission::Gone);
+    }
+
+    #[test]
+    fn default_config_is_valid_and_bad_values_are_named() {
+        assert!(CircuitConfig::default().validate().is_ok());
+        let c = CircuitConfig {
+            max_cooldown_ms: 1,
+            ..Default::default()
+        };
+        assert!(c.validate().unwrap_err().contains("max_cooldown_ms"));
+        let c = CircuitConfig {
+            failure_threshold: 0,
+            ..Default::default()
+        };
+        assert!(c.validate().unwrap_err().contains("failure_threshold"));
+    }
+}

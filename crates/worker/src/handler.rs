@@ -1,0 +1,57 @@
+//! The node's job handler: routes each job to its kind's code.
+
+use crate::{deliver, probe};
+use breakwater_core::circuit::{CircuitConfig, JOB_PROBE};
+use breakwater_core::JOB_DELIVER;
+use breakwater_queue::{runner::Handler, Backoff, Job};
+use sqlx::PgPool;
+use tracing::Instrument;
+
+/// Everything a job needs; one per node, shared by its pools.
+#[derive(Clone)]
+pub struct Worker {
+    /// Database pool.
+    pub pool: PgPool,
+    /// Outbound client (see [`crate::http::client`]).
+    pub client: reqwest::Client,
+    /// This node's id, recorded on attempts.
+    pub node_id: String,
+    /// Retry backoff of deliveries.
+    pub backoff: Backoff,
+    /// Bytes of response body kept.
+    pub excerpt_bytes: usize,
+    /// Whether internal targets are allowed (development, tests).
+    pub allow_private: bool,
+    /// Circuit settings.
+    pub circuit: CircuitConfig,
+}
+
+impl Handler for Worker {
+    async fn handle(&self, job: Job) -> Result<(), String> {
+        let span = tracing::info_span!(
+            "job",
+            job_id = job.id,
+            kind = %job.kind,
+            attempt = job.attempt,
+            queue = %job.queue,
+            channel_id = tracing::field::Empty,
+            delivery_id = tracing::field::Empty,
+        );
+        async move {
+            let r = match job.kind.as_str() {
+                JOB_DELIVER => deliver::run(self, job).await,
+                JOB_PROBE => probe::run(self, job).await,
+                other => {
+                    let msg = format!("no handler for job kind {other:?}");
+                    breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)
+                        .await
+                        .map(|_| ())
+                        .map_err(Into::into)
+                }
+            };
+            r.map_err(|e: breakwater_core::Error| e.to_string())
+        }
+        .instrument(span)
+        .await
+    }
+}

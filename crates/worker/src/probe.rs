@@ -1,0 +1,52 @@
+//! The probe watcher: one job per open channel (unique key `probe:<channel>`), snoozing itself
+//! between steps, that moves `open` to `half_open` after the cooldown and takes over a probe
+//! whose lease expired. It ends when the circuit is closed or paused.
+
+use crate::handler::Worker;
+use breakwater_core::circuit::{self, ProbeStep};
+use breakwater_core::Result;
+use breakwater_queue::Job;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
+    let Some(channel_id) = job
+        .args
+        .get("channel_id")
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse::<Uuid>().ok())
+    else {
+        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
+            .await?;
+        return Ok(());
+    };
+    tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
+    let mut tx = w.pool.begin().await?;
+    let step = circuit::probe_step(&mut tx, channel_id, &w.circuit).await?;
+    let fenced = match step {
+        ProbeStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        ProbeStep::Wait(wait) => snooze(&mut tx, &job, wait).await?,
+        ProbeStep::Started {
+            generation,
+            delivery_id,
+            lease,
+        } => {
+            tracing::info!(%channel_id, generation, ?delivery_id, "probe started");
+            snooze(&mut tx, &job, lease).await?
+        }
+    };
+    if fenced {
+        tx.commit().await?;
+    } else {
+        tracing::warn!(%channel_id, "probe watcher lost its claim; step rolled back");
+        tx.rollback().await?;
+    }
+    Ok(())
+}
+
+async fn snooze(tx: &mut sqlx::PgConnection, job: &Job, wait: Duration) -> Result<bool> {
+    // A little past the moment, so the condition (cooldown over, lease expired) holds when the
+    // watcher looks again.
+    let wait = wait + Duration::from_millis(20);
+    Ok(breakwater_queue::snooze(tx, job.id, job.claim_token, wait, None).await?)
+}
