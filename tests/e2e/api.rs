@@ -606,8 +606,9 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     let (_, key) = app.tenant("acme", "default").await;
     let channel = app.channel(&key, "acme").await;
 
-    // Bodies that are not JSON at all (no well-formed key comes before the error).
-    for body in ["{not json", "", "{", "nul", "{'url': 1}"] {
+    // Bodies that are not JSON, including ones where a shape error (wrong type, unknown
+    // field) comes before the syntax error: syntax is judged first, so these are all 400.
+    for body in ["{not json", "", "{", "nul", "{'url': 1}", "{\"url\": ", "[1 2]", "{\"nope\": 1,"] {
         let b = assert_problem(post_raw(&app, "/api/v1/channels", &key, body).await, 400).await;
         assert_eq!(b["code"], "malformed_json", "{body:?}: {b}");
         assert_problem(

@@ -1,47 +1,61 @@
 //! Extractors whose rejections are problem+json.
 
 use crate::error::ApiError;
-use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
-/// `axum::Json` whose rejections become problems: malformed JSON → 400, well-formed but wrong
-/// shape (missing field, wrong type, unknown field) → 422, missing `Content-Type:
-/// application/json` → 415, body over the route's limit → 413.
+/// A JSON body whose rejections become problems: missing `Content-Type: application/json` →
+/// 415, body over the route's limit → 413, malformed JSON anywhere in the body → 400, and only
+/// then well-formed JSON of the wrong shape (missing field, wrong type, unknown field) → 422.
+/// (axum's own `Json` stops at the first error, so a type error before a syntax error would
+/// be a 422; here syntax is checked first.)
 pub struct Json<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(Json(v)),
-            Err(r) => Err(json_rejection(r)),
+        let is_json = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|m| {
+                let m = m.trim().to_ascii_lowercase();
+                m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !is_json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as JSON with Content-Type: application/json",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|r| {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "request body is larger than this route accepts")
+            } else {
+                ApiError::new(r.status(), "bad_request", r.body_text())
+            }
+        })?;
+        // Syntax first: any malformed JSON is a 400, wherever the error is.
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("malformed JSON: {e}")));
+        }
+        let de = &mut serde_json::Deserializer::from_slice(&bytes);
+        match serde_path_to_error::deserialize::<_, T>(de) {
+            Ok(v) => Ok(Json(v)),
+            Err(e) => {
+                let path = e.path().to_string();
+                let detail = if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) };
+                Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", detail))
+            }
         }
     }
-}
-
-fn json_rejection(r: JsonRejection) -> ApiError {
-    let status = r.status();
-    let code = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "invalid_body",
-        StatusCode::BAD_REQUEST => "malformed_json",
-        _ => "bad_request",
-    };
-    let detail = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            "request body is larger than this route accepts".to_string()
-        }
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            "send the body as JSON with Content-Type: application/json".to_string()
-        }
-        _ => r.body_text(),
-    };
-    ApiError::new(status, code, detail)
 }
 
 /// `axum::extract::Path` whose rejection (e.g. an id that is not a UUID) is a 400 problem.
