@@ -608,7 +608,16 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
 
     // Bodies that are not JSON, including ones where a shape error (wrong type, unknown
     // field) comes before the syntax error: syntax is judged first, so these are all 400.
-    for body in ["{not json", "", "{", "nul", "{'url': 1}", "{\"url\": ", "[1 2]", "{\"nope\": 1,"] {
+    for body in [
+        "{not json",
+        "",
+        "{",
+        "nul",
+        "{'url': 1}",
+        "{\"url\": ",
+        "[1 2]",
+        "{\"nope\": 1,",
+    ] {
         let b = assert_problem(post_raw(&app, "/api/v1/channels", &key, body).await, 400).await;
         assert_eq!(b["code"], "malformed_json", "{body:?}: {b}");
         assert_problem(

@@ -1,4 +1,5 @@
 //! End-to-end tests: real Postgres (a fresh database per test), real HTTP on loopback.
 
 mod api;
+mod circuit;
 mod delivery;

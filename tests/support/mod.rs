@@ -19,7 +19,9 @@ use uuid::Uuid;
 /// The operator key of test nodes.
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
 
-/// Settings for tests: ephemeral port, private targets allowed, fast retries and upkeep.
+/// Settings for tests: ephemeral port, private targets allowed, fast retries and upkeep, short
+/// circuit cooldowns (0.5 s doubling to 1 s), parked jobs that sleep a minute (so only a release
+/// brings them back within a test), and the health check left to the test to run.
 pub fn test_settings() -> Settings {
     let mut s = breakwater::local_settings(OPERATOR_KEY);
     s.worker.backoff_base_ms = 50;
@@ -35,6 +37,12 @@ pub fn test_settings() -> Settings {
     s.worker.heartbeat_interval_ms = 200;
     s.worker.rescue_after_ms = 1_000;
     s.worker.rescue_interval_ms = 200;
+    s.circuit.cooldown_ms = 500;
+    s.circuit.max_cooldown_ms = 1_000;
+    s.circuit.park_ms = 60_000;
+    s.circuit.park_jitter_ms = 1_000;
+    s.circuit.probe_lease_ms = 5_000;
+    s.circuit.health_check_interval_ms = 3_600_000;
     s
 }
 
@@ -62,13 +70,19 @@ pub struct TestApp {
 }
 
 impl TestApp {
-    /// Starts a node with [`test_settings`] changed by `tweak`.
+    /// Starts a node (API and workers) with [`test_settings`] changed by `tweak`.
     pub async fn spawn_with(pool: PgPool, tweak: impl FnOnce(&mut Settings)) -> Self {
+        Self::spawn_role(pool, Role::All, tweak).await
+    }
+
+    /// Starts a node running `role` (it must include the API) with [`test_settings`] changed by
+    /// `tweak`.
+    pub async fn spawn_role(pool: PgPool, role: Role, tweak: impl FnOnce(&mut Settings)) -> Self {
         let mut settings = test_settings();
         tweak(&mut settings);
         let shutdown = CancellationToken::new();
         let node_pool = own_pool(&pool, 10).await;
-        let node = breakwater::start_node(&settings, node_pool, Role::All, shutdown.clone())
+        let node = breakwater::start_node(&settings, node_pool, role, shutdown.clone())
             .await
             .expect("start node");
         let api = format!("http://{}", node.api_addr.expect("api addr"));
@@ -166,6 +180,42 @@ impl TestApp {
             .await;
         assert_eq!(s, 202, "enqueue: {v}");
         v["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Enqueues `n` deliveries to `channel` in batches of up to 500; returns their ids.
+    pub async fn deliver_many(&self, key: &str, channel: Uuid, n: usize) -> Vec<Uuid> {
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            let k = (n - ids.len()).min(500);
+            let items: Vec<Value> = (0..k)
+                .map(|i| json!({ "event_type": "test.bulk", "payload": { "i": ids.len() + i } }))
+                .collect();
+            let (s, v) = self
+                .post(
+                    &format!("/api/v1/channels/{channel}/deliveries/batch"),
+                    key,
+                    &json!({ "deliveries": items }),
+                )
+                .await;
+            assert_eq!(s, 202, "batch: {v}");
+            ids.extend(
+                v["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["id"].as_str().unwrap().parse::<Uuid>().unwrap()),
+            );
+        }
+        ids
+    }
+
+    /// The channel's circuit state column.
+    pub async fn circuit_state(&self, channel: Uuid) -> String {
+        sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1")
+            .bind(channel)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
     }
 
     /// The delivery's status column.

@@ -35,24 +35,42 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "send the body as JSON with Content-Type: application/json",
             ));
         }
-        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|r| {
-            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "request body is larger than this route accepts")
-            } else {
-                ApiError::new(r.status(), "bad_request", r.body_text())
-            }
-        })?;
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|r| {
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        "request body is larger than this route accepts",
+                    )
+                } else {
+                    ApiError::new(r.status(), "bad_request", r.body_text())
+                }
+            })?;
         // Syntax first: any malformed JSON is a 400, wherever the error is.
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("malformed JSON: {e}")));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("malformed JSON: {e}"),
+            ));
         }
         let de = &mut serde_json::Deserializer::from_slice(&bytes);
         match serde_path_to_error::deserialize::<_, T>(de) {
             Ok(v) => Ok(Json(v)),
             Err(e) => {
                 let path = e.path().to_string();
-                let detail = if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) };
-                Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", detail))
+                let detail = if path == "." {
+                    e.inner().to_string()
+                } else {
+                    format!("{path}: {}", e.inner())
+                };
+                Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_body",
+                    detail,
+                ))
             }
         }
     }

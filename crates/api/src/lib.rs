@@ -11,6 +11,7 @@ mod extract;
 mod routes;
 
 use axum::Router;
+use breakwater_core::circuit::CircuitConfig;
 use serde::Deserialize;
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -51,17 +52,20 @@ struct Inner {
     config: ApiConfig,
     allow_private_targets: bool,
     max_attempts: i32,
+    circuit: CircuitConfig,
 }
 
 impl AppState {
     /// State for [`app`]: the database pool, the operator key, API settings, whether channel
-    /// URLs may point at internal addresses, and the attempts each delivery gets.
+    /// URLs may point at internal addresses, the attempts each delivery gets, and the circuit
+    /// defaults (shown where a channel has no override).
     pub fn new(
         pool: PgPool,
         operator_key: OperatorKey,
         config: ApiConfig,
         allow_private_targets: bool,
         max_attempts: i32,
+        circuit: CircuitConfig,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -70,6 +74,7 @@ impl AppState {
                 config,
                 allow_private_targets,
                 max_attempts,
+                circuit,
             }),
         }
     }

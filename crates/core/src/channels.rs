@@ -32,6 +32,12 @@ pub struct Channel {
     pub cooldown_ms: Option<i64>,
     /// When the next probe may run, while open.
     pub next_probe_at: Option<DateTime<Utc>>,
+    /// Failed probes in a row (the cooldown doubles with each).
+    pub probe_failures: i32,
+    /// Bumped by every transition.
+    pub circuit_generation: i64,
+    /// Nothing is sent before this (a `Retry-After` from the endpoint).
+    pub retry_after_until: Option<DateTime<Utc>>,
     /// Last transient failure.
     pub last_failure_at: Option<DateTime<Utc>>,
     /// What the last transient failure was.
@@ -43,8 +49,8 @@ pub struct Channel {
 }
 
 const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, circuit_state, circuit_changed_at, \
-    consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, last_failure_at, \
-    last_failure_reason, created_at, updated_at";
+    consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, probe_failures, \
+    circuit_generation, retry_after_until, last_failure_at, last_failure_reason, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
 #[derive(Debug, Clone, Serialize)]
@@ -116,6 +122,91 @@ pub async fn create(
         channel,
         signing_secret: secret,
     })
+}
+
+/// Changes to a channel (`PATCH`). `None` leaves a field alone; for the overrides,
+/// `Some(None)` clears them back to the global default.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelPatch {
+    /// New display name (`Some(None)` clears it).
+    pub name: Option<Option<String>>,
+    /// New URL, already checked.
+    pub url: Option<String>,
+    /// Failure threshold override.
+    pub failure_threshold: Option<Option<i32>>,
+    /// Cooldown override, ms.
+    pub cooldown_ms: Option<Option<i64>>,
+}
+
+fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
+    if failure_threshold.is_some_and(|t| !(1..=10_000).contains(&t)) {
+        return Err(Error::invalid(
+            "failure_threshold",
+            "must be between 1 and 10000",
+        ));
+    }
+    if cooldown_ms.is_some_and(|c| !(1..=86_400_000).contains(&c)) {
+        return Err(Error::invalid(
+            "cooldown_ms",
+            "must be between 1 and 86400000 (24 h)",
+        ));
+    }
+    Ok(())
+}
+
+fn check_name(name: Option<&str>) -> Result<()> {
+    if name.is_some_and(|n| n.chars().count() > 200) {
+        return Err(Error::invalid("name", "must be at most 200 characters"));
+    }
+    Ok(())
+}
+
+/// Applies `patch` to `tenant_id`'s channel `id` and returns it ([`Error::NotFound`] for another
+/// tenant's). The circuit state is not touched here.
+pub async fn update(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    id: Uuid,
+    patch: &ChannelPatch,
+) -> Result<Channel> {
+    check_name(patch.name.as_ref().and_then(|n| n.as_deref()))?;
+    check_overrides(
+        patch.failure_threshold.flatten(),
+        patch.cooldown_ms.flatten(),
+    )?;
+    sqlx::query_as(&format!(
+        "UPDATE channels SET
+            name = CASE WHEN $3 THEN $4 ELSE name END,
+            url = coalesce($5, url),
+            failure_threshold = CASE WHEN $6 THEN $7 ELSE failure_threshold END,
+            cooldown_ms = CASE WHEN $8 THEN $9 ELSE cooldown_ms END,
+            updated_at = now()
+         WHERE id = $1 AND tenant_id = $2
+         RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .bind(patch.name.is_some())
+    .bind(patch.name.clone().flatten())
+    .bind(&patch.url)
+    .bind(patch.failure_threshold.is_some())
+    .bind(patch.failure_threshold.flatten())
+    .bind(patch.cooldown_ms.is_some())
+    .bind(patch.cooldown_ms.flatten())
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("channel"))
+}
+
+/// Jobs of the channel parked by its circuit (waiting at the parked priority).
+pub async fn parked_count(exec: impl PgExecutor<'_>, id: Uuid) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority >= $2",
+    )
+    .bind(id)
+    .bind(breakwater_queue::PRIORITY_PARKED)
+    .fetch_one(exec)
+    .await?)
 }
 
 /// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly

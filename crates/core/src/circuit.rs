@@ -235,6 +235,21 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
     }
 }
 
+/// Reads the gate under a `FOR SHARE` lock, in the caller's transaction: a transition of this
+/// channel (which updates the row) waits for the caller to commit, and the caller, if it came
+/// second, sees the transition's committed state. Parking on pickup uses it so that a job cannot
+/// park itself just after a closing transition released the backlog.
+pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<GateRow>> {
+    Ok(sqlx::query_as(
+        "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
+                consecutive_failures, now() AS now
+         FROM channels WHERE id = $1 FOR SHARE",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?)
+}
+
 /// Reads the gate and decides; when half-open without a probe, claims the probe role for this
 /// delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
 /// becomes the probe. Never returns [`Admission::ClaimProbe`].
@@ -522,6 +537,15 @@ pub enum ProbeStep {
     },
 }
 
+/// What the probe watcher reads when there is nothing to claim: state, next probe time, probe
+/// deadline, database now.
+type WatchRow = (
+    String,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+
 /// The probe watcher's step for a channel: if the circuit is open and the cooldown is over, or
 /// half-open and the probe's lease has expired, claims `half_open` (one conditional UPDATE:
 /// generation + 1, a lease deadline) and wakes exactly one parked delivery as the probe (or
@@ -548,7 +572,7 @@ pub async fn probe_step(
     .fetch_optional(&mut *tx)
     .await?;
     let Some((tenant_id, generation, deadline, before, probe_failures)) = claimed else {
-        let row: Option<(String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, DateTime<Utc>)> = sqlx::query_as(
+        let row: Option<WatchRow> = sqlx::query_as(
             "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels WHERE id = $1",
         )
         .bind(channel_id)
@@ -623,7 +647,8 @@ pub async fn probe_succeeded(
         "UPDATE channels
          SET circuit_state = 'closed', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              consecutive_failures = 0, probe_failures = 0, next_probe_at = NULL,
-             probe_delivery_id = NULL, probe_deadline = NULL, updated_at = now()
+             probe_delivery_id = NULL, probe_deadline = NULL, health_unhealthy = false,
+             updated_at = now()
          WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2
          RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
     )

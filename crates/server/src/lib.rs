@@ -108,6 +108,7 @@ pub async fn start_node(
             settings.api.clone(),
             settings.allow_private_targets,
             settings.worker.max_attempts,
+            settings.circuit.clone(),
         );
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await

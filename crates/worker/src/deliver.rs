@@ -71,7 +71,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             probe_generation,
             consecutive_failures,
         } => (probe_generation, consecutive_failures),
-        Admission::Park => return park(w, &mut conn, &job, delivery_id).await,
+        Admission::Park => return park(w, &mut conn, &job, channel_id, delivery_id).await,
         Admission::Wait(wait) => {
             // Retry-After: the whole channel waits; this job is snoozed, no attempt used.
             let jitter = Duration::from_millis(rand::thread_rng().gen_range(0..250));
@@ -210,16 +210,27 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
 
 /// Parks a job whose channel is not taking requests: priority 3, `park_ms` + jitter, attempt
 /// not used, the delivery marked `paused`.
+///
+/// The channel row is re-read under `FOR SHARE` in the parking transaction: if a transition
+/// (say, the probe closing the circuit and releasing the backlog) committed since the gate was
+/// read, the job is not parked but made available again at once, so it cannot miss the release.
 async fn park(
     w: &Worker,
     conn: &mut sqlx::PgConnection,
     job: &Job,
+    channel_id: Uuid,
     delivery_id: Uuid,
 ) -> Result<()> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let gate = circuit::lock_gate(&mut tx, channel_id).await?;
+    if circuit::decide(gate.as_ref(), delivery_id) != Admission::Park {
+        breakwater_queue::snooze(&mut tx, job.id, job.claim_token, Duration::ZERO, None).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
     let (park, jitter) = w.circuit.park();
     let wait =
         park + Duration::from_millis(rand::thread_rng().gen_range(0..=jitter.as_millis() as u64));
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     if breakwater_queue::snooze(
         &mut tx,
         job.id,

@@ -9,7 +9,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
-use breakwater_core::channels::{self, Channel, CreatedChannel, NewChannel};
+use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
 use breakwater_core::tenants;
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
     let single_limit = cfg.max_payload_bytes + 16 * 1024;
     Router::new()
         .route("/api/v1/channels", post(create).get(list))
-        .route("/api/v1/channels/{id}", get(read))
+        .route("/api/v1/channels/{id}", get(read).patch(update))
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
@@ -93,14 +93,105 @@ async fn list(
     Ok(axum::Json(ChannelPage { data, next_after }))
 }
 
+/// A channel with its circuit spelled out.
+#[derive(Serialize)]
+pub(crate) struct ChannelView {
+    #[serde(flatten)]
+    channel: Channel,
+    circuit: CircuitView,
+}
+
+/// The circuit as an operator reads it.
+#[derive(Serialize)]
+struct CircuitView {
+    /// `closed` | `open` | `half_open` | `paused`.
+    state: String,
+    /// In this state since.
+    since: chrono::DateTime<chrono::Utc>,
+    /// Consecutive transient failures (while closed; the count at opening while open).
+    consecutive_failures: i32,
+    /// Effective threshold (override or global default).
+    failure_threshold: i32,
+    /// Effective first cooldown, ms.
+    cooldown_ms: i64,
+    /// Jobs parked by the circuit, waiting for release.
+    parked: i64,
+    /// When the next probe may run (open).
+    next_probe_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Failed probes in a row.
+    probe_failures: i32,
+    /// No request before this (Retry-After).
+    retry_after_until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
+    let parked = channels::parked_count(state.pool(), channel.id).await?;
+    let d = &state.inner.circuit;
+    let circuit = CircuitView {
+        state: channel.circuit_state.clone(),
+        since: channel.circuit_changed_at,
+        consecutive_failures: channel.consecutive_failures,
+        failure_threshold: channel.failure_threshold.unwrap_or(d.failure_threshold),
+        cooldown_ms: channel.cooldown_ms.unwrap_or(d.cooldown_ms),
+        parked,
+        next_probe_at: channel.next_probe_at,
+        probe_failures: channel.probe_failures,
+        retry_after_until: channel.retry_after_until,
+    };
+    Ok(ChannelView { channel, circuit })
+}
+
 async fn read(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
-) -> Result<axum::Json<Channel>, ApiError> {
-    Ok(axum::Json(
-        channels::get(state.pool(), key.tenant_id, id).await?,
-    ))
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    Ok(axum::Json(view(&state, channel).await?))
+}
+
+/// `Some(None)` for an explicit `null`, `None` for an absent field.
+fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchChannel {
+    #[serde(default, deserialize_with = "nullable")]
+    name: Option<Option<String>>,
+    url: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    failure_threshold: Option<Option<i32>>,
+    #[serde(default, deserialize_with = "nullable")]
+    cooldown_ms: Option<Option<i64>>,
+}
+
+async fn update(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Json(body): Json<PatchChannel>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    // 404 before validating, so another tenant's id reveals nothing.
+    channels::get(state.pool(), key.tenant_id, id).await?;
+    let url = match &body.url {
+        Some(u) => Some(checked_url("url", u, state.inner.allow_private_targets).await?),
+        None => None,
+    };
+    let patch = ChannelPatch {
+        name: body.name,
+        url,
+        failure_threshold: body.failure_threshold,
+        cooldown_ms: body.cooldown_ms,
+    };
+    let channel = channels::update(state.pool(), key.tenant_id, id, &patch).await?;
+    Ok(axum::Json(view(&state, channel).await?))
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries`.

@@ -1,0 +1,682 @@
+//! The channel circuit end to end: several nodes, real HTTP, the real queue.
+
+use breakwater::Role;
+use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
+use breakwater_e2e::{eventually, spawn_node_thread, test_settings, Behavior, TestApp};
+use serde_json::json;
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// Creates a channel with overrides; registers its secret with the receiver.
+async fn channel_with(app: &TestApp, key: &str, endpoint: &str, extra: serde_json::Value) -> Uuid {
+    let mut body = json!({ "url": app.receiver.url(endpoint) });
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let (s, v) = app.post("/api/v1/channels", key, &body).await;
+    assert_eq!(s, 201, "{v}");
+    app.receiver
+        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
+    v["id"].as_str().unwrap().parse().unwrap()
+}
+
+async fn audit_count(pool: &PgPool, channel: Uuid, action: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = $2")
+        .bind(channel)
+        .bind(action)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
+    // API in this runtime; three worker nodes, each on its own runtime, pool and node id.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let mut node_settings = test_settings();
+    node_settings.worker.pool_default = 4;
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            spawn_node_thread(
+                (*pool.connect_options()).clone(),
+                node_settings.clone(),
+                Role::Worker,
+            )
+        })
+        .collect();
+    let per_node = node_settings.worker.pool_default as i64;
+    let threshold = 5;
+
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "dead").await;
+    app.receiver.set("dead", Behavior::Status(503, None));
+    app.deliver_many(&key, ch, 200).await;
+
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(ch).await != "closed"
+        })
+        .await
+    );
+    // Watch the open circuit for a while: probes every cooldown (0.5 s, then 1 s capped).
+    tokio::time::sleep(Duration::from_millis(4_000)).await;
+    for n in nodes {
+        n.stop();
+    }
+
+    assert_eq!(
+        audit_count(&pool, ch, "circuit.opened").await,
+        1,
+        "exactly one closed → open"
+    );
+    let transitions: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE channel_id = $1 AND from_state = 'closed' AND to_state = 'open'",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(transitions, 1);
+
+    let received = app.receiver.count("dead") as i64;
+    let (attempts, probes): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE probe) FROM delivery_attempts WHERE channel_id = $1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        received, attempts,
+        "every request the endpoint saw is a recorded attempt"
+    );
+    let before_open = attempts - probes;
+    println!("dead endpoint: {before_open} requests before/while opening (threshold {threshold}, in flight ≤ {}), {probes} probe requests after", 3 * per_node);
+    assert!(before_open >= threshold);
+    assert!(
+        before_open <= threshold + 3 * per_node,
+        "{before_open} non-probe requests: more than the threshold plus what was in flight"
+    );
+
+    // After opening, only probes: one per cooldown window across all three nodes.
+    let opened_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT at FROM audit_log WHERE channel_id = $1 AND action = 'circuit.opened'",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let late_non_probes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM delivery_attempts WHERE channel_id = $1 AND NOT probe AND started_at > $2 + interval '250 ms'",
+    )
+    .bind(ch)
+    .bind(opened_at)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        late_non_probes, 0,
+        "nothing but probes is sent once the circuit is open"
+    );
+    let probe_starts: Vec<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar(
+        "SELECT started_at FROM delivery_attempts WHERE channel_id = $1 AND probe ORDER BY started_at",
+    )
+    .bind(ch)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(probes >= 2, "probes kept coming: {probes}");
+    assert!(
+        probes <= 6,
+        "at most one probe per cooldown window in 4 s: {probes}"
+    );
+    assert!(
+        (probe_starts[0] - opened_at).num_milliseconds() >= 450,
+        "first probe after the cooldown"
+    );
+    for w in probe_starts.windows(2) {
+        let gap = (w[1] - w[0]).num_milliseconds();
+        assert!(gap >= 450, "probes {gap} ms apart: less than a cooldown");
+    }
+    let started = audit_count(&pool, ch, "circuit.probe_started").await;
+    assert!(
+        probes == started || probes + 1 == started,
+        "one request per probe: {probes} vs {started}"
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_dead_backlog_of_2000_does_not_hold_up_another_tenant(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, dead_key) = app.tenant("dead-co", "default").await;
+    let (_, ok_key) = app.tenant("fine-co", "default").await;
+    let dead = app.channel(&dead_key, "dead").await;
+    let fine = app.channel(&ok_key, "fine").await;
+    app.receiver.set("dead", Behavior::Hang); // the worst kind: every request times out
+    app.deliver_many(&dead_key, dead, 2_000).await;
+
+    let t0 = Instant::now();
+    let mut sent_at = HashMap::new();
+    for i in 0..100 {
+        let id = app.deliver(&ok_key, fine, json!({ "i": i })).await;
+        sent_at.insert(id.to_string(), Instant::now());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        app.receiver
+            .wait_for("fine", 100, Duration::from_secs(20))
+            .await,
+        100
+    );
+    let mut lat: Vec<u128> = app
+        .receiver
+        .received("fine")
+        .iter()
+        .map(|r| {
+            r.at.duration_since(sent_at[r.webhook_id.as_ref().unwrap()])
+                .as_millis()
+        })
+        .collect();
+    lat.sort();
+    println!(
+        "healthy channel beside a hanging 2000-backlog: p50 {} ms, p95 {} ms, max {} ms over {:.1} s",
+        lat[49],
+        lat[94],
+        lat[99],
+        t0.elapsed().as_secs_f64()
+    );
+    let state = app.circuit_state(dead).await;
+    assert!(
+        state == "open" || state == "half_open",
+        "dead channel's circuit: {state}"
+    );
+    let (s, v) = app
+        .get(&format!("/api/v1/channels/{dead}"), &dead_key)
+        .await;
+    assert_eq!(s, 200);
+    let parked = v["circuit"]["parked"].as_i64().unwrap();
+    assert!(parked >= 2_000 - 40, "backlog parked: {parked}");
+    assert!(
+        app.receiver.count("dead") <= 5 + 20 + 2,
+        "dead endpoint got {} requests",
+        app.receiver.count("dead")
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = channel_with(&app, &key, "flaky", json!({ "cooldown_ms": 300 })).await;
+    app.receiver.set("flaky", Behavior::Status(503, None));
+    let ids = app.deliver_many(&key, ch, 500).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.circuit_state(ch).await == "open"
+        })
+        .await
+    );
+    let paused: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'paused'",
+    )
+    .bind(ch)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        paused > 400,
+        "the backlog's deliveries are marked paused: {paused}"
+    );
+
+    app.receiver.set("flaky", Behavior::Status(200, None));
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(ch).await == "closed"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'delivered'",
+            )
+            .bind(ch)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+            n == 500
+        })
+        .await,
+        "every delivery arrives"
+    );
+    let ok: Vec<String> = app
+        .receiver
+        .received("flaky")
+        .into_iter()
+        .filter(|r| r.answered == Some(200))
+        .map(|r| r.webhook_id.unwrap())
+        .collect();
+    let distinct: std::collections::HashSet<_> = ok.iter().collect();
+    assert_eq!(
+        ok.len(),
+        500,
+        "one successful request per delivery: {} duplicates",
+        ok.len() - distinct.len()
+    );
+    assert_eq!(distinct.len(), 500);
+    assert!(
+        ids.iter().all(|id| distinct.contains(&id.to_string())),
+        "none lost"
+    );
+    // Parking never used an attempt: each delivery's attempts are exactly its HTTP requests,
+    // and its job's attempt count agrees.
+    let mismatched: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM deliveries d
+         JOIN jobs j ON j.args->>'delivery_id' = d.id::text
+         WHERE d.channel_id = $1
+           AND (d.attempts <> (SELECT count(*) FROM delivery_attempts a WHERE a.delivery_id = d.id)
+                OR j.attempt <> d.attempts)",
+    )
+    .bind(ch)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(mismatched, 0);
+    let once: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND attempts = 1",
+    )
+    .bind(ch)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        once >= 450,
+        "deliveries never tried before opening went out once: {once}"
+    );
+    assert_eq!(audit_count(&app.pool, ch, "circuit.closed").await, 1);
+    app.stop().await;
+}
+
+/// Opens `channel` and moves it to half-open with the probe watcher's own steps.
+async fn open_then_half_open(pool: &PgPool, channel: Uuid, cfg: &CircuitConfig) -> i64 {
+    let mut tx = pool.begin().await.unwrap();
+    circuit::open_from_closed(&mut tx, channel, "test", "operator", cfg)
+        .await
+        .unwrap()
+        .expect("opened");
+    tx.commit().await.unwrap();
+    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
+        .bind(channel)
+        .execute(pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let ProbeStep::Started { generation, .. } =
+        circuit::probe_step(&mut tx, channel, cfg).await.unwrap()
+    else {
+        panic!("probe did not start")
+    };
+    tx.commit().await.unwrap();
+    generation
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
+    // API only: this test drives the circuit itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "x").await;
+    app.deliver_many(&key, ch, 10).await;
+    let cfg = test_settings().circuit;
+
+    let g1 = open_then_half_open(&pool, ch, &cfg).await;
+    // The probe of g1 fails: re-opened under a new generation.
+    let mut tx = pool.begin().await.unwrap();
+    let t = circuit::probe_failed(&mut tx, ch, g1, "HTTP 503", &cfg)
+        .await
+        .unwrap()
+        .expect("reopened");
+    tx.commit().await.unwrap();
+    assert!(t.generation > g1);
+
+    // A late success of the g1 probe (e.g. a second copy of the result) must not close it.
+    let mut tx = pool.begin().await.unwrap();
+    assert_eq!(
+        circuit::probe_succeeded(&mut tx, ch, g1).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        circuit::probe_failed(&mut tx, ch, g1, "late", &cfg)
+            .await
+            .unwrap(),
+        None
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(app.circuit_state(ch).await, "open");
+    assert_eq!(audit_count(&pool, ch, "circuit.closed").await, 0);
+    let parked: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1 AND priority = 3")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(parked, 10, "nothing released");
+
+    // A probe whose lease expires is taken over by the next one (new generation); the old
+    // probe's result is then stale too.
+    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let ProbeStep::Started { generation: g2, .. } =
+        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
+    else {
+        panic!()
+    };
+    tx.commit().await.unwrap();
+    sqlx::query("UPDATE channels SET probe_deadline = now() - interval '1 s' WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let ProbeStep::Started { generation: g3, .. } =
+        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
+    else {
+        panic!("an expired probe lease must be taken over")
+    };
+    assert!(g3 > g2);
+    assert_eq!(
+        circuit::probe_succeeded(&mut tx, ch, g2).await.unwrap(),
+        None,
+        "the dead probe's result is stale"
+    );
+    assert!(
+        circuit::probe_succeeded(&mut tx, ch, g3)
+            .await
+            .unwrap()
+            .is_some(),
+        "the current probe closes it"
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(app.circuit_state(ch).await, "closed");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn fifty_racing_failures_make_one_transition(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "x").await;
+    let cfg = test_settings().circuit;
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let (pool, cfg) = (pool.clone(), cfg.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut tx = pool.begin().await.unwrap();
+            let t = circuit::record_failure(&mut tx, ch, &format!("failure {i}"), &cfg)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            t.is_some()
+        }));
+    }
+    let mut won = 0;
+    for t in tasks {
+        won += t.await.unwrap() as usize;
+    }
+    assert_eq!(won, 1, "exactly one caller wins the transition");
+    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+    let (state, failures): (String, i32) =
+        sqlx::query_as("SELECT circuit_state, consecutive_failures FROM channels WHERE id = $1")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(state, "open");
+    assert_eq!(failures, 5, "failures after opening are not counted");
+    let watchers: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE unique_key = $1")
+        .bind(format!("probe:{ch}"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(watchers, 1, "one probe watcher");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closing(pool: PgPool) {
+    // A channel whose threshold is out of reach, so only the health check can open it.
+    let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = channel_with(&app, &key, "sick", json!({ "failure_threshold": 10000 })).await;
+    app.receiver.set("sick", Behavior::Status(503, None));
+    app.deliver_many(&key, ch, 30).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'dead'",
+            )
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            n == 30
+        })
+        .await
+    );
+    assert_eq!(
+        app.circuit_state(ch).await,
+        "closed",
+        "the threshold alone does not trip it"
+    );
+
+    let cfg = test_settings().circuit; // 20 attempts, ratio 0.5, 1 h window
+    let mut conn = pool.acquire().await.unwrap();
+    let opened = circuit::health_check(&mut conn, &cfg).await.unwrap();
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].channel_id, ch);
+    assert!(
+        circuit::health_check(&mut conn, &cfg)
+            .await
+            .unwrap()
+            .is_empty(),
+        "no second trip"
+    );
+    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+
+    // Close it through a successful probe; the 30 failures are still in the window.
+    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let ProbeStep::Started { generation, .. } =
+        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
+    else {
+        panic!()
+    };
+    circuit::probe_succeeded(&mut tx, ch, generation)
+        .await
+        .unwrap()
+        .expect("closed");
+    tx.commit().await.unwrap();
+    assert!(
+        circuit::health_check(&mut conn, &cfg)
+            .await
+            .unwrap()
+            .is_empty(),
+        "old failures do not re-open it"
+    );
+    assert_eq!(app.circuit_state(ch).await, "closed");
+    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+    drop(conn);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = channel_with(
+        &app,
+        &key,
+        "ep",
+        json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
+    )
+    .await;
+    app.receiver.set("ep", Behavior::Status(503, None));
+    app.deliver(&key, ch, json!({})).await;
+    // Opens; the one delivery is dead (1 attempt), so nothing is parked; the watcher moves
+    // the circuit to half-open with no probe delivery.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.circuit_state(ch).await == "half_open"
+        })
+        .await
+    );
+    app.receiver.set("ep", Behavior::Status(200, None));
+    for i in 0..5 {
+        app.deliver(&key, ch, json!({ "i": i })).await;
+    }
+    assert_eq!(
+        app.receiver
+            .wait_for("ep", 6, Duration::from_secs(15))
+            .await,
+        6
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            app.circuit_state(ch).await == "closed"
+        })
+        .await
+    );
+    let probes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM delivery_attempts WHERE channel_id = $1 AND probe",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(probes, 1, "exactly one of the new deliveries was the probe");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        app.receiver.count("ep"),
+        6,
+        "each new delivery went out once"
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "busy").await;
+    app.receiver
+        .set("busy", Behavior::Status(429, Some("2".into())));
+    let first = app.deliver(&key, ch, json!({})).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("busy", 1, Duration::from_secs(5))
+            .await,
+        1
+    );
+    let limited_at = app.receiver.received("busy")[0].at;
+    app.receiver.set("busy", Behavior::Status(200, None));
+    let others: Vec<Uuid> = {
+        let mut v = Vec::new();
+        for i in 0..5 {
+            v.push(app.deliver(&key, ch, json!({ "i": i })).await);
+        }
+        v
+    };
+    assert_eq!(
+        app.receiver
+            .wait_for("busy", 7, Duration::from_secs(10))
+            .await,
+        7
+    );
+    let rest = app.receiver.received("busy");
+    for r in &rest[1..] {
+        let after = r.at.duration_since(limited_at);
+        assert!(
+            after >= Duration::from_millis(1_900),
+            "a request {after:?} after the 429's Retry-After: 2"
+        );
+    }
+    for id in &others {
+        let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM deliveries WHERE id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(attempts, 1, "waiting for Retry-After used no attempt");
+    }
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM deliveries WHERE id = $1")
+        .bind(first)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2, "the limited delivery: its 429 and its success");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn channel_overrides_are_patched_and_visible(pool: PgPool) {
+    let app = TestApp::spawn_role(pool, Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = channel_with(&app, &key, "x", json!({ "failure_threshold": 3 })).await;
+    let (s, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["circuit"]["state"], "closed");
+    assert_eq!(v["circuit"]["failure_threshold"], 3);
+    assert_eq!(
+        v["circuit"]["cooldown_ms"], 500,
+        "the global default shows through"
+    );
+    assert_eq!(v["circuit"]["parked"], 0);
+
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/channels/{ch}", app.api))
+        .bearer_auth(&key)
+        .json(&json!({ "cooldown_ms": 2500, "failure_threshold": null }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["circuit"]["cooldown_ms"], 2500);
+    assert_eq!(
+        v["circuit"]["failure_threshold"], 5,
+        "null clears the override"
+    );
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/channels/{ch}", app.api))
+        .bearer_auth(&key)
+        .json(&json!({ "failure_threshold": 0 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let (_, other) = app.tenant("other", "default").await;
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/channels/{ch}", app.api))
+        .bearer_auth(&other)
+        .json(&json!({ "cooldown_ms": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "another tenant cannot touch it");
+    app.stop().await;
+}
