@@ -113,6 +113,10 @@ CREATE TABLE channels (
     -- Per-channel overrides; NULL = the global default from configuration.
     failure_threshold     integer     CHECK (failure_threshold > 0),
     cooldown_ms           bigint      CHECK (cooldown_ms > 0),
+    -- When a probe closes the circuit, re-enqueue the channel's dead letters of the last
+    -- replay_window_ms (audited as circuit_breaker).
+    replay_dead_letters_on_close boolean NOT NULL DEFAULT false,
+    replay_window_ms      bigint      NOT NULL DEFAULT 3600000 CHECK (replay_window_ms > 0),
     last_failure_at       timestamptz,
     last_failure_reason   text,
     created_at            timestamptz NOT NULL DEFAULT now(),
@@ -180,3 +184,13 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_channel_idx ON audit_log (channel_id, at);
 CREATE INDEX audit_log_tenant_idx ON audit_log (tenant_id, at);
+
+-- Cluster-wide circuit defaults an operator edits at run time; NULL = the configuration's value.
+-- A single row.
+CREATE TABLE circuit_defaults (
+    id                boolean PRIMARY KEY DEFAULT true CHECK (id),
+    failure_threshold integer CHECK (failure_threshold > 0),
+    cooldown_ms       bigint  CHECK (cooldown_ms > 0),
+    updated_at        timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO circuit_defaults (id) VALUES (true);

@@ -3,3 +3,4 @@
 mod api;
 mod circuit;
 mod delivery;
+mod operate;

@@ -91,6 +91,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::tenants::router())
         .merge(routes::channels::router(&state.inner.config))
         .merge(routes::deliveries::router())
+        .merge(routes::audit::router())
+        .merge(routes::operator::router())
         .fallback(|| async { error::ApiError::not_found("route") })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)

@@ -91,3 +91,28 @@ pub async fn for_channel(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<
     .fetch_all(exec)
     .await?)
 }
+
+/// A page of audit entries, newest first: filtered by tenant (always, for a tenant) and
+/// optionally channel; `before` is the id to page from (exclusive).
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Option<Uuid>,
+    channel_id: Option<Uuid>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Record>> {
+    Ok(sqlx::query_as(
+        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details
+         FROM audit_log
+         WHERE ($1::uuid IS NULL OR tenant_id = $1)
+           AND ($2::uuid IS NULL OR channel_id = $2)
+           AND ($3::int8 IS NULL OR id < $3)
+         ORDER BY id DESC LIMIT $4",
+    )
+    .bind(tenant_id)
+    .bind(channel_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(exec)
+    .await?)
+}

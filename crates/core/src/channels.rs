@@ -38,6 +38,10 @@ pub struct Channel {
     pub circuit_generation: i64,
     /// Nothing is sent before this (a `Retry-After` from the endpoint).
     pub retry_after_until: Option<DateTime<Utc>>,
+    /// Replay the channel's recent dead letters when a probe closes its circuit.
+    pub replay_dead_letters_on_close: bool,
+    /// How far back that replay reaches, ms.
+    pub replay_window_ms: i64,
     /// Last transient failure.
     pub last_failure_at: Option<DateTime<Utc>>,
     /// What the last transient failure was.
@@ -50,7 +54,7 @@ pub struct Channel {
 
 const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, probe_failures, \
-    circuit_generation, retry_after_until, last_failure_at, last_failure_reason, created_at, updated_at";
+    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +77,10 @@ pub struct NewChannel {
     pub failure_threshold: Option<i32>,
     /// Cooldown override in ms (> 0).
     pub cooldown_ms: Option<i64>,
+    /// Replay recent dead letters when a probe closes the circuit.
+    pub replay_dead_letters_on_close: bool,
+    /// Window of that replay, ms (default 1 h).
+    pub replay_window_ms: Option<i64>,
 }
 
 /// Creates a channel for `tenant_id` with a fresh signing secret.
@@ -81,33 +89,14 @@ pub async fn create(
     tenant_id: Uuid,
     new: &NewChannel,
 ) -> Result<CreatedChannel> {
-    if let Some(name) = &new.name {
-        if name.chars().count() > 200 {
-            return Err(Error::invalid("name", "must be at most 200 characters"));
-        }
-    }
-    if new
-        .failure_threshold
-        .is_some_and(|t| !(1..=10_000).contains(&t))
-    {
-        return Err(Error::invalid(
-            "failure_threshold",
-            "must be between 1 and 10000",
-        ));
-    }
-    if new
-        .cooldown_ms
-        .is_some_and(|c| !(1..=86_400_000).contains(&c))
-    {
-        return Err(Error::invalid(
-            "cooldown_ms",
-            "must be between 1 and 86400000 (24 h)",
-        ));
-    }
+    check_name(new.name.as_deref())?;
+    check_overrides(new.failure_threshold, new.cooldown_ms)?;
+    check_replay_window(new.replay_window_ms)?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
-        "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+        "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
+                               replay_dead_letters_on_close, replay_window_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000)) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -116,6 +105,8 @@ pub async fn create(
     .bind(&secret)
     .bind(new.failure_threshold)
     .bind(new.cooldown_ms)
+    .bind(new.replay_dead_letters_on_close)
+    .bind(new.replay_window_ms)
     .fetch_one(exec)
     .await?;
     Ok(CreatedChannel {
@@ -136,6 +127,20 @@ pub struct ChannelPatch {
     pub failure_threshold: Option<Option<i32>>,
     /// Cooldown override, ms.
     pub cooldown_ms: Option<Option<i64>>,
+    /// Replay dead letters on close.
+    pub replay_dead_letters_on_close: Option<bool>,
+    /// Replay window, ms.
+    pub replay_window_ms: Option<i64>,
+}
+
+fn check_replay_window(w: Option<i64>) -> Result<()> {
+    if w.is_some_and(|w| !(1..=30 * 86_400_000).contains(&w)) {
+        return Err(Error::invalid(
+            "replay_window_ms",
+            "must be between 1 and 2592000000 (30 days)",
+        ));
+    }
+    Ok(())
 }
 
 fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
@@ -174,12 +179,15 @@ pub async fn update(
         patch.failure_threshold.flatten(),
         patch.cooldown_ms.flatten(),
     )?;
+    check_replay_window(patch.replay_window_ms)?;
     sqlx::query_as(&format!(
         "UPDATE channels SET
             name = CASE WHEN $3 THEN $4 ELSE name END,
             url = coalesce($5, url),
             failure_threshold = CASE WHEN $6 THEN $7 ELSE failure_threshold END,
             cooldown_ms = CASE WHEN $8 THEN $9 ELSE cooldown_ms END,
+            replay_dead_letters_on_close = coalesce($10, replay_dead_letters_on_close),
+            replay_window_ms = coalesce($11, replay_window_ms),
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2
          RETURNING {COLUMNS}"
@@ -193,6 +201,8 @@ pub async fn update(
     .bind(patch.failure_threshold.flatten())
     .bind(patch.cooldown_ms.is_some())
     .bind(patch.cooldown_ms.flatten())
+    .bind(patch.replay_dead_letters_on_close)
+    .bind(patch.replay_window_ms)
     .fetch_optional(exec)
     .await?
     .ok_or(Error::NotFound("channel"))
@@ -240,4 +250,61 @@ pub async fn list(
     .bind(limit)
     .fetch_all(exec)
     .await?)
+}
+
+/// A channel as the operator lists it: with its tenant, tier and parked count.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct OperatorChannel {
+    /// The channel.
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// Tenant name.
+    pub tenant_name: String,
+    /// Tenant tier.
+    pub tier: String,
+    /// Jobs parked by the circuit.
+    pub parked: i64,
+}
+
+/// Every tenant's channels (operator view), optionally filtered by circuit state and tenant,
+/// ordered by id, at most `limit` after `after`.
+pub async fn list_all(
+    exec: impl PgExecutor<'_>,
+    state: Option<&str>,
+    tenant_id: Option<Uuid>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<OperatorChannel>> {
+    let cols: String = COLUMNS
+        .split(", ")
+        .map(|c| format!("c.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(sqlx::query_as(&format!(
+        "SELECT {cols}, t.name AS tenant_name, t.tier,
+                (SELECT count(*) FROM jobs j
+                 WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled') AND j.priority >= $5) AS parked
+         FROM channels c JOIN tenants t ON t.id = c.tenant_id
+         WHERE ($1::text IS NULL OR c.circuit_state = $1)
+           AND ($2::uuid IS NULL OR c.tenant_id = $2)
+           AND ($3::uuid IS NULL OR c.id > $3)
+         ORDER BY c.id LIMIT $4"
+    ))
+    .bind(state)
+    .bind(tenant_id)
+    .bind(after)
+    .bind(limit)
+    .bind(breakwater_queue::PRIORITY_PARKED)
+    .fetch_all(exec)
+    .await?)
+}
+
+/// Loads any channel by id (operator), or [`Error::NotFound`].
+pub async fn get_any(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Channel> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM channels WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(exec)
+        .await?
+        .ok_or(Error::NotFound("channel"))
 }

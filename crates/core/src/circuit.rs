@@ -128,6 +128,25 @@ impl CircuitConfig {
     }
 }
 
+/// The cluster-wide defaults in force: each value is the operator's edit (table
+/// `circuit_defaults`) if there is one, else the configuration's. Returns
+/// `(failure_threshold, cooldown_ms, threshold_edited, cooldown_edited)`.
+pub async fn effective_defaults(
+    exec: impl PgExecutor<'_>,
+    cfg: &CircuitConfig,
+) -> Result<(i32, i64, bool, bool)> {
+    let (t, c): (Option<i32>, Option<i64>) =
+        sqlx::query_as("SELECT failure_threshold, cooldown_ms FROM circuit_defaults")
+            .fetch_one(exec)
+            .await?;
+    Ok((
+        t.unwrap_or(cfg.failure_threshold),
+        c.unwrap_or(cfg.cooldown_ms),
+        t.is_some(),
+        c.is_some(),
+    ))
+}
+
 /// A circuit state (the `channels.circuit_state` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -313,6 +332,13 @@ pub struct Transition {
 }
 
 #[derive(sqlx::FromRow)]
+struct ManualRow {
+    #[sqlx(flatten)]
+    row: TransitionRow,
+    before_state: String,
+}
+
+#[derive(sqlx::FromRow)]
 struct TransitionRow {
     tenant_id: Uuid,
     circuit_generation: i64,
@@ -350,7 +376,8 @@ pub async fn record_failure(
          SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
              last_failure_reason = $2, updated_at = now()
          WHERE id = $1 AND circuit_state = 'closed'
-         RETURNING consecutive_failures, coalesce(failure_threshold, $3)",
+         RETURNING consecutive_failures,
+                   coalesce(failure_threshold, (SELECT failure_threshold FROM circuit_defaults), $3)",
     )
     .bind(channel_id)
     .bind(reason)
@@ -414,7 +441,7 @@ pub async fn open_from_closed(
         "UPDATE channels
          SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_failures = 0, probe_delivery_id = NULL, probe_deadline = NULL,
-             next_probe_at = greatest(now() + (coalesce(cooldown_ms, $2)::float8 * interval '1 millisecond'),
+             next_probe_at = greatest(now() + (coalesce(cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $2)::float8 * interval '1 millisecond'),
                                       coalesce(retry_after_until, now())),
              updated_at = now()
          WHERE id = $1 AND circuit_state = 'closed'
@@ -642,6 +669,7 @@ pub async fn probe_succeeded(
     tx: &mut PgConnection,
     channel_id: Uuid,
     generation: i64,
+    max_attempts: i32,
 ) -> Result<Option<Transition>> {
     let row: Option<TransitionRow> = sqlx::query_as(
         "UPDATE channels
@@ -658,24 +686,221 @@ pub async fn probe_succeeded(
     .await?;
     let Some(row) = row else { return Ok(None) };
     let t = transition(channel_id, State::HalfOpen, State::Closed, row);
-    let released = release_backlog(tx, channel_id).await?;
-    let reason = "probe delivery succeeded";
+    on_closed(
+        tx,
+        &t,
+        "circuit.closed",
+        ACTOR_CIRCUIT_BREAKER,
+        "probe delivery succeeded",
+        "channel.circuit_closed",
+    )
+    .await?;
+    // Optionally replay the channel's recent dead letters (a channel option).
+    let replay: Option<(bool, i64)> = sqlx::query_as(
+        "SELECT replay_dead_letters_on_close, replay_window_ms FROM channels WHERE id = $1",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some((true, window_ms)) = replay {
+        let replayed = crate::deliveries::replay(
+            tx,
+            crate::deliveries::ReplaySelector::ChannelWindow {
+                tenant_id: t.tenant_id,
+                channel_id,
+                from: Utc::now() - chrono::Duration::milliseconds(window_ms),
+                to: Utc::now(),
+            },
+            max_attempts,
+        )
+        .await?;
+        audit::record(
+            &mut *tx,
+            &audit::Entry {
+                tenant_id: Some(t.tenant_id),
+                channel_id: Some(channel_id),
+                actor: ACTOR_CIRCUIT_BREAKER,
+                action: "deliveries.replayed",
+                reason: Some("replay_dead_letters_on_close"),
+                details: serde_json::json!({ "replayed": replayed, "window_ms": window_ms }),
+                ..Default::default()
+            },
+        )
+        .await?;
+    }
+    Ok(Some(t))
+}
+
+/// The winner's effects of entering `closed`: release the whole backlog in one UPDATE, audit,
+/// alert.
+async fn on_closed(
+    tx: &mut PgConnection,
+    t: &Transition,
+    action: &str,
+    actor: &str,
+    reason: &str,
+    alert_event: &str,
+) -> Result<()> {
+    let released = release_backlog(tx, t.channel_id).await?;
     audit::record(
         &mut *tx,
         &audit::Entry {
             tenant_id: Some(t.tenant_id),
-            channel_id: Some(channel_id),
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: "circuit.closed",
-            from_state: Some("half_open"),
+            channel_id: Some(t.channel_id),
+            actor,
+            action,
+            from_state: Some(t.from.as_str()),
             to_state: Some("closed"),
             reason: Some(reason),
             details: serde_json::json!({ "generation": t.generation, "released": released }),
         },
     )
     .await?;
-    enqueue_alert(tx, &t, "channel.circuit_closed", reason).await?;
-    tracing::info!(%channel_id, released, "circuit closed");
+    enqueue_alert(tx, t, alert_event, reason).await?;
+    tracing::info!(channel_id = %t.channel_id, released, action, "circuit closed");
+    Ok(())
+}
+
+/// A manual change of a channel's circuit, by a tenant (pause, resume) or an operator (any of
+/// them, plus force open / force close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manual {
+    /// Park the backlog and stop everything; never probed. From any state but `paused`.
+    Pause,
+    /// Close a paused channel and release its backlog. From `paused` only.
+    Resume,
+    /// Open the circuit now (park, probe after the cooldown). From `closed`, `half_open`,
+    /// `paused`.
+    ForceOpen,
+    /// Close the circuit now and release the backlog. From `open`, `half_open`, `paused`.
+    ForceClose,
+}
+
+impl Manual {
+    fn target(self) -> State {
+        match self {
+            Manual::Pause => State::Paused,
+            Manual::Resume | Manual::ForceClose => State::Closed,
+            Manual::ForceOpen => State::Open,
+        }
+    }
+
+    fn allowed_from(self) -> &'static [&'static str] {
+        match self {
+            Manual::Pause => &["closed", "open", "half_open"],
+            Manual::Resume => &["paused"],
+            Manual::ForceOpen => &["closed", "half_open", "paused"],
+            Manual::ForceClose => &["open", "half_open", "paused"],
+        }
+    }
+
+    /// The audit action.
+    pub fn action(self) -> &'static str {
+        match self {
+            Manual::Pause => "channel.paused",
+            Manual::Resume => "channel.resumed",
+            Manual::ForceOpen => "circuit.forced_open",
+            Manual::ForceClose => "circuit.forced_closed",
+        }
+    }
+
+    fn alert_event(self) -> &'static str {
+        match self {
+            Manual::Pause => "channel.paused",
+            Manual::Resume => "channel.resumed",
+            Manual::ForceOpen => "channel.circuit_opened",
+            Manual::ForceClose => "channel.circuit_closed",
+        }
+    }
+}
+
+/// Applies a manual change with one conditional UPDATE (`… AND circuit_state = ANY(allowed)`).
+/// Returns the transition, or `None` when the channel is already where the change would put it
+/// (so repeating a pause or a resume changes nothing and writes no second audit row). The
+/// winner parks or releases the backlog, audits with `actor` and `reason`, and alerts.
+pub async fn apply_manual(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    change: Manual,
+    actor: &str,
+    reason: &str,
+    cfg: &CircuitConfig,
+) -> Result<Option<Transition>> {
+    let to = change.target();
+    let row: Option<ManualRow> = sqlx::query_as(
+        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 FOR UPDATE)
+         UPDATE channels c
+         SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = c.circuit_generation + 1,
+             probe_delivery_id = NULL, probe_deadline = NULL,
+             next_probe_at = CASE WHEN $2 = 'open' THEN greatest(
+                 now() + (coalesce(c.cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $4)::float8
+                          * interval '1 millisecond'),
+                 coalesce(c.retry_after_until, now())) END,
+             consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE c.consecutive_failures END,
+             probe_failures = CASE WHEN $2 = 'paused' THEN c.probe_failures ELSE 0 END,
+             health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE c.health_unhealthy END,
+             updated_at = now()
+         FROM before
+         WHERE c.id = before.id AND before.circuit_state = ANY($3)
+         RETURNING c.tenant_id, c.circuit_generation, c.consecutive_failures, c.next_probe_at,
+                   before.circuit_state AS before_state",
+    )
+    .bind(channel_id)
+    .bind(to.as_str())
+    .bind(change.allowed_from())
+    .bind(cfg.cooldown_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(ManualRow {
+        row,
+        before_state: from,
+    }) = row
+    else {
+        return Ok(None);
+    };
+    let (tenant_id, generation, failures, next_probe_at) = (
+        row.tenant_id,
+        row.circuit_generation,
+        row.consecutive_failures,
+        row.next_probe_at,
+    );
+    let t = Transition {
+        channel_id,
+        tenant_id,
+        from: State::parse(&from)?,
+        to,
+        generation,
+        failures,
+        next_probe_at,
+    };
+    match to {
+        State::Open => {
+            on_opened(tx, &t, change.action(), actor, reason, cfg).await?;
+            enqueue_alert(tx, &t, change.alert_event(), reason).await?;
+        }
+        State::Closed => {
+            on_closed(tx, &t, change.action(), actor, reason, change.alert_event()).await?
+        }
+        State::Paused => {
+            let parked = park_backlog(tx, channel_id, cfg).await?;
+            audit::record(
+                &mut *tx,
+                &audit::Entry {
+                    tenant_id: Some(tenant_id),
+                    channel_id: Some(channel_id),
+                    actor,
+                    action: change.action(),
+                    from_state: Some(t.from.as_str()),
+                    to_state: Some("paused"),
+                    reason: Some(reason),
+                    details: serde_json::json!({ "generation": generation, "parked": parked }),
+                },
+            )
+            .await?;
+            enqueue_alert(tx, &t, change.alert_event(), reason).await?;
+        }
+        State::HalfOpen => unreachable!("no manual change targets half_open"),
+    }
     Ok(Some(t))
 }
 
@@ -695,7 +920,7 @@ pub async fn probe_failed(
              probe_failures = probe_failures + 1, probe_delivery_id = NULL, probe_deadline = NULL,
              last_failure_at = now(), last_failure_reason = $3,
              next_probe_at = greatest(
-                 now() + (least(coalesce(cooldown_ms, $4)::float8 * power(2, least(probe_failures + 1, 30)), $5::float8)
+                 now() + (least(coalesce(cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $4)::float8 * power(2, least(probe_failures + 1, 30)), $5::float8)
                           * interval '1 millisecond'),
                  coalesce(retry_after_until, now())),
              updated_at = now()

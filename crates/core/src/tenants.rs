@@ -116,3 +116,98 @@ pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
         .await?
         .ok_or(Error::NotFound("tenant"))
 }
+
+/// Where a tenant's alerts go and the secret that signs them (`None` if it has no alert URL).
+pub async fn alert_target(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+) -> Result<Option<(String, String)>> {
+    let row: Option<(Option<String>, String)> =
+        sqlx::query_as("SELECT alert_url, alert_secret FROM tenants WHERE id = $1")
+            .bind(tenant_id)
+            .fetch_optional(exec)
+            .await?;
+    Ok(row.and_then(|(url, secret)| url.map(|u| (u, secret))))
+}
+
+/// Changes to a tenant (operator `PATCH`): `None` leaves a field alone; `alert_url: Some(None)`
+/// removes it. The URL is already checked.
+#[derive(Debug, Clone, Default)]
+pub struct TenantPatch {
+    /// New alert URL, or removal.
+    pub alert_url: Option<Option<String>>,
+    /// New display name.
+    pub name: Option<String>,
+}
+
+/// Applies `patch` (not the tier: see [`change_tier`]).
+pub async fn update(exec: impl PgExecutor<'_>, id: Uuid, patch: &TenantPatch) -> Result<Tenant> {
+    if let Some(name) = &patch.name {
+        if name.trim().is_empty() || name.chars().count() > 200 {
+            return Err(Error::invalid("name", "must be 1 to 200 characters"));
+        }
+    }
+    sqlx::query_as(
+        "UPDATE tenants SET
+            alert_url = CASE WHEN $2 THEN $3 ELSE alert_url END,
+            name = coalesce($4, name),
+            updated_at = now()
+         WHERE id = $1
+         RETURNING id, name, tier, alert_url, created_at",
+    )
+    .bind(id)
+    .bind(patch.alert_url.is_some())
+    .bind(patch.alert_url.clone().flatten())
+    .bind(patch.name.as_deref().map(str::trim))
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("tenant"))
+}
+
+/// Replaces the tenant's alert signing secret; returns the new one (shown once).
+pub async fn rotate_alert_secret(exec: impl PgExecutor<'_>, id: Uuid) -> Result<String> {
+    let secret = signing::generate_secret();
+    let n = sqlx::query("UPDATE tenants SET alert_secret = $2, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(&secret)
+        .execute(exec)
+        .await?
+        .rows_affected();
+    if n == 0 {
+        return Err(Error::NotFound("tenant"));
+    }
+    Ok(secret)
+}
+
+/// Moves a tenant to `tier`: updates the row and moves every waiting (available or scheduled)
+/// delivery job of the tenant's channels to the new tier's queue, in one transaction. Jobs
+/// already executing finish where they are. A job moves (UPDATE of its queue column), it is
+/// never copied, so no delivery ever has two live jobs. Returns the number of jobs moved.
+pub async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(Tenant, u64)> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let tenant: Tenant = sqlx::query_as(
+        "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
+         RETURNING id, name, tier, alert_url, created_at",
+    )
+    .bind(id)
+    .bind(tier.as_str())
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("tenant"))?;
+    let queues: Vec<String> = Tier::ALL.iter().map(|t| t.queue().to_string()).collect();
+    let moved = sqlx::query(
+        "UPDATE jobs SET queue = $2
+         WHERE group_id IN (SELECT id FROM channels WHERE tenant_id = $1)
+           AND state IN ('available', 'scheduled') AND kind = $3 AND queue = ANY($4) AND queue <> $2",
+    )
+    .bind(id)
+    .bind(tier.queue())
+    .bind(crate::JOB_DELIVER)
+    .bind(&queues)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    breakwater_queue::notify_queues(&mut *tx, &[tier.queue().to_string()]).await?;
+    tx.commit().await?;
+    Ok((tenant, moved))
+}

@@ -17,6 +17,8 @@ pub struct WorkerConfig {
     pub pool_bulk: usize,
     /// Workers per node on `circuit` (probe watchers; each step is a short transaction).
     pub pool_circuit: usize,
+    /// Workers per node on `alerts` (alert webhooks to tenants' on-call).
+    pub pool_alerts: usize,
     /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
     pub poll_interval_ms: u64,
     /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
@@ -57,6 +59,7 @@ impl Default for WorkerConfig {
             pool_default: 20,
             pool_bulk: 5,
             pool_circuit: 2,
+            pool_alerts: 2,
             poll_interval_ms: 1_000,
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,

@@ -32,6 +32,23 @@ pub struct Sent {
     pub retry_after: Option<String>,
 }
 
+impl Sent {
+    /// A request that failed before any response.
+    pub fn failed(observed: Observed, error: String) -> Self {
+        Sent {
+            observed,
+            excerpt: None,
+            error: Some(error),
+            retry_after: None,
+        }
+    }
+}
+
+/// A [`Sent`] for a request error (connect, timeout, blocked target, other).
+pub fn observe(e: &reqwest::Error) -> Sent {
+    Sent::failed(observe_error(e), error_chain(e))
+}
+
 /// The JSON body sent for a delivery: the Standard Webhooks envelope
 /// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`.
 pub fn body(d: &Dispatch) -> Vec<u8> {
@@ -182,7 +199,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     }
     match (class, probe_generation) {
         (Class::Success, Some(generation)) => {
-            circuit::probe_succeeded(&mut tx, d.channel_id, generation).await?;
+            circuit::probe_succeeded(&mut tx, d.channel_id, generation, w.max_attempts).await?;
         }
         (Class::Success, None) if failures_before > 0 => {
             circuit::record_success(&mut *tx, d.channel_id).await?;

@@ -1,7 +1,7 @@
 //! The node's job handler: routes each job to its kind's code.
 
-use crate::{deliver, probe};
-use breakwater_core::circuit::{CircuitConfig, JOB_PROBE};
+use crate::{alert, deliver, probe};
+use breakwater_core::circuit::{CircuitConfig, JOB_ALERT, JOB_PROBE};
 use breakwater_core::JOB_DELIVER;
 use breakwater_queue::{runner::Handler, Backoff, Job};
 use sqlx::PgPool;
@@ -18,6 +18,8 @@ pub struct Worker {
     pub node_id: String,
     /// Retry backoff of deliveries.
     pub backoff: Backoff,
+    /// Attempts a delivery gets (for jobs this node creates, e.g. replays on close).
+    pub max_attempts: i32,
     /// Bytes of response body kept.
     pub excerpt_bytes: usize,
     /// Whether internal targets are allowed (development, tests).
@@ -41,6 +43,7 @@ impl Handler for Worker {
             let r = match job.kind.as_str() {
                 JOB_DELIVER => deliver::run(self, job).await,
                 JOB_PROBE => probe::run(self, job).await,
+                JOB_ALERT => alert::run(self, job).await,
                 other => {
                     let msg = format!("no handler for job kind {other:?}");
                     breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)

@@ -7,6 +7,7 @@
 //! ([`deliver`]), gated by its channel's circuit; no transaction or pooled connection is held
 //! while the request is in flight.
 
+pub mod alert;
 mod config;
 pub mod deliver;
 mod handler;

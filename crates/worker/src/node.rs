@@ -1,7 +1,7 @@
 //! Running a worker node.
 
 use crate::{Worker, WorkerConfig};
-use breakwater_core::circuit::{self, CircuitConfig, QUEUE_CIRCUIT};
+use breakwater_core::circuit::{self, CircuitConfig, QUEUE_ALERTS, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
@@ -61,6 +61,7 @@ pub async fn run_node(
         client,
         node_id: node_id.clone(),
         backoff: cfg.backoff(),
+        max_attempts: cfg.max_attempts,
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
@@ -109,6 +110,7 @@ pub async fn run_node(
         })
         .collect();
     queues.push((QUEUE_CIRCUIT, cfg.pool_circuit));
+    queues.push((QUEUE_ALERTS, cfg.pool_alerts));
     for (queue, concurrency) in queues {
         if concurrency == 0 {
             continue;

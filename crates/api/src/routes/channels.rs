@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
-use breakwater_core::tenants;
+use breakwater_core::{audit, circuit, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -23,6 +23,9 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
     Router::new()
         .route("/api/v1/channels", post(create).get(list))
         .route("/api/v1/channels/{id}", get(read).patch(update))
+        .route("/api/v1/channels/{id}/pause", post(pause))
+        .route("/api/v1/channels/{id}/resume", post(resume))
+        .route("/api/v1/channels/{id}/replay", post(replay_window))
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
@@ -41,6 +44,9 @@ struct CreateChannel {
     name: Option<String>,
     failure_threshold: Option<i32>,
     cooldown_ms: Option<i64>,
+    #[serde(default)]
+    replay_dead_letters_on_close: bool,
+    replay_window_ms: Option<i64>,
 }
 
 async fn create(
@@ -57,6 +63,8 @@ async fn create(
             name: body.name,
             failure_threshold: body.failure_threshold,
             cooldown_ms: body.cooldown_ms,
+            replay_dead_letters_on_close: body.replay_dead_letters_on_close,
+            replay_window_ms: body.replay_window_ms,
         },
     )
     .await?;
@@ -126,13 +134,14 @@ struct CircuitView {
 
 pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
     let parked = channels::parked_count(state.pool(), channel.id).await?;
-    let d = &state.inner.circuit;
+    let (default_threshold, default_cooldown, _, _) =
+        circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
     let circuit = CircuitView {
         state: channel.circuit_state.clone(),
         since: channel.circuit_changed_at,
         consecutive_failures: channel.consecutive_failures,
-        failure_threshold: channel.failure_threshold.unwrap_or(d.failure_threshold),
-        cooldown_ms: channel.cooldown_ms.unwrap_or(d.cooldown_ms),
+        failure_threshold: channel.failure_threshold.unwrap_or(default_threshold),
+        cooldown_ms: channel.cooldown_ms.unwrap_or(default_cooldown),
         parked,
         next_probe_at: channel.next_probe_at,
         probe_failures: channel.probe_failures,
@@ -150,26 +159,19 @@ async fn read(
     Ok(axum::Json(view(&state, channel).await?))
 }
 
-/// `Some(None)` for an explicit `null`, `None` for an absent field.
-fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
 /// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PatchChannel {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "super::nullable")]
     name: Option<Option<String>>,
     url: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "super::nullable")]
     failure_threshold: Option<Option<i32>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "super::nullable")]
     cooldown_ms: Option<Option<i64>>,
+    replay_dead_letters_on_close: Option<bool>,
+    replay_window_ms: Option<i64>,
 }
 
 async fn update(
@@ -189,6 +191,8 @@ async fn update(
         url,
         failure_threshold: body.failure_threshold,
         cooldown_ms: body.cooldown_ms,
+        replay_dead_letters_on_close: body.replay_dead_letters_on_close,
+        replay_window_ms: body.replay_window_ms,
     };
     let channel = channels::update(state.pool(), key.tenant_id, id, &patch).await?;
     Ok(axum::Json(view(&state, channel).await?))
@@ -361,4 +365,132 @@ async fn enqueue_batch(
         })
         .collect();
     Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
+}
+
+/// `?reason=` on manual circuit actions (optional; goes to the audit log and the alert).
+#[derive(Deserialize)]
+pub(crate) struct ReasonQuery {
+    pub(crate) reason: Option<String>,
+}
+
+/// Applies a manual change to the channel and answers with its view. Idempotent: a change that
+/// is already in effect changes nothing and audits nothing.
+pub(crate) async fn manual(
+    state: &AppState,
+    channel: Channel,
+    change: circuit::Manual,
+    actor: &str,
+    reason: Option<String>,
+) -> Result<ChannelView, ApiError> {
+    let reason = reason.unwrap_or_else(|| format!("{} by {actor}", change.action()));
+    if reason.chars().count() > 500 {
+        return Err(ApiError::invalid(
+            "reason",
+            "must be at most 500 characters",
+        ));
+    }
+    let mut tx = state.pool().begin().await?;
+    circuit::apply_manual(
+        &mut tx,
+        channel.id,
+        change,
+        actor,
+        &reason,
+        &state.inner.circuit,
+    )
+    .await?;
+    tx.commit().await?;
+    let channel = channels::get_any(state.pool(), channel.id).await?;
+    view(state, channel).await
+}
+
+/// `POST /api/v1/channels/{id}/pause`: parks the backlog and pauses the circuit (never probed;
+/// new deliveries are accepted and parked). 200 with the channel.
+async fn pause(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Query(q): Query<ReasonQuery>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    Ok(axum::Json(
+        manual(&state, channel, circuit::Manual::Pause, &actor, q.reason).await?,
+    ))
+}
+
+/// `POST /api/v1/channels/{id}/resume`: closes a paused circuit and releases every parked job in
+/// one UPDATE. 200 with the channel.
+async fn resume(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Query(q): Query<ReasonQuery>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    Ok(axum::Json(
+        manual(&state, channel, circuit::Manual::Resume, &actor, q.reason).await?,
+    ))
+}
+
+/// Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
+/// (RFC 3339; default: the last 24 h up to now).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReplayWindow {
+    from: Option<chrono::DateTime<chrono::Utc>>,
+    to: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Serialize)]
+struct Replayed {
+    replayed: usize,
+    ids: Vec<Uuid>,
+}
+
+/// Re-enqueues the channel's dead deliveries from a window (at most 10 000 per call). 200 with
+/// the count and ids.
+async fn replay_window(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Json(body): Json<ReplayWindow>,
+) -> Result<axum::Json<Replayed>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let to = body.to.unwrap_or_else(chrono::Utc::now);
+    let from = body.from.unwrap_or(to - chrono::Duration::hours(24));
+    if from > to {
+        return Err(ApiError::invalid("from", "must not be after `to`"));
+    }
+    let mut tx = state.pool().begin().await?;
+    let ids = deliveries::replay(
+        &mut tx,
+        deliveries::ReplaySelector::ChannelWindow {
+            tenant_id: key.tenant_id,
+            channel_id: channel.id,
+            from,
+            to,
+        },
+        state.inner.max_attempts,
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(key.tenant_id),
+            channel_id: Some(channel.id),
+            actor: &audit::tenant_actor(key.key_id),
+            action: "deliveries.replayed",
+            reason: Some("channel replay"),
+            details: serde_json::json!({ "replayed": ids.len(), "from": from, "to": to }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(Replayed {
+        replayed: ids.len(),
+        ids,
+    }))
 }

@@ -7,12 +7,18 @@ use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
+use breakwater_core::audit;
 use breakwater_core::deliveries::{self, Attempt, Delivery};
 use serde::Serialize;
 use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/deliveries/{id}", get(read))
+    Router::new()
+        .route("/api/v1/deliveries/{id}", get(read))
+        .route(
+            "/api/v1/deliveries/{id}/replay",
+            axum::routing::post(replay),
+        )
 }
 
 #[derive(Serialize)]
@@ -33,4 +39,56 @@ async fn read(
         delivery,
         attempt_log,
     }))
+}
+
+/// `POST /api/v1/deliveries/{id}/replay`: re-enqueues one dead delivery. 202 with the delivery;
+/// 409 if it is not dead (a delivery never gets a second live job).
+async fn replay(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
+    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
+    let mut tx = state.pool().begin().await?;
+    let ids = deliveries::replay(
+        &mut tx,
+        deliveries::ReplaySelector::One {
+            tenant_id: key.tenant_id,
+            delivery_id: id,
+        },
+        state.inner.max_attempts,
+    )
+    .await?;
+    if ids.is_empty() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "not_dead",
+            format!(
+                "delivery is {}; only dead deliveries can be replayed",
+                delivery.status
+            ),
+        ));
+    }
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(key.tenant_id),
+            channel_id: Some(delivery.channel_id),
+            actor: &audit::tenant_actor(key.key_id),
+            action: "delivery.replayed",
+            details: serde_json::json!({ "delivery_id": id }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
+    let attempt_log = deliveries::attempts(state.pool(), id).await?;
+    Ok((
+        axum::http::StatusCode::ACCEPTED,
+        axum::Json(DeliveryView {
+            delivery,
+            attempt_log,
+        }),
+    ))
 }

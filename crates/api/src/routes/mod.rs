@@ -1,12 +1,15 @@
 //! One module per resource.
 
+pub mod audit;
 pub mod channels;
 pub mod deliveries;
 pub mod health;
+pub mod operator;
 pub mod tenants;
 
 use crate::error::ApiError;
 use breakwater_core::targets;
+use serde::Deserialize;
 
 /// Checks a URL field (form, then DNS unless private targets are allowed); errors name `field`.
 pub(crate) async fn checked_url(
@@ -20,4 +23,13 @@ pub(crate) async fn checked_url(
         .await
         .map_err(|m| ApiError::invalid(field, m))?;
     Ok(url.to_string())
+}
+
+/// `Some(None)` for an explicit `null`, `None` for an absent field.
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }

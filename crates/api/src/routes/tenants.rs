@@ -1,20 +1,33 @@
 //! Operator routes for tenants: `POST /api/v1/tenants`.
 
 use super::checked_url;
-use crate::auth::Operator;
+use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
-use crate::extract::Json;
+use crate::extract::{Json, Path};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
+use breakwater_core::audit;
 use breakwater_core::tenants::{self, CreatedTenant, NewTenant};
 use breakwater_core::Tier;
 use serde::Deserialize;
+use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/tenants", post(create))
+    Router::new()
+        .route("/api/v1/tenants", post(create))
+        .route(
+            "/api/v1/tenants/{id}",
+            axum::routing::get(operator_read).patch(operator_update),
+        )
+        .route("/api/v1/tenants/{id}/alert-secret", post(operator_rotate))
+        .route(
+            "/api/v1/tenant",
+            axum::routing::get(self_read).patch(self_update),
+        )
+        .route("/api/v1/tenant/alert-secret", post(self_rotate))
 }
 
 /// Body of `POST /api/v1/tenants`.
@@ -52,4 +65,151 @@ async fn create(
     .await?;
     tracing::info!(tenant_id = %created.tenant.id, tier = %created.tenant.tier, "tenant created");
     Ok((StatusCode::CREATED, axum::Json(created)))
+}
+
+/// Body of `PATCH /api/v1/tenants/{id}` (operator): every field optional; `alert_url: null`
+/// removes it. A tier change moves the tenant's waiting deliveries to the new tier's queue.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OperatorPatch {
+    name: Option<String>,
+    tier: Option<String>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    alert_url: Option<Option<String>>,
+}
+
+/// A tenant and, after a tier change, how many waiting jobs moved queue.
+#[derive(serde::Serialize)]
+struct TenantView {
+    #[serde(flatten)]
+    tenant: tenants::Tenant,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jobs_moved: Option<u64>,
+}
+
+async fn checked_alert_url(
+    state: &AppState,
+    url: Option<Option<String>>,
+) -> Result<Option<Option<String>>, ApiError> {
+    Ok(match url {
+        Some(Some(u)) if !u.is_empty() => Some(Some(
+            checked_url("alert_url", &u, state.inner.allow_private_targets).await?,
+        )),
+        Some(_) => Some(None),
+        None => None,
+    })
+}
+
+async fn operator_read(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<tenants::Tenant>, ApiError> {
+    Ok(axum::Json(tenants::get(state.pool(), id).await?))
+}
+
+async fn operator_update(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Json(body): Json<OperatorPatch>,
+) -> Result<axum::Json<TenantView>, ApiError> {
+    let before = tenants::get(state.pool(), id).await?;
+    let tier = body.tier.as_deref().map(str::parse::<Tier>).transpose()?;
+    let alert_url = checked_alert_url(&state, body.alert_url).await?;
+    let mut tenant = tenants::update(
+        state.pool(),
+        id,
+        &tenants::TenantPatch {
+            alert_url,
+            name: body.name,
+        },
+    )
+    .await?;
+    let mut jobs_moved = None;
+    if let Some(tier) = tier.filter(|t| *t != before.tier) {
+        let mut conn = state.pool().acquire().await?;
+        let (t, moved) = tenants::change_tier(&mut conn, id, tier).await?;
+        audit::record(
+            &mut *conn,
+            &audit::Entry {
+                tenant_id: Some(id),
+                actor: audit::ACTOR_OPERATOR,
+                action: "tenant.tier_changed",
+                details: serde_json::json!({ "from": before.tier, "to": tier, "jobs_moved": moved }),
+                ..Default::default()
+            },
+        )
+        .await?;
+        tenant = t;
+        jobs_moved = Some(moved);
+    }
+    Ok(axum::Json(TenantView { tenant, jobs_moved }))
+}
+
+#[derive(serde::Serialize)]
+struct Rotated {
+    alert_secret: String,
+}
+
+async fn operator_rotate(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Rotated>, ApiError> {
+    let alert_secret = tenants::rotate_alert_secret(state.pool(), id).await?;
+    Ok(axum::Json(Rotated { alert_secret }))
+}
+
+/// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelfPatch {
+    #[serde(default, deserialize_with = "super::nullable")]
+    alert_url: Option<Option<String>>,
+}
+
+async fn self_read(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+) -> Result<axum::Json<tenants::Tenant>, ApiError> {
+    Ok(axum::Json(tenants::get(state.pool(), key.tenant_id).await?))
+}
+
+async fn self_update(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Json(body): Json<SelfPatch>,
+) -> Result<axum::Json<tenants::Tenant>, ApiError> {
+    let alert_url = checked_alert_url(&state, body.alert_url).await?;
+    Ok(axum::Json(
+        tenants::update(
+            state.pool(),
+            key.tenant_id,
+            &tenants::TenantPatch {
+                alert_url,
+                name: None,
+            },
+        )
+        .await?,
+    ))
+}
+
+/// `POST /api/v1/tenant/alert-secret`: a new alert signing secret, shown once.
+async fn self_rotate(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+) -> Result<axum::Json<Rotated>, ApiError> {
+    let alert_secret = tenants::rotate_alert_secret(state.pool(), key.tenant_id).await?;
+    audit::record(
+        state.pool(),
+        &audit::Entry {
+            tenant_id: Some(key.tenant_id),
+            actor: &audit::tenant_actor(key.key_id),
+            action: "tenant.alert_secret_rotated",
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(axum::Json(Rotated { alert_secret }))
 }

@@ -1,0 +1,122 @@
+//! Alert webhooks: a tenant's on-call hears when a channel's circuit opens, closes, is paused
+//! or resumed. Signed per Standard Webhooks with the tenant's alert secret, delivered from the
+//! `alerts` queue with its own retries, so an alert endpoint that is down never blocks
+//! deliveries.
+
+use crate::deliver::{observe, Sent};
+use crate::handler::Worker;
+use breakwater_core::outcome::{classify, Class};
+use breakwater_core::{signing, targets, tenants, Result};
+use breakwater_queue::Job;
+use chrono::Utc;
+use uuid::Uuid;
+
+/// The alert body: `{"type": <event>, "timestamp": <transition time>, "data": {channel_id,
+/// from_state, to_state, reason, failure_count, generation}}`.
+pub fn body(args: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "type": args["event"],
+        "timestamp": args["at"],
+        "data": {
+            "tenant_id": args["tenant_id"],
+            "channel_id": args["channel_id"],
+            "from_state": args["from_state"],
+            "to_state": args["to_state"],
+            "reason": args["reason"],
+            "failure_count": args["failure_count"],
+            "generation": args["generation"],
+        }
+    })
+}
+
+pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
+    let tenant_id = job
+        .args
+        .get("tenant_id")
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse::<Uuid>().ok());
+    let msg_id = job
+        .args
+        .get("id")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    let (Some(tenant_id), Some(msg_id)) = (tenant_id, msg_id) else {
+        breakwater_queue::discard(
+            &w.pool,
+            job.id,
+            job.claim_token,
+            "alert args lack tenant_id or id",
+        )
+        .await?;
+        return Ok(());
+    };
+    let Some((url, secret)) = tenants::alert_target(&w.pool, tenant_id).await? else {
+        // The tenant removed its alert URL since: nothing to send.
+        breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
+        return Ok(());
+    };
+    let body = serde_json::to_vec(&body(&job.args)).expect("JSON values serialize");
+    let sent = send(w, &url, &secret, &msg_id, body).await;
+    let class = classify(sent.observed);
+    let error = sent
+        .error
+        .clone()
+        .unwrap_or_else(|| format!("{:?}", sent.observed));
+    match class {
+        Class::Success => {
+            breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
+        }
+        Class::Transient => {
+            tracing::warn!(%tenant_id, %error, attempt = job.attempt, "alert delivery failed; will retry");
+            breakwater_queue::retry(
+                &w.pool,
+                job.id,
+                job.claim_token,
+                w.backoff.delay(job.attempt),
+                &error,
+            )
+            .await?;
+        }
+        Class::Permanent => {
+            tracing::warn!(%tenant_id, %error, "alert endpoint refused the alert; giving up");
+            breakwater_queue::discard(&w.pool, job.id, job.claim_token, &error).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) -> Sent {
+    if !w.allow_private {
+        if let Err(e) = targets::parse_channel_url(url, false) {
+            return Sent::failed(breakwater_core::outcome::Observed::Blocked, e);
+        }
+    }
+    let headers = match signing::sign(secret, msg_id, Utc::now().timestamp(), &body) {
+        Ok(h) => h,
+        Err(e) => {
+            return Sent::failed(
+                breakwater_core::outcome::Observed::Other,
+                format!("signing failed: {e}"),
+            )
+        }
+    };
+    let resp = w
+        .client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &headers.id)
+        .header("webhook-timestamp", headers.timestamp.to_string())
+        .header("webhook-signature", &headers.signature)
+        .body(body)
+        .send()
+        .await;
+    match resp {
+        Ok(r) => Sent {
+            observed: breakwater_core::outcome::Observed::Status(r.status().as_u16()),
+            excerpt: None,
+            error: None,
+            retry_after: None,
+        },
+        Err(e) => observe(&e),
+    }
+}

@@ -1,0 +1,613 @@
+//! The people around the breaker: tenants pausing and resuming, operators steering, the audit
+//! log, alert webhooks, dead-letter replay.
+
+use breakwater::Role;
+use breakwater_e2e::{
+    eventually, spawn_node_thread, test_settings, Behavior, TestApp, OPERATOR_KEY,
+};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Creates a tenant with an alert URL on the receiver's `endpoint`; registers the alert secret
+/// with the receiver. Returns (tenant id, api key).
+async fn tenant_with_alerts(app: &TestApp, name: &str, endpoint: &str) -> (Uuid, String) {
+    let (s, v) = app
+        .post(
+            "/api/v1/tenants",
+            OPERATOR_KEY,
+            &json!({ "name": name, "alert_url": app.receiver.url(endpoint) }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    app.receiver
+        .set_secret(endpoint, v["alert_secret"].as_str().unwrap());
+    (
+        v["id"].as_str().unwrap().parse().unwrap(),
+        v["api_key"].as_str().unwrap().to_string(),
+    )
+}
+
+async fn post_empty(app: &TestApp, path: &str, key: &str) -> (u16, Value) {
+    let r = app
+        .http
+        .post(format!("{}{path}", app.api))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn audit_rows(
+    pool: &PgPool,
+    channel: Uuid,
+    action: &str,
+) -> Vec<(String, Option<String>, Option<String>)> {
+    sqlx::query_as("SELECT actor, from_state, to_state FROM audit_log WHERE channel_id = $1 AND action = $2 ORDER BY id")
+        .bind(channel)
+        .bind(action)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+fn alerts_of(app: &TestApp, endpoint: &str, event: &str) -> Vec<Value> {
+    app.receiver
+        .received(endpoint)
+        .iter()
+        .filter(|r| r.answered == Some(200))
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .filter(|b| b["type"] == event)
+        .collect()
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "maint").await;
+
+    let (s, v) = post_empty(
+        &app,
+        &format!("/api/v1/channels/{ch}/pause?reason=maintenance"),
+        &key,
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["circuit"]["state"], "paused");
+    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{ch}/pause"), &key).await;
+    assert_eq!(
+        (s, v["circuit"]["state"].as_str()),
+        (200, Some("paused")),
+        "pausing again is a no-op"
+    );
+
+    let ids = app.deliver_many(&key, ch, 50).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'paused'",
+            )
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            n == 50
+        })
+        .await,
+        "new deliveries are accepted and parked"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        app.receiver.count("maint"),
+        0,
+        "no request reaches a paused channel"
+    );
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(v["circuit"]["parked"], 50);
+
+    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{ch}/resume"), &key).await;
+    assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
+    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{ch}/resume"), &key).await;
+    assert_eq!(s, 200, "resuming again is a no-op");
+    assert_eq!(
+        app.receiver
+            .wait_for("maint", 50, Duration::from_secs(10))
+            .await,
+        50
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let got: std::collections::HashSet<String> = app
+        .receiver
+        .received("maint")
+        .into_iter()
+        .map(|r| r.webhook_id.unwrap())
+        .collect();
+    assert_eq!(app.receiver.count("maint"), 50, "each once");
+    assert!(ids.iter().all(|id| got.contains(&id.to_string())));
+
+    let paused = audit_rows(&pool, ch, "channel.paused").await;
+    let resumed = audit_rows(&pool, ch, "channel.resumed").await;
+    assert_eq!(
+        paused.len(),
+        1,
+        "a repeated pause writes no second audit row"
+    );
+    assert_eq!(resumed.len(), 1);
+    assert!(
+        paused[0].0.starts_with("tenant:"),
+        "actor is the tenant key: {}",
+        paused[0].0
+    );
+    assert_eq!(
+        (paused[0].1.as_deref(), paused[0].2.as_deref()),
+        (Some("closed"), Some("paused"))
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn pausing_another_tenants_channel_is_404_and_changes_nothing(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (_, owner) = app.tenant("owner", "default").await;
+    let (_, other) = app.tenant("other", "default").await;
+    let ch = app.channel(&owner, "x").await;
+    for action in ["pause", "resume", "replay"] {
+        let r = app
+            .http
+            .post(format!("{}/api/v1/channels/{ch}/{action}", app.api))
+            .bearer_auth(&other)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{action}");
+    }
+    assert_eq!(app.circuit_state(ch).await, "closed");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+    let (s, _) = app.get("/api/v1/audit", &other).await;
+    assert_eq!(s, 200);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let mut node_settings = test_settings();
+    node_settings.worker.pool_default = 4;
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            spawn_node_thread(
+                (*pool.connect_options()).clone(),
+                node_settings.clone(),
+                Role::Worker,
+            )
+        })
+        .collect();
+    let (tenant_id, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let ch = app.channel(&key, "dead").await;
+    app.receiver.set("dead", Behavior::Status(503, None));
+    app.deliver_many(&key, ch, 100).await;
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(ch).await != "closed"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !alerts_of(&app, "oncall", "channel.circuit_opened").is_empty()
+        })
+        .await
+    );
+
+    app.receiver.set("dead", Behavior::Status(200, None));
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(ch).await == "closed"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !alerts_of(&app, "oncall", "channel.circuit_closed").is_empty()
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for n in nodes {
+        n.stop();
+    }
+
+    let opened = alerts_of(&app, "oncall", "channel.circuit_opened");
+    let closed = alerts_of(&app, "oncall", "channel.circuit_closed");
+    assert_eq!(
+        opened.len(),
+        1,
+        "exactly one opened alert across three nodes"
+    );
+    assert_eq!(closed.len(), 1, "exactly one closed alert");
+    assert!(
+        app.receiver
+            .received("oncall")
+            .iter()
+            .all(|r| r.signature_ok == Some(true)),
+        "signed with the alert secret"
+    );
+    let o = &opened[0]["data"];
+    assert_eq!(o["channel_id"], ch.to_string());
+    assert_eq!(o["tenant_id"], tenant_id.to_string());
+    assert_eq!(
+        (o["from_state"].as_str(), o["to_state"].as_str()),
+        (Some("closed"), Some("open"))
+    );
+    assert!(o["failure_count"].as_i64().unwrap() >= 5);
+    assert!(o["reason"].as_str().unwrap().contains("consecutive"));
+    assert!(opened[0]["timestamp"].is_string());
+    assert_eq!(
+        (
+            closed[0]["data"]["from_state"].as_str(),
+            closed[0]["data"]["to_state"].as_str()
+        ),
+        (Some("half_open"), Some("closed"))
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    app.receiver.set("oncall", Behavior::Status(500, None));
+    let ch = app.channel(&key, "ep").await;
+    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{ch}/pause"), &key).await;
+    assert_eq!(s, 200);
+    // The paused alert goes out and fails; meanwhile another channel's deliveries flow.
+    let (_, other_key) = app.tenant("beta", "default").await;
+    let fine = app.channel(&other_key, "fine").await;
+    app.deliver_many(&other_key, fine, 30).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("fine", 30, Duration::from_secs(10))
+            .await,
+        30
+    );
+    assert!(
+        app.receiver
+            .wait_for("oncall", 3, Duration::from_secs(10))
+            .await
+            >= 3,
+        "the alert is retried"
+    );
+    app.receiver.set("oncall", Behavior::Status(200, None));
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            alerts_of(&app, "oncall", "channel.paused").len() == 1
+        })
+        .await
+    );
+    let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE kind = 'alert'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "completed");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "ep").await;
+    app.receiver.set("ep", Behavior::Status(400, None));
+    let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await
+    );
+
+    app.receiver.set("ep", Behavior::Status(200, None));
+    let (s, v) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    assert_eq!(s, 202, "{v}");
+    let (s, v) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    assert_eq!(
+        s, 409,
+        "a delivery that is not dead is not replayed again: {v}"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "delivered"
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ok = app
+        .receiver
+        .received("ep")
+        .iter()
+        .filter(|r| r.answered == Some(200))
+        .count();
+    assert_eq!(ok, 1, "delivered once");
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE unique_key = $1 AND state IN ('available','scheduled','executing')")
+        .bind(format!("delivery:{id}"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(live, 0);
+    let (_, other) = app.tenant("other", "default").await;
+    let (s, _) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &other).await;
+    assert_eq!(s, 404);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_closing_probe_replays_the_windows_dead_letters_once(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let (s, v) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": app.receiver.url("ep"), "replay_dead_letters_on_close": true, "replay_window_ms": 600000, "cooldown_ms": 300 }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let ch: Uuid = v["id"].as_str().unwrap().parse().unwrap();
+    // Three deliveries die of a permanent error…
+    app.receiver.set("ep", Behavior::Status(410, None));
+    let dead = app.deliver_many(&key, ch, 3).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let mut all = true;
+            for id in &dead {
+                all &= app.delivery_status(*id).await == "dead";
+            }
+            all
+        })
+        .await
+    );
+    // …then the endpoint goes down and the circuit opens…
+    app.receiver.set("ep", Behavior::Status(503, None));
+    app.deliver_many(&key, ch, 20).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.circuit_state(ch).await != "closed"
+        })
+        .await
+    );
+    // …and recovers: the probe closes the circuit and replays the three dead letters.
+    app.receiver.set("ep", Behavior::Status(200, None));
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(ch).await == "closed"
+        })
+        .await
+    );
+    let app_ref = &app;
+    for id in &dead {
+        let id = *id;
+        assert!(
+            eventually(Duration::from_secs(10), || async move {
+                app_ref.delivery_status(id).await == "delivered"
+            })
+            .await
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for id in &dead {
+        let n = app
+            .receiver
+            .received("ep")
+            .iter()
+            .filter(|r| {
+                r.answered == Some(200) && r.webhook_id.as_deref() == Some(id.to_string().as_str())
+            })
+            .count();
+        assert_eq!(n, 1, "dead letter {id} replayed once");
+    }
+    let replays = audit_rows(&pool, ch, "deliveries.replayed").await;
+    assert_eq!(replays.len(), 1);
+    assert_eq!(replays[0].0, "circuit_breaker");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn operators_see_and_steer_every_breaker(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (a_id, a) = app.tenant("alpha", "default").await;
+    let (_, b) = app.tenant("beta", "bulk").await;
+    let ca = app.channel(&a, "a").await;
+    let cb = app.channel(&b, "b").await;
+
+    // A tenant key cannot use operator routes.
+    let (s, _) = app.get("/api/v1/admin/channels", &a).await;
+    assert_eq!(s, 403);
+
+    // Force open: parked, audited as operator, visible in the filtered list.
+    let (s, v) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{cb}/open?reason=incident-42"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["circuit"]["state"], "open");
+    let (s, v) = app
+        .get("/api/v1/admin/channels?state=open", OPERATOR_KEY)
+        .await;
+    assert_eq!(s, 200);
+    let listed: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec![cb.to_string().as_str()]);
+    assert_eq!(v["data"][0]["tenant_name"], "beta");
+    assert_eq!(v["data"][0]["tier"], "bulk");
+    let (_, v) = app
+        .get(
+            &format!("/api/v1/admin/channels?tenant_id={a_id}"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    let (s, _) = app
+        .get("/api/v1/admin/channels?state=melted", OPERATOR_KEY)
+        .await;
+    assert_eq!(s, 422);
+    let rows = audit_rows(&pool, cb, "circuit.forced_open").await;
+    assert_eq!(
+        rows,
+        vec![(
+            "operator".to_string(),
+            Some("closed".to_string()),
+            Some("open".to_string())
+        )]
+    );
+
+    // Deliveries to the forced-open channel are parked; force close releases them.
+    app.deliver_many(&b, cb, 10).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(app.receiver.count("b"), 0);
+    let (s, v) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{cb}/close"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
+    assert_eq!(
+        app.receiver
+            .wait_for("b", 10, Duration::from_secs(10))
+            .await,
+        10
+    );
+
+    // Operator pause / resume of any tenant's channel.
+    let (s, _) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{ca}/pause"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(app.circuit_state(ca).await, "paused");
+    let (s, _) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{ca}/resume"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{ca}/explode"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 404);
+
+    // Global defaults: edited at run time, effective where a channel has no override.
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/admin/circuit-defaults", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .json(&json!({ "failure_threshold": 2 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, v) = app.get(&format!("/api/v1/channels/{ca}"), &a).await;
+    assert_eq!(v["circuit"]["failure_threshold"], 2);
+    app.receiver.set("a", Behavior::Status(503, None));
+    app.deliver_many(&a, ca, 5).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.circuit_state(ca).await == "open"
+        })
+        .await
+    );
+    let fails: i32 = sqlx::query_scalar("SELECT consecutive_failures FROM channels WHERE id = $1")
+        .bind(ca)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(fails, 2, "opened at the operator's threshold");
+
+    // The operator reads the whole audit log; each tenant only its own.
+    let (_, v) = app.get("/api/v1/admin/audit?limit=100", OPERATOR_KEY).await;
+    let actions: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert!(
+        actions.contains(&"circuit.forced_open")
+            && actions.contains(&"channel.paused")
+            && actions.contains(&"circuit_defaults.changed")
+    );
+    let (_, v) = app.get("/api/v1/audit", &a).await;
+    assert!(
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["channel_id"] == ca.to_string()),
+        "{v}"
+    );
+    let (_, v) = app.get(&format!("/api/v1/audit?channel_id={cb}"), &a).await;
+    assert_eq!(
+        v["data"].as_array().unwrap().len(),
+        0,
+        "another tenant's channel's audit is invisible"
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tier_change_moves_waiting_jobs_without_duplicates(pool: PgPool) {
+    // API only, so the jobs wait where the test can see them.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (tid, key) = app.tenant("acme", "bulk").await;
+    let ch = app.channel(&key, "ep").await;
+    app.deliver_many(&key, ch, 40).await;
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/tenants/{tid}", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .json(&json!({ "tier": "high" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["tier"], "high");
+    assert_eq!(v["jobs_moved"], 40);
+    let by_queue: Vec<(String, i64)> =
+        sqlx::query_as("SELECT queue, count(*) FROM jobs GROUP BY queue")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(by_queue, vec![("deliveries_high".to_string(), 40)]);
+    // New deliveries go to the new queue too, and each delivery still has exactly one job.
+    app.deliver_many(&key, ch, 5).await;
+    let dup: i64 = sqlx::query_scalar("SELECT count(*) FROM (SELECT unique_key FROM jobs GROUP BY unique_key HAVING count(*) > 1) d")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(dup, 0);
+    let (s, _) = app.get(&format!("/api/v1/tenants/{tid}"), &key).await;
+    assert_eq!(s, 403, "tenant keys cannot use operator routes");
+    app.stop().await;
+}
