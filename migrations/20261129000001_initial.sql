@@ -93,6 +93,14 @@ CREATE TABLE channels (
     signing_secret        text        NOT NULL,
     -- "80/s", "1000/m", "5000/h"; NULL = unlimited.
     rate_limit            text,
+    -- GCRA state of the cluster-wide rate limit: the theoretical arrival time of the next
+    -- request. Each send reserves a slot by moving it on by one emission interval.
+    rate_tat              timestamptz,
+    -- The turn handed to the last delivery that had to wait (it sleeps until then), so that
+    -- waiting deliveries wake one per interval instead of all at once.
+    rate_queue_tat        timestamptz,
+    -- Deliveries held back by the rate limit (snoozed to a reserved slot).
+    rate_limited_total    bigint      NOT NULL DEFAULT 0,
     -- The channel circuit (DESIGN.md, "The channel circuit").
     circuit_state         text        NOT NULL DEFAULT 'closed'
                           CHECK (circuit_state IN ('closed', 'open', 'half_open', 'paused')),
@@ -135,6 +143,8 @@ CREATE TABLE deliveries (
     -- HTTP attempts made (parking and snoozes are not attempts).
     attempts         integer     NOT NULL DEFAULT 0,
     idempotency_key  text,
+    -- The send slot this delivery reserved under its channel's rate limit, if it had to wait.
+    rate_slot_at     timestamptz,
     last_error       text,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),

@@ -1,6 +1,9 @@
 //! End-to-end tests: real Postgres (a fresh database per test), real HTTP on loopback.
 
 mod api;
+mod browser;
 mod circuit;
 mod delivery;
+mod limits;
+mod observe;
 mod operate;

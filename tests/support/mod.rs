@@ -11,6 +11,7 @@ use breakwater::{Node, Role};
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -207,6 +208,42 @@ impl TestApp {
             );
         }
         ids
+    }
+
+    /// Enqueues `n` deliveries to `channel` one at a time, `gap` apart; returns when each was
+    /// accepted (by delivery id), for [`TestApp::latencies_ms`].
+    pub async fn stream(
+        &self,
+        key: &str,
+        channel: Uuid,
+        n: usize,
+        gap: Duration,
+    ) -> HashMap<String, Instant> {
+        let mut sent_at = HashMap::with_capacity(n);
+        for i in 0..n {
+            let id = self.deliver(key, channel, json!({ "i": i })).await;
+            sent_at.insert(id.to_string(), Instant::now());
+            tokio::time::sleep(gap).await;
+        }
+        sent_at
+    }
+
+    /// End-to-end latencies (enqueue accepted → received at `endpoint`), ms, sorted, of the
+    /// deliveries in `sent_at`.
+    pub fn latencies_ms(&self, endpoint: &str, sent_at: &HashMap<String, Instant>) -> Vec<u128> {
+        let mut v: Vec<u128> = self
+            .receiver
+            .received(endpoint)
+            .iter()
+            .filter_map(|r| {
+                Some(
+                    r.at.duration_since(*sent_at.get(r.webhook_id.as_ref()?)?)
+                        .as_millis(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
     }
 
     /// The channel's circuit state column.

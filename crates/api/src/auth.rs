@@ -101,6 +101,9 @@ impl FromRequestParts<AppState> for Tenant {
     ) -> Result<Self, Self::Rejection> {
         let key = bearer(parts)?;
         if let Some(t) = tenants::authenticate(state.pool(), key).await? {
+            if let Some(limiter) = &state.inner.ingress {
+                check_ingress(limiter, t.key_id)?;
+            }
             return Ok(Tenant(t));
         }
         if state.inner.operator_key.matches(key) {
@@ -111,5 +114,43 @@ impl FromRequestParts<AppState> for Tenant {
             ));
         }
         Err(wrong_key())
+    }
+}
+
+/// The per-key ingress limiter (GCRA, from `governor`), keyed by API key id.
+pub(crate) type IngressLimiter = governor::DefaultKeyedRateLimiter<uuid::Uuid>;
+
+/// A limiter allowing `per_second` requests per key with `burst` at once; `None` when
+/// `per_second` is 0 (off).
+pub(crate) fn ingress_limiter(per_second: u32, burst: u32) -> Option<IngressLimiter> {
+    let rate = std::num::NonZeroU32::new(per_second)?;
+    let burst = std::num::NonZeroU32::new(burst.max(1)).expect("max(1) is non-zero");
+    Some(governor::RateLimiter::keyed(
+        governor::Quota::per_second(rate).allow_burst(burst),
+    ))
+}
+
+fn check_ingress(limiter: &IngressLimiter, key_id: uuid::Uuid) -> Result<(), ApiError> {
+    use governor::clock::Clock;
+    if limiter.len() > 100_000 {
+        limiter.retain_recent();
+    }
+    match limiter.check_key(&key_id) {
+        Ok(()) => Ok(()),
+        Err(not_until) => {
+            let wait = not_until.wait_time_from(limiter.clock().now());
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "too many requests for this API key; retry in {} ms",
+                    wait.as_millis()
+                ),
+            );
+            e.headers
+                .push((header::RETRY_AFTER, secs.max(1).to_string()));
+            Err(e)
+        }
     }
 }

@@ -28,6 +28,11 @@ pub struct ApiConfig {
     pub max_batch_size: usize,
     /// Largest accepted batch request body, bytes. Larger → 413.
     pub max_batch_body_bytes: usize,
+    /// Requests per second each tenant API key may make (GCRA, `governor`); over it → 429 with
+    /// `Retry-After`. 0 turns the limit off.
+    pub ingress_per_second: u32,
+    /// Requests a key may make at once above that rate.
+    pub ingress_burst: u32,
 }
 
 impl Default for ApiConfig {
@@ -36,6 +41,8 @@ impl Default for ApiConfig {
             max_payload_bytes: 256 * 1024,
             max_batch_size: 1_000,
             max_batch_body_bytes: 16 * 1024 * 1024,
+            ingress_per_second: 100,
+            ingress_burst: 200,
         }
     }
 }
@@ -53,6 +60,7 @@ struct Inner {
     allow_private_targets: bool,
     max_attempts: i32,
     circuit: CircuitConfig,
+    ingress: Option<auth::IngressLimiter>,
 }
 
 impl AppState {
@@ -67,6 +75,7 @@ impl AppState {
         max_attempts: i32,
         circuit: CircuitConfig,
     ) -> Self {
+        let config_ingress = (config.ingress_per_second, config.ingress_burst);
         Self {
             inner: Arc::new(Inner {
                 pool,
@@ -75,6 +84,7 @@ impl AppState {
                 allow_private_targets,
                 max_attempts,
                 circuit,
+                ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
             }),
         }
     }
@@ -93,6 +103,9 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::deliveries::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
+        .merge(routes::queues::router())
+        .merge(routes::metrics::router())
+        .merge(routes::admin::router())
         .fallback(|| async { error::ApiError::not_found("route") })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)

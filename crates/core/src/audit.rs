@@ -63,7 +63,16 @@ pub struct Record {
 }
 
 /// Writes one entry (inside the caller's transaction, so it exists exactly when the change does).
+///
+/// An entry with both a `from_state` and a `to_state` is a circuit transition: every transition
+/// is audited exactly once, by the caller that won it (see [`crate::circuit`]), so this is where
+/// `breakwater.circuit.transitions` is counted. It is counted when the row is written; the rare
+/// transaction that is rolled back afterwards (a probe watcher that lost its claim) is counted
+/// anyway.
 pub async fn record(exec: impl PgExecutor<'_>, e: &Entry<'_>) -> Result<()> {
+    if let (Some(from), Some(to)) = (e.from_state, e.to_state) {
+        breakwater_telemetry::circuit_transition(from, to);
+    }
     sqlx::query(
         "INSERT INTO audit_log (tenant_id, channel_id, actor, action, from_state, to_state, reason, details)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",

@@ -38,6 +38,8 @@ pub struct Channel {
     pub circuit_generation: i64,
     /// Nothing is sent before this (a `Retry-After` from the endpoint).
     pub retry_after_until: Option<DateTime<Utc>>,
+    /// Deliveries held back by the rate limit so far.
+    pub rate_limited_total: i64,
     /// Replay the channel's recent dead letters when a probe closes its circuit.
     pub replay_dead_letters_on_close: bool,
     /// How far back that replay reaches, ms.
@@ -52,7 +54,7 @@ pub struct Channel {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, circuit_state, circuit_changed_at, \
+const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
@@ -81,6 +83,9 @@ pub struct NewChannel {
     pub replay_dead_letters_on_close: bool,
     /// Window of that replay, ms (default 1 h).
     pub replay_window_ms: Option<i64>,
+    /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), checked with
+    /// [`crate::ratelimit::RateLimit::parse`]; `None` = unlimited.
+    pub rate_limit: Option<String>,
 }
 
 /// Creates a channel for `tenant_id` with a fresh signing secret.
@@ -95,8 +100,8 @@ pub async fn create(
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
-                               replay_dead_letters_on_close, replay_window_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000)) RETURNING {COLUMNS}"
+                               replay_dead_letters_on_close, replay_window_ms, rate_limit)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -107,6 +112,7 @@ pub async fn create(
     .bind(new.cooldown_ms)
     .bind(new.replay_dead_letters_on_close)
     .bind(new.replay_window_ms)
+    .bind(canonical_rate_limit(new.rate_limit.as_deref())?)
     .fetch_one(exec)
     .await?;
     Ok(CreatedChannel {
@@ -131,6 +137,14 @@ pub struct ChannelPatch {
     pub replay_dead_letters_on_close: Option<bool>,
     /// Replay window, ms.
     pub replay_window_ms: Option<i64>,
+    /// Rate limit (`Some(None)` removes it).
+    pub rate_limit: Option<Option<String>>,
+}
+
+/// The canonical form of a rate limit, or the field error.
+fn canonical_rate_limit(r: Option<&str>) -> Result<Option<String>> {
+    r.map(|r| crate::ratelimit::RateLimit::parse(r).map(|l| l.to_text()))
+        .transpose()
 }
 
 fn check_replay_window(w: Option<i64>) -> Result<()> {
@@ -188,6 +202,8 @@ pub async fn update(
             cooldown_ms = CASE WHEN $8 THEN $9 ELSE cooldown_ms END,
             replay_dead_letters_on_close = coalesce($10, replay_dead_letters_on_close),
             replay_window_ms = coalesce($11, replay_window_ms),
+            rate_limit = CASE WHEN $12 THEN $13 ELSE rate_limit END,
+            rate_tat = CASE WHEN $12 THEN NULL ELSE rate_tat END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2
          RETURNING {COLUMNS}"
@@ -203,6 +219,10 @@ pub async fn update(
     .bind(patch.cooldown_ms.flatten())
     .bind(patch.replay_dead_letters_on_close)
     .bind(patch.replay_window_ms)
+    .bind(patch.rate_limit.is_some())
+    .bind(canonical_rate_limit(
+        patch.rate_limit.clone().flatten().as_deref(),
+    )?)
     .fetch_optional(exec)
     .await?
     .ok_or(Error::NotFound("channel"))

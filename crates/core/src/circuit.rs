@@ -18,6 +18,7 @@
 //! started under, so a result that arrives after the circuit moved on changes nothing.
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::ratelimit::RateLimit;
 use crate::{Error, Result, JOB_DELIVER};
 use breakwater_queue::{NewJob, PRIORITY_URGENT};
 use chrono::{DateTime, Utc};
@@ -202,6 +203,10 @@ pub struct GateRow {
     pub retry_after_until: Option<DateTime<Utc>>,
     /// Consecutive failures counted so far.
     pub consecutive_failures: i32,
+    /// The channel's rate limit text, if any.
+    pub rate_limit: Option<String>,
+    /// The send slot the delivery reserved earlier under that limit, if any.
+    pub rate_slot_at: Option<DateTime<Utc>>,
     /// Database time of the read.
     pub now: DateTime<Utc>,
 }
@@ -215,6 +220,9 @@ pub enum Admission {
         probe_generation: Option<i64>,
         /// Consecutive failures before this attempt (a success resets them only if > 0).
         consecutive_failures: i32,
+        /// The channel's rate limit (none for the probe: one request per cooldown), with the
+        /// slot the delivery reserved earlier and the database time of the read.
+        rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
     },
     /// Park it again (open, paused, or half-open and not the probe); no request, no attempt.
     Park,
@@ -240,12 +248,18 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
             _ => Admission::Send {
                 probe_generation: None,
                 consecutive_failures: g.consecutive_failures,
+                rate: g
+                    .rate_limit
+                    .as_deref()
+                    .and_then(|r| RateLimit::parse(r).ok())
+                    .map(|r| (r, g.rate_slot_at, g.now)),
             },
         },
         "half_open" => match g.probe_delivery_id {
             Some(p) if p == delivery_id => Admission::Send {
                 probe_generation: Some(g.circuit_generation),
                 consecutive_failures: g.consecutive_failures,
+                rate: None,
             },
             None => Admission::ClaimProbe(g.circuit_generation),
             Some(_) => Admission::Park,
@@ -261,7 +275,8 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
 pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<GateRow>> {
     Ok(sqlx::query_as(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
-                consecutive_failures, now() AS now
+                consecutive_failures, NULL::text AS rate_limit, NULL::timestamptz AS rate_slot_at,
+                now() AS now
          FROM channels WHERE id = $1 FOR SHARE",
     )
     .bind(channel_id)
@@ -279,10 +294,12 @@ pub async fn admit(
 ) -> Result<Admission> {
     let gate: Option<GateRow> = sqlx::query_as(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
-                consecutive_failures, now() AS now
+                consecutive_failures, rate_limit,
+                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now
          FROM channels WHERE id = $1",
     )
     .bind(channel_id)
+    .bind(delivery_id)
     .fetch_optional(&mut *conn)
     .await?;
     match decide(gate.as_ref(), delivery_id) {
@@ -303,6 +320,7 @@ pub async fn admit(
                 Admission::Send {
                     probe_generation: Some(generation),
                     consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                    rate: None,
                 }
             } else {
                 Admission::Park
@@ -1042,6 +1060,8 @@ mod tests {
             probe_delivery_id: probe,
             retry_after_until: retry_after_secs.map(|s| now + chrono::Duration::seconds(s)),
             consecutive_failures: 2,
+            rate_limit: None,
+            rate_slot_at: None,
             now,
         }
     }
@@ -1053,7 +1073,8 @@ mod tests {
             decide(Some(&gate("closed", None, None)), d),
             Admission::Send {
                 probe_generation: None,
-                consecutive_failures: 2
+                consecutive_failures: 2,
+                rate: None
             }
         );
         let Admission::Wait(w) = decide(Some(&gate("closed", None, Some(30))), d) else {
@@ -1084,7 +1105,8 @@ mod tests {
             decide(Some(&gate("half_open", Some(d), None)), d),
             Admission::Send {
                 probe_generation: Some(7),
-                consecutive_failures: 2
+                consecutive_failures: 2,
+                rate: None
             }
         );
         assert_eq!(

@@ -253,7 +253,7 @@ pub async fn begin_attempt(
 ) -> Result<Option<Dispatch>> {
     Ok(sqlx::query_as(
         r#"
-        UPDATE deliveries d SET status = 'delivering', updated_at = now()
+        UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
         FROM channels c
         WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead')
         RETURNING d.id, d.tenant_id, d.channel_id, d.event_type, d.payload, d.created_at,

@@ -13,6 +13,8 @@ pub mod deliveries;
 mod error;
 pub mod keys;
 pub mod outcome;
+pub mod overview;
+pub mod ratelimit;
 pub mod signing;
 pub mod targets;
 pub mod tenants;

@@ -2,6 +2,7 @@
 
 use crate::{Job, Result};
 use sqlx::PgExecutor;
+use uuid::Uuid;
 
 /// Claims up to `limit` available jobs of `queue` for node `node_id`, lowest priority number
 /// first, then oldest `scheduled_at`, then id.
@@ -19,11 +20,26 @@ pub async fn fetch(
     node_id: &str,
     limit: i64,
 ) -> Result<Vec<Job>> {
+    fetch_excluding(exec, queue, node_id, limit, &[]).await
+}
+
+/// [`fetch`], skipping jobs of the groups in `exclude` (e.g. groups this node already runs as
+/// many jobs of as it allows). The skipped jobs stay available for other nodes and later
+/// fetches; the filter is applied while walking the fetch index, so it costs a look at each
+/// skipped row but no write.
+pub async fn fetch_excluding(
+    exec: impl PgExecutor<'_>,
+    queue: &str,
+    node_id: &str,
+    limit: i64,
+    exclude: &[Uuid],
+) -> Result<Vec<Job>> {
     let mut jobs: Vec<Job> = sqlx::query_as(
         r#"
         WITH picked AS (
             SELECT id FROM jobs
             WHERE state = 'available' AND queue = $1
+              AND (group_id IS NULL OR group_id <> ALL($4))
             ORDER BY priority, scheduled_at, id
             LIMIT $2
             FOR UPDATE SKIP LOCKED
@@ -43,6 +59,7 @@ pub async fn fetch(
     .bind(queue)
     .bind(limit)
     .bind(node_id)
+    .bind(exclude)
     .fetch_all(exec)
     .await?;
     jobs.sort_by_key(|j| (j.priority, j.id));

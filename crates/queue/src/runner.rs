@@ -1,7 +1,7 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch, hand_back, retry, Backoff, Job, Wakers};
+use crate::{fetch_excluding, hand_back, retry, Backoff, Job, Wakers};
 use futures::FutureExt;
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -22,6 +22,12 @@ pub trait Handler: Send + Sync + 'static {
     /// Handles `job`. An `Err` is a failure of the handler itself (e.g. the database was
     /// unreachable), not a failure the handler already recorded.
     fn handle(&self, job: Job) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// Groups whose jobs this node should not fetch right now (e.g. groups at their per-node
+    /// concurrency cap). Asked before every fetch; the default excludes none.
+    fn excluded_groups(&self, _queue: &str) -> Vec<Uuid> {
+        Vec::new()
+    }
 }
 
 /// One pool's settings.
@@ -75,7 +81,8 @@ pub async fn run_pool<H: Handler>(
         let free = slots.available_permits();
         let mut fetched_full = false;
         if free > 0 {
-            match fetch(&pool, &cfg.queue, &cfg.node_id, free as i64).await {
+            let exclude = handler.excluded_groups(&cfg.queue);
+            match fetch_excluding(&pool, &cfg.queue, &cfg.node_id, free as i64, &exclude).await {
                 Ok(jobs) => {
                     db_errors = 0;
                     fetched_full = jobs.len() == free;
@@ -108,12 +115,13 @@ pub async fn run_pool<H: Handler>(
         if fetched_full && slots.available_permits() > 0 {
             continue;
         }
-        // Wait for: a wake-up, a freed slot (when full or more work may be waiting), the poll
-        // period, or shutdown.
+        // Wait for: a wake-up, a finished job, the poll period, or shutdown.
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = wake.notified() => {}
-            Some(r) = tasks.join_next(), if !tasks.is_empty() && (free == 0 || fetched_full) => log_join(r),
+            // A finished job frees a slot, and may lift a group out of the handler's exclusion
+            // (its per-node cap): fetch again rather than wait for the poll.
+            Some(r) = tasks.join_next(), if !tasks.is_empty() => log_join(r),
             _ = tokio::time::sleep(cfg.poll_interval) => {}
         }
     }

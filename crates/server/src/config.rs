@@ -35,6 +35,46 @@ pub struct DatabaseConfig {
     pub migrate_on_start: bool,
 }
 
+/// Telemetry settings (`[telemetry]`): where OpenTelemetry data is pushed. The Prometheus text
+/// at `GET /metrics` is always served; logs go to stderr (`log_format`, level via `RUST_LOG`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Base URL of an OTLP/HTTP collector (protobuf), e.g. `http://127.0.0.1:4318`: metrics are
+    /// pushed to `<url>/v1/metrics`, traces to `<url>/v1/traces`. Empty = no OTLP export. Plain
+    /// `http` only (no TLS client is built in): point it at a local collector or sidecar.
+    pub otlp_endpoint: String,
+    /// How often metrics are pushed over OTLP, ms.
+    pub otlp_metrics_interval_ms: u64,
+    /// Fraction of new traces exported over OTLP, 0.0–1.0 (a span follows its parent's choice).
+    pub otlp_trace_sample_ratio: f64,
+}
+
+impl TelemetryConfig {
+    /// The OTLP base URL without a trailing `/`, or `None` when OTLP export is off.
+    pub fn otlp(&self) -> Option<&str> {
+        let e = self.otlp_endpoint.trim().trim_end_matches('/');
+        (!e.is_empty()).then_some(e)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Some(e) = self.otlp() {
+            if !e.starts_with("http://") || e.len() <= "http://".len() {
+                return Err(format!(
+                    "telemetry.otlp_endpoint must be an http:// URL (no TLS client is built in), got {e:?}"
+                ));
+            }
+        }
+        if self.otlp_metrics_interval_ms == 0 {
+            return Err("telemetry.otlp_metrics_interval_ms must be greater than 0".into());
+        }
+        if !(0.0..=1.0).contains(&self.otlp_trace_sample_ratio) {
+            return Err("telemetry.otlp_trace_sample_ratio must be between 0.0 and 1.0".into());
+        }
+        Ok(())
+    }
+}
+
 /// All settings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +98,8 @@ pub struct Settings {
     pub worker: WorkerConfig,
     /// `[circuit]`.
     pub circuit: CircuitConfig,
+    /// `[telemetry]`.
+    pub telemetry: TelemetryConfig,
 }
 
 impl Settings {
@@ -102,6 +144,7 @@ impl Settings {
     fn validate(&self) -> Result<(), String> {
         self.worker.validate()?;
         self.circuit.validate()?;
+        self.telemetry.validate()?;
         if self.database.max_connections < 2 {
             return Err("database.max_connections must be at least 2".into());
         }
@@ -114,5 +157,28 @@ impl Settings {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_turn_otlp_off_and_an_otlp_endpoint_must_be_plain_http() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.telemetry.otlp(), None);
+        s.telemetry.otlp_endpoint = "http://127.0.0.1:4318/".into();
+        assert_eq!(s.telemetry.otlp(), Some("http://127.0.0.1:4318"));
+        assert!(s.validate().is_ok());
+        s.telemetry.otlp_endpoint = "https://collector.example:4318".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("telemetry.otlp_endpoint"), "{e}");
+        s.telemetry.otlp_endpoint = String::new();
+        s.telemetry.otlp_trace_sample_ratio = 1.5;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("otlp_trace_sample_ratio"));
     }
 }

@@ -24,11 +24,14 @@ struct DemoChannel {
     tenant_key: String,
 }
 
-/// Runs the demo; returns whether every healthy delivery arrived with a valid signature.
+/// Runs the demo; returns whether every healthy delivery arrived with a valid signature. With
+/// `keep_running`, the service stays up after the summary until Ctrl-C (to look at `/admin` and
+/// `/metrics`).
 pub async fn run(
     mut settings: Settings,
     per_channel: usize,
     timeout: Duration,
+    keep_running: bool,
 ) -> anyhow::Result<bool> {
     let _temp; // keeps a throwaway server alive until the end
     let url = match settings.database_url.clone() {
@@ -170,11 +173,12 @@ pub async fn run(
         channels.len()
     );
 
-    // Wait until every delivery is final (delivered or dead), or the timeout.
+    // Wait until every delivery is settled — delivered, dead, or parked behind an open circuit —
+    // or the timeout.
     let deadline = Instant::now() + timeout;
     loop {
         let open: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM deliveries WHERE status NOT IN ('delivered', 'dead')",
+            "SELECT count(*) FROM deliveries WHERE status NOT IN ('delivered', 'dead', 'paused')",
         )
         .fetch_one(&pool)
         .await?;
@@ -187,12 +191,13 @@ pub async fn run(
     // Summary.
     println!();
     println!(
-        "{:<16} {:<15} {:>8} {:>9} {:>8} {:>5} {:>9} {:>8} {:>8}",
+        "{:<16} {:<15} {:>8} {:>9} {:>8} {:>6} {:>5} {:>9} {:>8} {:>8}  circuit",
         "channel",
         "endpoint",
         "enqueued",
         "delivered",
         "retrying",
+        "parked",
         "dead",
         "sig fails",
         "p50 ms",
@@ -209,7 +214,13 @@ pub async fn run(
         let get = |s: &str| rows.iter().filter(|r| r.0 == s).map(|r| r.1).sum::<i64>();
         let delivered = get("delivered");
         let dead = get("dead");
-        let retrying = get("pending") + get("failed") + get("delivering") + get("paused");
+        let retrying = get("pending") + get("failed") + get("delivering");
+        let parked = get("paused");
+        let circuit: String =
+            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1")
+                .bind(c.id)
+                .fetch_one(&pool)
+                .await?;
         let mut hist = Histogram::<u64>::new(3)?;
         let mut sig_fails = 0;
         let mut ids = std::collections::HashSet::new();
@@ -235,8 +246,17 @@ pub async fn run(
             ("-".into(), "-".into())
         };
         println!(
-            "{:<16} {:<15} {:>8} {:>9} {:>8} {:>5} {:>9} {:>8} {:>8}",
-            c.label, c.endpoint, per_channel, delivered, retrying, dead, sig_fails, p50, p95
+            "{:<16} {:<15} {:>8} {:>9} {:>8} {:>6} {:>5} {:>9} {:>8} {:>8}  {circuit}",
+            c.label,
+            c.endpoint,
+            per_channel,
+            delivered,
+            retrying,
+            parked,
+            dead,
+            sig_fails,
+            p50,
+            p95
         );
         if c.healthy
             && (delivered as usize != per_channel || ids.len() != per_channel || sig_fails > 0)
@@ -249,8 +269,11 @@ pub async fn run(
     }
     println!();
     println!(
-        "failing endpoint: {} requests received (503 each); each delivery is tried 4 times, then dead",
-        receiver.count("globex-legacy")
+        "failing endpoint: {} requests received (503 each). Its circuit opened after {} consecutive \
+         failures; the rest of its backlog is parked (no requests, no attempts used) until a probe \
+         finds the endpoint healthy again.",
+        receiver.count("globex-legacy"),
+        settings.circuit.failure_threshold
     );
     println!("took {:.1} s", start.elapsed().as_secs_f64());
     println!(
@@ -261,6 +284,14 @@ pub async fn run(
             "RESULT: FAILED"
         }
     );
+
+    if keep_running {
+        println!();
+        println!("still running (Ctrl-C to stop):");
+        println!("  admin page:   {api}/admin   (operator key: {operator_key})");
+        println!("  metrics:      {api}/metrics");
+        tokio::signal::ctrl_c().await?;
+    }
 
     shutdown.cancel();
     receiver.stop();

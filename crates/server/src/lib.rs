@@ -5,6 +5,7 @@
 pub mod config;
 pub mod demo;
 pub mod receiver;
+pub mod telemetry;
 pub mod throwaway;
 
 use anyhow::Context;
@@ -127,6 +128,16 @@ pub async fn start_node(
         });
         tracing::info!(%addr, "API listening");
     }
+    if settings.telemetry.otlp().is_some() {
+        // OTLP pushes on its own schedule, so keep the cluster-wide gauges fresh for it (a
+        // Prometheus scrape of /metrics refreshes them itself).
+        let every = Duration::from_millis(settings.telemetry.otlp_metrics_interval_ms);
+        let (pool, token) = (pool.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            refresh_gauges(pool, every, token).await;
+            Ok(())
+        });
+    }
     if role.worker() {
         let params = breakwater_worker::NodeParams {
             worker: settings.worker.clone(),
@@ -146,6 +157,21 @@ pub async fn start_node(
         node_id,
         tasks,
     })
+}
+
+/// Reads the cluster-wide metric gauges from the database every `every` until `shutdown`.
+async fn refresh_gauges(pool: PgPool, every: Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = breakwater_core::overview::refresh_metrics(&pool).await {
+            tracing::warn!(error = %e, "reading the cluster gauges for OTLP failed");
+        }
+    }
 }
 
 /// Settings for tests and the demo: the defaults with `listen` on an ephemeral loopback port,

@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use breakwater::config::Settings;
+use breakwater::telemetry;
 use breakwater::Role;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -43,21 +44,11 @@ enum Command {
         /// Give up waiting after this many seconds.
         #[arg(long, default_value_t = 90)]
         timeout_secs: u64,
+        /// After the summary, keep the service running (until Ctrl-C) and print the admin page,
+        /// metrics URL and operator key, to look at `/admin` and `/metrics`.
+        #[arg(long)]
+        keep_running: bool,
     },
-}
-
-fn init_tracing(json: bool) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        b.json().init();
-    } else {
-        b.init();
-    }
 }
 
 #[tokio::main]
@@ -66,7 +57,7 @@ async fn main() -> anyhow::Result<()> {
     let settings = Settings::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve { role, no_migrate } => {
-            init_tracing(settings.log_format == "json");
+            let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
             let url = settings
                 .database_url
                 .clone()
@@ -81,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
             node.wait().await
         }
         Command::Migrate => {
-            init_tracing(settings.log_format == "json");
+            let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
             let url = settings
                 .database_url
                 .clone()
@@ -94,15 +85,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Demo {
             per_channel,
             timeout_secs,
+            keep_running,
         } => {
-            if std::env::var_os("RUST_LOG").is_none() {
-                std::env::set_var("RUST_LOG", "warn");
-            }
-            init_tracing(false);
+            let _telemetry = telemetry::init(&settings, "error")?;
             let ok = breakwater::demo::run(
                 settings,
                 per_channel,
                 std::time::Duration::from_secs(timeout_secs),
+                keep_running,
             )
             .await?;
             if ok {

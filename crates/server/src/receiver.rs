@@ -21,6 +21,8 @@ pub enum Behavior {
     Status(u16, Option<String>),
     /// Accept the request and never answer (the sender's timeout fires).
     Hang,
+    /// Wait this long, then answer with the status (a slow endpoint).
+    Delay(Duration, u16),
 }
 
 /// One received request.
@@ -167,7 +169,7 @@ async fn handle(
             .unwrap_or(false)
     });
     let answered = match &behavior {
-        Behavior::Status(code, _) => Some(*code),
+        Behavior::Status(code, _) | Behavior::Delay(_, code) => Some(*code),
         Behavior::Hang => None,
     };
     inner.lock().unwrap().received.push(Received {
@@ -201,6 +203,15 @@ async fn handle(
         Behavior::Hang => {
             std::future::pending::<()>().await;
             unreachable!()
+        }
+        Behavior::Delay(wait, code) => {
+            tokio::time::sleep(wait).await;
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (
+                status,
+                format!("receiver answered {code} after {} ms", wait.as_millis()),
+            )
+                .into_response()
         }
     }
 }

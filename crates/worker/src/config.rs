@@ -19,6 +19,9 @@ pub struct WorkerConfig {
     pub pool_circuit: usize,
     /// Workers per node on `alerts` (alert webhooks to tenants' on-call).
     pub pool_alerts: usize,
+    /// Most deliveries of one channel in flight at once on one node, so one slow channel
+    /// cannot hold a whole pool.
+    pub max_in_flight_per_channel: usize,
     /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
     pub poll_interval_ms: u64,
     /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
@@ -60,6 +63,7 @@ impl Default for WorkerConfig {
             pool_bulk: 5,
             pool_circuit: 2,
             pool_alerts: 2,
+            max_in_flight_per_channel: 4,
             poll_interval_ms: 1_000,
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
@@ -73,7 +77,7 @@ impl Default for WorkerConfig {
             heartbeat_interval_ms: 5_000,
             rescue_after_ms: 30_000,
             rescue_interval_ms: 10_000,
-            promote_interval_ms: 250,
+            promote_interval_ms: 50,
             job_retention_ms: 24 * 3_600_000,
         }
     }

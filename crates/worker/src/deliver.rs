@@ -12,6 +12,7 @@ use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
 use breakwater_core::outcome::{
     classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
 };
+use breakwater_core::ratelimit::{self, Budget};
 use breakwater_core::{signing, targets, Result};
 use breakwater_queue::{Job, RetryOutcome, PRIORITY_PARKED};
 use chrono::Utc;
@@ -83,11 +84,12 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
 
     let mut conn = w.pool.acquire().await?;
     let admission = circuit::admit(&mut conn, channel_id, delivery_id).await?;
-    let (probe_generation, failures_before) = match admission {
+    let (probe_generation, failures_before, rate) = match admission {
         Admission::Send {
             probe_generation,
             consecutive_failures,
-        } => (probe_generation, consecutive_failures),
+            rate,
+        } => (probe_generation, consecutive_failures, rate),
         Admission::Park => return park(w, &mut conn, &job, channel_id, delivery_id).await,
         Admission::Wait(wait) => {
             // Retry-After: the whole channel waits; this job is snoozed, no attempt used.
@@ -102,6 +104,32 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         }
     };
 
+    // Per-node cap: at most `max_in_flight_per_channel` of this channel's deliveries run here at
+    // once. Over it, the job goes back at once without using an attempt; the runner stops
+    // fetching this channel's jobs until a slot frees, so other channels' jobs flow.
+    let Some(_in_flight) = w.in_flight.try_acquire(channel_id) else {
+        breakwater_queue::snooze(&mut conn, job.id, job.claim_token, Duration::ZERO, None).await?;
+        return Ok(());
+    };
+
+    // Cluster-wide rate limit: take a send slot, or wait for the reserved one (no attempt).
+    if let Some((limit, reserved, _)) = rate {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        match ratelimit::take_slot(&mut tx, channel_id, delivery_id, reserved, limit).await? {
+            Budget::Now => tx.commit().await?,
+            Budget::Wait { wait, queued } => {
+                let jitter = Duration::from_micros(rand::thread_rng().gen_range(0..2_000));
+                breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait + jitter, None)
+                    .await?;
+                tx.commit().await?;
+                if queued {
+                    crate::observe::rate_limited(&job);
+                }
+                return Ok(());
+            }
+        }
+    }
+
     let Some(d) = deliveries::begin_attempt(&mut *conn, delivery_id).await? else {
         // Deleted, or already delivered/dead: nothing to send.
         breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
@@ -112,7 +140,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
 
     let started_at = Utc::now();
     let t0 = Instant::now();
-    let sent = send(w, &d).await;
+    let sent = crate::observe::send(w, &d, &job).await;
     let duration_ms = i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX);
     let class = classify(sent.observed);
     if is_configuration_problem(sent.observed) {
@@ -215,6 +243,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         _ => {}
     }
     tx.commit().await?;
+    crate::observe::attempt(&job, &d, class, new_status, probe_generation);
     tracing::debug!(
         outcome = class.as_str(),
         duration_ms,

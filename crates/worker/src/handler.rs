@@ -1,11 +1,14 @@
 //! The node's job handler: routes each job to its kind's code.
 
+use crate::slots::ChannelSlots;
 use crate::{alert, deliver, probe};
 use breakwater_core::circuit::{CircuitConfig, JOB_ALERT, JOB_PROBE};
 use breakwater_core::JOB_DELIVER;
 use breakwater_queue::{runner::Handler, Backoff, Job};
 use sqlx::PgPool;
+use std::sync::Arc;
 use tracing::Instrument;
+use uuid::Uuid;
 
 /// Everything a job needs; one per node, shared by its pools.
 #[derive(Clone)]
@@ -26,9 +29,20 @@ pub struct Worker {
     pub allow_private: bool,
     /// Circuit settings.
     pub circuit: CircuitConfig,
+    /// This node's in-flight deliveries per channel, capped.
+    pub in_flight: Arc<ChannelSlots>,
 }
 
 impl Handler for Worker {
+    /// Delivery queues skip channels at their per-node cap.
+    fn excluded_groups(&self, queue: &str) -> Vec<Uuid> {
+        if queue.starts_with("deliveries") {
+            self.in_flight.saturated()
+        } else {
+            Vec::new()
+        }
+    }
+
     async fn handle(&self, job: Job) -> Result<(), String> {
         let span = tracing::info_span!(
             "job",
@@ -38,7 +52,11 @@ impl Handler for Worker {
             queue = %job.queue,
             channel_id = tracing::field::Empty,
             delivery_id = tracing::field::Empty,
+            tenant_id = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            status = tracing::field::Empty,
         );
+        let _in_flight = crate::observe::InFlight::start(&job);
         async move {
             let r = match job.kind.as_str() {
                 JOB_DELIVER => deliver::run(self, job).await,

@@ -13,7 +13,9 @@ pub mod deliver;
 mod handler;
 pub mod http;
 mod node;
+mod observe;
 mod probe;
+pub mod slots;
 
 pub use config::WorkerConfig;
 pub use handler::Worker;

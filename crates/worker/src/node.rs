@@ -65,6 +65,7 @@ pub async fn run_node(
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
+        in_flight: crate::slots::ChannelSlots::new(cfg.max_in_flight_per_channel),
     });
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
     maintenance::heartbeat(&pool, &node_id)

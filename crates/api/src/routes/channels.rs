@@ -47,6 +47,7 @@ struct CreateChannel {
     #[serde(default)]
     replay_dead_letters_on_close: bool,
     replay_window_ms: Option<i64>,
+    rate_limit: Option<String>,
 }
 
 async fn create(
@@ -65,6 +66,7 @@ async fn create(
             cooldown_ms: body.cooldown_ms,
             replay_dead_letters_on_close: body.replay_dead_letters_on_close,
             replay_window_ms: body.replay_window_ms,
+            rate_limit: body.rate_limit,
         },
     )
     .await?;
@@ -172,6 +174,8 @@ struct PatchChannel {
     cooldown_ms: Option<Option<i64>>,
     replay_dead_letters_on_close: Option<bool>,
     replay_window_ms: Option<i64>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    rate_limit: Option<Option<String>>,
 }
 
 async fn update(
@@ -193,6 +197,7 @@ async fn update(
         cooldown_ms: body.cooldown_ms,
         replay_dead_letters_on_close: body.replay_dead_letters_on_close,
         replay_window_ms: body.replay_window_ms,
+        rate_limit: body.rate_limit,
     };
     let channel = channels::update(state.pool(), key.tenant_id, id, &patch).await?;
     Ok(axum::Json(view(&state, channel).await?))

@@ -1,10 +1,13 @@
 //! One module per resource.
 
+pub mod admin;
 pub mod audit;
 pub mod channels;
 pub mod deliveries;
 pub mod health;
+pub mod metrics;
 pub mod operator;
+pub mod queues;
 pub mod tenants;
 
 use crate::error::ApiError;

@@ -1,0 +1,53 @@
+//! `GET /admin`: the operator's live page (HTML, one script, one stylesheet, all embedded in the
+//! binary: no build step, no CDN).
+//!
+//! The page itself is public and holds no data: it asks for the operator key, keeps it in the
+//! tab's `sessionStorage` (never in a URL or a cookie), and reads and acts only through the
+//! operator API with `Authorization: Bearer`, polling every two seconds. Polling rather than
+//! server-sent events because `EventSource` cannot send an `Authorization` header: the key
+//! would have to travel in the URL or a cookie.
+//!
+//! The responses forbid inline script, framing and any origin but this one (CSP), so text a
+//! tenant controls (names) can only ever be shown as text.
+
+use crate::AppState;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+
+const HTML: &str = include_str!("../../assets/admin.html");
+const JS: &str = include_str!("../../assets/admin.js");
+const CSS: &str = include_str!("../../assets/admin.css");
+
+/// Same-origin only; no inline script or style; no framing; no form posts (the key form is
+/// handled by the script and never submitted as a form).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/admin", get(|| asset("text/html; charset=utf-8", HTML)))
+        .route(
+            "/admin/admin.js",
+            get(|| asset("text/javascript; charset=utf-8", JS)),
+        )
+        .route(
+            "/admin/admin.css",
+            get(|| asset("text/css; charset=utf-8", CSS)),
+        )
+}
+
+async fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CONTENT_SECURITY_POLICY, CSP),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+}

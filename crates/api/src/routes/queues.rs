@@ -1,0 +1,29 @@
+//! `GET /api/v1/admin/queues` (operator): every queue's depth, scheduled and in-flight jobs,
+//! parked jobs and the age of its oldest due job, across the cluster.
+
+use crate::auth::Operator;
+use crate::error::ApiError;
+use crate::AppState;
+use axum::extract::State;
+use axum::routing::get;
+use axum::Router;
+use breakwater_queue::stats::QueueStats;
+use serde::Serialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/admin/queues", get(list))
+}
+
+/// `{"data": [{"queue", "available", "scheduled", "executing", "parked",
+/// "oldest_available_ms"}, …]}`: the tier queues (highest first), `circuit`, `alerts`, then any
+/// other queue with live jobs. `available` is the depth (due, waiting for a worker),
+/// `executing` the jobs in flight on all nodes.
+#[derive(Serialize)]
+struct Queues {
+    data: Vec<QueueStats>,
+}
+
+async fn list(_: Operator, State(state): State<AppState>) -> Result<axum::Json<Queues>, ApiError> {
+    let data = breakwater_core::overview::queues(state.pool()).await?;
+    Ok(axum::Json(Queues { data }))
+}

@@ -1,0 +1,110 @@
+//! The operator's overview of the cluster, read from Postgres: every queue's live jobs and
+//! channels per circuit state. It feeds the scrape-time metric gauges and the operator's queue
+//! view, so both are right however many nodes share the database.
+
+use crate::circuit::{QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::{Result, Tier};
+use breakwater_queue::stats::{queue_stats, QueueStats};
+use breakwater_telemetry::{QueueGauge, Snapshot, CIRCUIT_STATES};
+use sqlx::PgPool;
+
+/// Every queue Breakwater runs, tier queues first (highest tier first), then `circuit` and
+/// `alerts`.
+pub fn known_queues() -> Vec<&'static str> {
+    let mut q: Vec<&'static str> = Tier::ALL.iter().map(|t| t.queue()).collect();
+    q.push(QUEUE_CIRCUIT);
+    q.push(QUEUE_ALERTS);
+    q
+}
+
+/// The tier whose deliveries run on `queue`, if it is a tier queue.
+pub fn tier_of_queue(queue: &str) -> Option<Tier> {
+    Tier::ALL.into_iter().find(|t| t.queue() == queue)
+}
+
+/// Live-job counts of every known queue (zeros where a queue has none), then any other queue
+/// that has live jobs.
+pub async fn queues(pool: &PgPool) -> Result<Vec<QueueStats>> {
+    let mut found = queue_stats(pool).await?;
+    let mut out: Vec<QueueStats> = known_queues()
+        .into_iter()
+        .map(|name| match found.iter().position(|s| s.queue == name) {
+            Some(i) => found.swap_remove(i),
+            None => QueueStats {
+                queue: name.to_string(),
+                ..Default::default()
+            },
+        })
+        .collect();
+    found.sort_by(|a, b| a.queue.cmp(&b.queue));
+    out.extend(found);
+    Ok(out)
+}
+
+/// Channels per circuit state, every state present (0 when empty).
+pub async fn channels_by_state(pool: &PgPool) -> Result<Vec<(String, i64)>> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT circuit_state, count(*) FROM channels GROUP BY circuit_state")
+            .fetch_all(pool)
+            .await?;
+    Ok(CIRCUIT_STATES
+        .iter()
+        .map(|s| {
+            let n = rows.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n);
+            (s.to_string(), n)
+        })
+        .collect())
+}
+
+/// Reads the cluster-wide facts behind the scrape-time gauges (two aggregate queries) and hands
+/// them to [`breakwater_telemetry::set_snapshot`].
+pub async fn refresh_metrics(pool: &PgPool) -> Result<()> {
+    let queues = queues(pool).await?;
+    let channels = channels_by_state(pool).await?;
+    let parked_by_tier = Tier::ALL
+        .iter()
+        .map(|t| {
+            let n = queues
+                .iter()
+                .find(|q| q.queue == t.queue())
+                .map_or(0, |q| q.parked);
+            (t.as_str().to_string(), n)
+        })
+        .collect();
+    breakwater_telemetry::set_snapshot(Snapshot {
+        channels_by_state: channels,
+        parked_by_tier,
+        queues: queues
+            .into_iter()
+            .map(|q| QueueGauge {
+                queue: q.queue,
+                available: q.available,
+                scheduled: q.scheduled,
+                executing: q.executing,
+                oldest_available_age_s: q.oldest_available_ms as f64 / 1000.0,
+            })
+            .collect(),
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_queues_are_the_tier_queues_then_circuit_and_alerts() {
+        assert_eq!(
+            known_queues(),
+            [
+                "deliveries_high",
+                "deliveries",
+                "deliveries_bulk",
+                "circuit",
+                "alerts"
+            ]
+        );
+        assert_eq!(tier_of_queue("deliveries_bulk"), Some(Tier::Bulk));
+        assert_eq!(tier_of_queue("circuit"), None);
+    }
+}

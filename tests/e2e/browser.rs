@@ -1,0 +1,361 @@
+//! The admin page in a real browser: headless Chromium (Debian's `chromium`) driven over
+//! WebDriver (`chromium-driver`) against a running node. `.ci/run` installs both; run locally
+//! without them, this test fails and says how to install them.
+//!
+//! The screenshot goes to `$BREAKWATER_TEST_ARTIFACTS` if set, else
+//! `$CARGO_TARGET_DIR/test-artifacts`, else `target/test-artifacts` in the workspace:
+//! `admin.png` (a dead channel open on the live page) and `admin-closed.png` (after the operator
+//! closed it).
+
+use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use fantoccini::wd::Capabilities;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+fn find_binary(env: &str, candidates: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p));
+    }
+    candidates.iter().map(PathBuf::from).find(|p| p.exists())
+}
+
+/// Where test artifacts go (created if missing).
+fn artifacts_dir() -> PathBuf {
+    let dir = std::env::var_os("BREAKWATER_TEST_ARTIFACTS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("test-artifacts"))
+        })
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/test-artifacts")
+                .to_path_buf()
+        });
+    std::fs::create_dir_all(&dir).expect("create the test artifacts directory");
+    dir
+}
+
+/// chromedriver on a free loopback port, killed on drop, with a throwaway profile directory.
+struct Driver {
+    child: tokio::process::Child,
+    url: String,
+    profile: PathBuf,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+async fn start_driver() -> (Driver, Client) {
+    let chromium = find_binary(
+        "BREAKWATER_CHROMIUM",
+        &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
+    );
+    let chromedriver = find_binary("BREAKWATER_CHROMEDRIVER", &["/usr/bin/chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        panic!(
+            "the admin page browser test needs headless Chromium and its WebDriver: \
+             `apt-get install -y chromium chromium-driver` (what .ci/run does), or set \
+             BREAKWATER_CHROMIUM and BREAKWATER_CHROMEDRIVER to their paths"
+        );
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = tokio::process::Command::new(&chromedriver)
+        .arg(format!("--port={port}"))
+        .arg("--allowed-ips=127.0.0.1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
+    let profile = std::env::temp_dir().join(format!("breakwater-chromium-{}", Uuid::new_v4()));
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        profile,
+    };
+    let http = reqwest::Client::new();
+    let ready = eventually(Duration::from_secs(20), || async {
+        match http.get(format!("{}/status", driver.url)).send().await {
+            Ok(r) => r
+                .json::<Value>()
+                .await
+                .is_ok_and(|v| v["value"]["ready"] == true),
+            Err(_) => false,
+        }
+    })
+    .await;
+    assert!(ready, "chromedriver did not become ready on {}", driver.url);
+
+    let mut caps = Capabilities::new();
+    caps.insert("browserName".into(), json!("chrome"));
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1400,1000",
+                format!("--user-data-dir={}", driver.profile.display()),
+            ],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    let client = ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session through chromedriver");
+    (driver, client)
+}
+
+/// Runs `script` in the page and returns its value.
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.expect("script runs")
+}
+
+/// The state the page shows for `channel` (`None` if the row is not there).
+async fn shown_state(c: &Client, channel: Uuid) -> Option<String> {
+    js(
+        c,
+        &format!(
+            "const r = document.querySelector('#channels tr[data-channel-id=\"{channel}\"]'); \
+             return r ? r.querySelector('.state').dataset.state : null;"
+        ),
+    )
+    .await
+    .as_str()
+    .map(str::to_string)
+}
+
+async fn wait_shown(c: &Client, channel: Uuid, state: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let s = shown_state(c, channel).await;
+        if s.as_deref() == Some(state) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page did not show channel {channel} as {state} within {within:?} (shows {s:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Clicks `css` (retrying while the live page replaces the element between find and click).
+async fn click(c: &Client, css: &str) {
+    let mut last = None;
+    for _ in 0..20 {
+        match c.find(Locator::Css(css)).await {
+            Ok(e) => match e.click().await {
+                Ok(()) => return,
+                Err(err) => last = Some(err.to_string()),
+            },
+            Err(err) => last = Some(err.to_string()),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("could not click {css}: {last:?}");
+}
+
+/// Clicks `action` on `channel`'s row, checks the confirmation dialog names the channel, types
+/// `reason` and confirms.
+async fn act(c: &Client, channel: Uuid, action: &str, name: &str, reason: &str) {
+    click(
+        c,
+        &format!("#channels tr[data-channel-id=\"{channel}\"] button[data-action=\"{action}\"]"),
+    )
+    .await;
+    let dialog = c
+        .wait()
+        .at_most(Duration::from_secs(5))
+        .for_element(Locator::Css("dialog#confirm[open]"))
+        .await
+        .expect("a confirmation dialog opens");
+    let text = dialog.text().await.unwrap();
+    assert!(text.contains(name), "the dialog names the channel: {text}");
+    c.find(Locator::Css("#confirm-reason"))
+        .await
+        .unwrap()
+        .send_keys(reason)
+        .await
+        .unwrap();
+    click(c, "#confirm-ok").await;
+}
+
+async fn named_channel(app: &TestApp, key: &str, endpoint: &str) -> Uuid {
+    let (s, v) = app
+        .post(
+            "/api/v1/channels",
+            key,
+            &json!({ "url": app.receiver.url(endpoint), "name": endpoint }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    app.receiver
+        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
+    v["id"].as_str().unwrap().parse().unwrap()
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: PgPool) {
+    // A long cooldown keeps the dead channel open (not probing) while the page is looked at.
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.cooldown_ms = 120_000;
+        s.circuit.max_cooldown_ms = 120_000;
+    })
+    .await;
+    let (driver, c) = start_driver().await;
+
+    let (_, acme) = app.tenant("acme", "default").await;
+    let (_, globex) = app.tenant("globex", "high").await;
+    let (_, initech) = app.tenant("initech", "bulk").await;
+    let orders = named_channel(&app, &acme, "acme-orders").await;
+    let legacy = named_channel(&app, &globex, "globex-legacy").await;
+    let billing = named_channel(&app, &globex, "globex-billing").await;
+    let reports = named_channel(&app, &initech, "initech-reports").await;
+    app.receiver
+        .set("globex-legacy", Behavior::Status(503, None));
+    app.deliver_many(&acme, orders, 40).await;
+    app.deliver_many(&globex, billing, 25).await;
+    app.deliver_many(&initech, reports, 10).await;
+
+    // The page loads without a key and asks for one.
+    c.goto(&format!("{}/admin", app.api)).await.unwrap();
+    let input = c
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#key-input"))
+        .await
+        .expect("the key prompt");
+    assert!(input.is_displayed().await.unwrap());
+    assert_eq!(
+        js(&c, "return document.getElementById('board').hidden").await,
+        json!(true),
+        "no data before the key is given"
+    );
+    input.send_keys(OPERATOR_KEY).await.unwrap();
+    click(&c, "#key-submit").await;
+    wait_shown(&c, legacy, "closed", Duration::from_secs(10)).await;
+    // The key is in the tab's session storage, not in the URL.
+    let url = c.current_url().await.unwrap();
+    assert!(!url.as_str().contains(OPERATOR_KEY), "{url}");
+    assert_eq!(
+        js(
+            &c,
+            "return sessionStorage.getItem('breakwater.operatorKey')"
+        )
+        .await,
+        json!(OPERATOR_KEY)
+    );
+    assert_eq!(
+        js(
+            &c,
+            "return document.querySelectorAll('#queues tbody tr').length"
+        )
+        .await,
+        json!(5),
+        "every queue is listed"
+    );
+
+    // Mark this page load: a reload would lose the mark.
+    js(&c, "window.__breakwaterPageLoad = 'first'; return null").await;
+
+    // The endpoint is dead: the circuit opens, and the open page shows it without a reload.
+    app.deliver_many(&globex, legacy, 30).await;
+    wait_shown(&c, legacy, "open", Duration::from_secs(30)).await;
+    assert_eq!(
+        js(&c, "return window.__breakwaterPageLoad || null").await,
+        json!("first"),
+        "the page updated in place, without a reload"
+    );
+    assert_eq!(app.circuit_state(legacy).await, "open");
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            js(
+                &c,
+                "return document.getElementById('transitions').textContent",
+            )
+            .await
+            .as_str()
+            .is_some_and(|t| t.contains("globex-legacy") && t.contains("circuit_breaker"))
+        })
+        .await,
+        "the transition is listed from the audit log"
+    );
+    // Let the parked count and the summary catch up, then keep the picture.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let shot = artifacts_dir().join("admin.png");
+    std::fs::write(&shot, c.screenshot().await.unwrap()).unwrap();
+    println!("admin page screenshot: {}", shot.display());
+
+    // Cancelling changes nothing.
+    click(
+        &c,
+        &format!("#channels tr[data-channel-id=\"{orders}\"] button[data-action=\"open\"]"),
+    )
+    .await;
+    click(&c, "#confirm-cancel").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.circuit_state(orders).await, "closed");
+
+    // The endpoint is fixed; the operator closes the circuit from the page.
+    app.receiver
+        .set("globex-legacy", Behavior::Status(200, None));
+    act(&c, legacy, "close", "globex-legacy", "endpoint fixed").await;
+    wait_shown(&c, legacy, "closed", Duration::from_secs(10)).await;
+    assert_eq!(app.circuit_state(legacy).await, "closed");
+    let audit: (String, Option<String>) = sqlx::query_as(
+        "SELECT actor, reason FROM audit_log WHERE channel_id = $1 AND action = 'circuit.forced_closed'",
+    )
+    .bind(legacy)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(audit, ("operator".into(), Some("endpoint fixed".into())));
+    // The released backlog is delivered.
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            let (live, delivered): (i64, i64) = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE status NOT IN ('delivered', 'dead')),
+                        count(*) FILTER (WHERE status = 'delivered')
+                 FROM deliveries WHERE channel_id = $1",
+            )
+            .bind(legacy)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            live == 0 && delivered >= 25
+        })
+        .await,
+        "the released backlog was delivered"
+    );
+
+    // Pause and resume another channel from the page.
+    act(&c, reports, "pause", "initech-reports", "maintenance").await;
+    wait_shown(&c, reports, "paused", Duration::from_secs(10)).await;
+    assert_eq!(app.circuit_state(reports).await, "paused");
+    act(&c, reports, "resume", "initech-reports", "done").await;
+    wait_shown(&c, reports, "closed", Duration::from_secs(10)).await;
+    assert_eq!(app.circuit_state(reports).await, "closed");
+
+    let shot = artifacts_dir().join("admin-closed.png");
+    std::fs::write(&shot, c.screenshot().await.unwrap()).unwrap();
+    println!("admin page screenshot after closing: {}", shot.display());
+
+    c.close().await.unwrap();
+    drop(driver);
+    app.stop().await;
+}

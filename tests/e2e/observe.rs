@@ -1,0 +1,579 @@
+//! What an operator sees: `/metrics` after real traffic (healthy, dead, probed, rate-limited
+//! channels), the operator's queue view, the admin page's delivery, and logs and spans that
+//! carry ids but never secrets or payloads.
+//!
+//! Counters are per process and these tests compare them with exact numbers: nextest (the
+//! README's runner) gives each test its own process.
+
+use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// `GET /metrics` without a key: the status, the content type and the series as
+/// `name{labels}` → value.
+async fn scrape(app: &TestApp) -> (u16, String, String, BTreeMap<String, f64>) {
+    let r = app
+        .http
+        .get(format!("{}/metrics", app.api))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    let series = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect();
+    (status, ct, text, series)
+}
+
+fn value(series: &BTreeMap<String, f64>, key: &str) -> f64 {
+    series.get(key).copied().unwrap_or(f64::NAN)
+}
+
+async fn named_channel(app: &TestApp, key: &str, endpoint: &str, extra: Value) -> Uuid {
+    let mut body = json!({ "url": app.receiver.url(endpoint), "name": endpoint });
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let (s, v) = app.post("/api/v1/channels", key, &body).await;
+    assert_eq!(s, 201, "{v}");
+    app.receiver
+        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
+    v["id"].as_str().unwrap().parse().unwrap()
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_ids(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (acme, acme_key) = app.tenant("acme", "default").await;
+    let (globex, globex_key) = app.tenant("globex", "high").await;
+    let healthy = named_channel(&app, &acme_key, "orders", json!({})).await;
+    let limited = named_channel(&app, &acme_key, "limited", json!({ "rate_limit": "5/s" })).await;
+    let dead = named_channel(&app, &globex_key, "legacy", json!({})).await;
+    app.receiver.set("legacy", Behavior::Status(503, None));
+
+    app.deliver_many(&acme_key, healthy, 20).await;
+    app.deliver_many(&acme_key, limited, 10).await;
+    app.deliver_many(&globex_key, dead, 12).await;
+
+    // The healthy and rate-limited channels deliver everything; the dead one opens, is probed
+    // (cooldown 0.5 s in tests) and re-opens; then an operator pauses it, so that its state and
+    // parked backlog hold still for the checks below.
+    let delivered = || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM deliveries WHERE status = 'delivered' AND channel_id = ANY($1)",
+        )
+        .bind(vec![healthy, limited])
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        n == 30
+    };
+    assert!(eventually(Duration::from_secs(20), delivered).await);
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            let (_, _, _, s) = scrape(&app).await;
+            value(&s, "breakwater_probe_results_total{outcome=\"transient\"}") >= 1.0
+                && value(
+                    &s,
+                    "breakwater_circuit_transitions_total{from=\"half_open\",to=\"open\"}",
+                ) >= 1.0
+        })
+        .await,
+        "the dead channel was probed, and the probe failed"
+    );
+    let r = app
+        .http
+        .post(format!("{}/api/v1/admin/channels/{dead}/pause", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let parked_now = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority >= 3",
+        )
+        .bind(dead)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    // The parked gauge is read from the database at each scrape.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let (_, _, _, s) = scrape(&app).await;
+            let parked = parked_now().await;
+            parked >= 1 && value(&s, "breakwater_deliveries_parked{tier=\"high\"}") == parked as f64
+        })
+        .await
+    );
+
+    let (status, content_type, text, s) = scrape(&app).await;
+    assert_eq!(status, 200);
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+
+    // Attempts, statuses and histograms by tier.
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_attempts_total{outcome=\"success\",tier=\"default\"}"
+        ),
+        30.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_deliveries_total{status=\"delivered\",tier=\"default\"}"
+        ),
+        30.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_delivery_latency_seconds_count{tier=\"default\"}"
+        ),
+        30.0
+    );
+    assert!(
+        value(
+            &s,
+            "breakwater_delivery_latency_seconds_sum{tier=\"default\"}"
+        ) > 0.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_attempt_duration_seconds_count{outcome=\"success\",tier=\"default\"}"
+        ),
+        30.0
+    );
+    assert!(
+        value(
+            &s,
+            "breakwater_attempts_total{outcome=\"transient\",tier=\"high\"}"
+        ) >= 5.0
+    );
+    assert!(
+        value(
+            &s,
+            "breakwater_deliveries_total{status=\"failed\",tier=\"high\"}"
+        ) >= 5.0
+    );
+    assert!(
+        value(&s, "breakwater_attempt_duration_seconds_bucket{outcome=\"success\",tier=\"default\",le=\"+Inf\"}")
+            == 30.0
+    );
+    // The rate limit snoozed some of the 10 deliveries (5/s), and the counter agrees with the
+    // channel's own tally.
+    let tally: i64 = sqlx::query_scalar("SELECT rate_limited_total FROM channels WHERE id = $1")
+        .bind(limited)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(tally >= 1, "the rate limit held some deliveries back");
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_deliveries_rate_limited_total{tier=\"default\"}"
+        ),
+        tally as f64
+    );
+
+    // The breaker: transitions by from/to, channels by state, probes, the parked backlog.
+    assert_eq!(
+        value(
+            &s,
+            "breakwater_circuit_transitions_total{from=\"closed\",to=\"open\"}"
+        ),
+        1.0
+    );
+    assert!(
+        value(
+            &s,
+            "breakwater_circuit_transitions_total{from=\"open\",to=\"half_open\"}"
+        ) >= 1.0
+    );
+    assert!(
+        value(
+            &s,
+            "breakwater_circuit_transitions_total{from=\"half_open\",to=\"open\"}"
+        ) >= 1.0
+    );
+    let to_paused: f64 = s
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("breakwater_circuit_transitions_total{") && k.contains("to=\"paused\"")
+        })
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(to_paused, 1.0);
+    assert_eq!(
+        value(&s, "breakwater_circuit_channels{state=\"closed\"}"),
+        2.0
+    );
+    assert_eq!(
+        value(&s, "breakwater_circuit_channels{state=\"paused\"}"),
+        1.0
+    );
+    assert_eq!(
+        value(&s, "breakwater_circuit_channels{state=\"open\"}"),
+        0.0
+    );
+    assert_eq!(
+        value(&s, "breakwater_circuit_channels{state=\"half_open\"}"),
+        0.0
+    );
+    assert!(value(&s, "breakwater_deliveries_parked{tier=\"high\"}") >= 1.0);
+    assert_eq!(
+        value(&s, "breakwater_deliveries_parked{tier=\"default\"}"),
+        0.0
+    );
+
+    // Every queue is reported, with its depth, scheduled, in-flight and oldest-due age.
+    for q in [
+        "deliveries_high",
+        "deliveries",
+        "deliveries_bulk",
+        "circuit",
+        "alerts",
+    ] {
+        for m in [
+            "breakwater_queue_depth",
+            "breakwater_queue_scheduled",
+            "breakwater_queue_executing",
+            "breakwater_queue_oldest_available_age_seconds",
+        ] {
+            let k = format!("{m}{{queue=\"{q}\"}}");
+            assert!(s.contains_key(&k), "missing {k}");
+        }
+    }
+    assert_eq!(
+        value(&s, "breakwater_pool_in_flight{queue=\"deliveries\"}"),
+        0.0
+    );
+
+    // Units and kinds in the metadata.
+    for meta in [
+        "# TYPE breakwater_delivery_latency_seconds histogram",
+        "# TYPE breakwater_attempt_duration_seconds histogram",
+        "# TYPE breakwater_circuit_transitions_total counter",
+        "# TYPE breakwater_circuit_channels gauge",
+        "# TYPE breakwater_queue_oldest_available_age_seconds gauge",
+    ] {
+        assert!(text.contains(meta), "missing {meta:?}");
+    }
+    // Cardinality: no tenant, channel or delivery id anywhere.
+    for id in [acme, globex, healthy, limited, dead] {
+        assert!(
+            !text.contains(&id.to_string()),
+            "an id leaked into /metrics"
+        );
+    }
+    assert!(!text.contains("tenant_id") && !text.contains("channel_id"));
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn operator_queue_view_shows_depth_in_flight_and_parked(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let slow = app.channel(&key, "slow").await;
+    app.receiver.set("slow", Behavior::Hang);
+
+    let (s, v) = app.get("/api/v1/admin/queues", "").await;
+    assert_eq!(s, 401, "{v}");
+    let (s, v) = app.get("/api/v1/admin/queues", &key).await;
+    assert_eq!(s, 403, "a tenant key cannot read the queues: {v}");
+    let (s, v) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
+    assert_eq!(s, 200, "{v}");
+    let names: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "deliveries_high",
+            "deliveries",
+            "deliveries_bulk",
+            "circuit",
+            "alerts"
+        ]
+    );
+    assert!(v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["available"] == 0 && q["executing"] == 0));
+
+    // A hanging endpoint keeps its deliveries in flight (the per-node cap holds the rest back).
+    app.deliver_many(&key, slow, 3).await;
+    let queue = |v: &Value, name: &str| {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["queue"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let (_, v) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
+            queue(&v, "deliveries")["executing"].as_i64().unwrap() >= 1
+        })
+        .await
+    );
+    let (_, _, _, s) = scrape(&app).await;
+    assert!(value(&s, "breakwater_pool_in_flight{queue=\"deliveries\"}") >= 1.0);
+    assert!(value(&s, "breakwater_queue_executing{queue=\"deliveries\"}") >= 1.0);
+
+    // Pausing parks the backlog: the view counts it as parked.
+    let r = app
+        .http
+        .post(format!("{}/api/v1/admin/channels/{slow}/pause", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let (_, v) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
+            queue(&v, "deliveries")["parked"].as_i64().unwrap() >= 1
+        })
+        .await
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn admin_page_is_served_without_a_key_and_holds_no_data(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let r = app
+        .http
+        .get(format!("{}/admin", app.api))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let h = r.headers().clone();
+    assert!(h["content-type"].to_str().unwrap().starts_with("text/html"));
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert!(csp.contains("frame-ancestors 'none'"));
+    assert_eq!(h["referrer-policy"], "no-referrer");
+    let html = r.text().await.unwrap();
+    assert!(html.contains("id=\"key-input\"") && html.contains("type=\"password\""));
+    assert!(!html.contains(OPERATOR_KEY));
+    // Everything it needs comes from the binary itself: no other origin.
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("//cdn"));
+    for (path, ty) in [
+        ("/admin/admin.js", "text/javascript"),
+        ("/admin/admin.css", "text/css"),
+    ] {
+        let r = app
+            .http
+            .get(format!("{}{path}", app.api))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with(ty));
+        let body = r.text().await.unwrap();
+        assert!(
+            !body.contains("https://") && !body.contains("http://"),
+            "{path} loads nothing from elsewhere"
+        );
+    }
+    // The script sends the key as a header only, and never writes tenant text as HTML.
+    let js = app
+        .http
+        .get(format!("{}/admin/admin.js", app.api))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(js.contains("Authorization: `Bearer ${key}`"));
+    assert!(!js.contains("innerHTML") && !js.contains("insertAdjacentHTML"));
+    app.stop().await;
+}
+
+/// A `MakeWriter` that appends everything to a shared buffer.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
+    type Writer = Capture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn logs_and_spans_carry_ids_and_outcomes_but_never_secrets_or_payloads(pool: PgPool) {
+    // JSON logs at debug, with every span's fields on each event and a line per closed span.
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter("debug,sqlx=warn,hyper=info,hyper_util=info,reqwest=info,h2=info")
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_writer(capture.clone())
+        .finish();
+    // This test binary's other tests install no subscriber; under nextest each test is its own
+    // process anyway.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+
+    let app = TestApp::spawn(pool.clone()).await;
+    let (s, t) = app
+        .post(
+            "/api/v1/tenants",
+            OPERATOR_KEY,
+            &json!({ "name": "acme", "alert_url": app.receiver.url("alerts") }),
+        )
+        .await;
+    assert_eq!(s, 201, "{t}");
+    let (tenant, key) = (
+        t["id"].as_str().unwrap().to_string(),
+        t["api_key"].as_str().unwrap().to_string(),
+    );
+    let alert_secret = t["alert_secret"].as_str().unwrap().to_string();
+    let (s, c) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": app.receiver.url("hooks"), "name": "orders" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{c}");
+    let channel: Uuid = c["id"].as_str().unwrap().parse().unwrap();
+    let signing_secret = c["signing_secret"].as_str().unwrap().to_string();
+    app.receiver.set_secret("hooks", &signing_secret);
+    app.receiver.set_secret("alerts", &alert_secret);
+
+    let marker = "payload-marker-7f3a9c";
+    let ok = app.deliver(&key, channel, json!({ "card": marker })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(ok).await == "delivered"
+        })
+        .await
+    );
+    // A failing endpoint too: error paths log more.
+    app.receiver.set("hooks", Behavior::Status(503, None));
+    let failing = app.deliver(&key, channel, json!({ "card": marker })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM delivery_attempts WHERE delivery_id = $1",
+            )
+            .bind(failing)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+                >= 1
+        })
+        .await
+    );
+    // An endpoint that refuses connections, with a token in its URL: request errors name the
+    // URL, and they reach the attempt rows, the circuit's reason, the audit log and the logs.
+    let token = "url-token-5e1b7d";
+    let (s, c) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": format!("http://127.0.0.1:1/hook?token={token}"), "name": "down" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{c}");
+    let down: Uuid = c["id"].as_str().unwrap().parse().unwrap();
+    app.deliver_many(&key, down, 6).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.circuit_state(down).await == "open"
+        })
+        .await,
+        "five connect errors open the circuit"
+    );
+    app.stop().await;
+    let leaked: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM delivery_attempts WHERE error LIKE '%' || $1 || '%')
+              + (SELECT count(*) FROM audit_log WHERE reason LIKE '%' || $1 || '%')
+              + (SELECT count(*) FROM channels WHERE last_failure_reason LIKE '%' || $1 || '%')",
+    )
+    .bind(token)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        leaked, 0,
+        "the URL's token is kept out of errors and reasons"
+    );
+
+    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("http://127.0.0.1:1/…"),
+        "the failing endpoint is named by its origin"
+    );
+    // The ids and outcomes are there (so this capture did see the delivery paths)…
+    assert!(logs.contains("\"webhook.attempt\""), "attempt span closed");
+    assert!(logs.contains(&ok.to_string()) && logs.contains(&failing.to_string()));
+    assert!(logs.contains(&channel.to_string()) && logs.contains(&tenant));
+    assert!(logs.contains("\"outcome\":\"success\"") && logs.contains("\"outcome\":\"transient\""));
+    assert!(logs.contains("\"http.response.status_code\":503"));
+    // …and no secret, key or payload is.
+    for (what, secret) in [
+        ("payload", marker),
+        ("signing secret", signing_secret.as_str()),
+        (
+            "signing secret body",
+            signing_secret.trim_start_matches("whsec_"),
+        ),
+        ("alert secret", alert_secret.as_str()),
+        ("tenant API key", key.as_str()),
+        ("operator key", OPERATOR_KEY),
+        ("token in a channel URL", token),
+    ] {
+        assert!(!logs.contains(secret), "the {what} appears in the logs");
+    }
+}
