@@ -611,3 +611,51 @@ async fn a_tier_change_moves_waiting_jobs_without_duplicates(pool: PgPool) {
     assert_eq!(s, 403, "tenant keys cannot use operator routes");
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: PgPool) {
+    // API only: no worker runs, so anything parked was parked by the enqueue itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let paused = app.channel(&key, "p").await;
+    let open = app.channel(&key, "o").await;
+    let closed = app.channel(&key, "c").await;
+    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{paused}/pause"), &key).await;
+    assert_eq!(s, 200);
+    let (s, _) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{open}/open"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 200);
+    for ch in [paused, open, closed] {
+        app.deliver_many(&key, ch, 20).await;
+    }
+    let parked = |ch: Uuid| {
+        let pool = pool.clone();
+        async move {
+            let r: (i64, i64) = sqlx::query_as(
+                "SELECT (SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'scheduled' AND priority = 3),
+                        (SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'paused')",
+            )
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            r
+        }
+    };
+    assert_eq!(parked(paused).await, (20, 20));
+    assert_eq!(parked(open).await, (20, 20));
+    assert_eq!(
+        parked(closed).await,
+        (0, 0),
+        "a closed channel's deliveries are due at once"
+    );
+    // Resume releases them in one UPDATE.
+    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{paused}/resume"), &key).await;
+    assert_eq!((s, v["circuit"]["parked"].as_i64()), (200, Some(0)));
+    assert_eq!(parked(paused).await, (0, 0));
+    app.stop().await;
+}

@@ -66,6 +66,12 @@ pub struct Enqueued {
 /// returns the earlier delivery (`created: false`) and enqueues nothing; one that was used for
 /// another channel is an [`Error::Conflict`].
 ///
+/// With `park` (`(park, jitter)`, for a channel whose circuit is open or paused), the jobs are
+/// inserted already parked (priority 3, due after `park` plus up to `jitter`) and the deliveries
+/// `paused`: no worker has to pick each one up just to park it. The caller holds the channel row
+/// (see [`crate::circuit::lock_gate`]) so that a release cannot run between its read and this
+/// insert.
+///
 /// Results are in input order.
 pub async fn enqueue(
     tx: &mut PgConnection,
@@ -74,6 +80,7 @@ pub async fn enqueue(
     channel_id: Uuid,
     items: &[NewDelivery],
     max_attempts: i32,
+    park: Option<(std::time::Duration, std::time::Duration)>,
 ) -> Result<Vec<Enqueued>> {
     for d in items {
         validate(d)?;
@@ -87,8 +94,8 @@ pub async fn enqueue(
     // inserts nothing, even when two requests race; the earlier row is looked up below.
     let inserted: Vec<(Uuid,)> = sqlx::query_as(
         r#"
-        INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key)
-        SELECT id, $2, $3, event_type, payload, key
+        INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key, status)
+        SELECT id, $2, $3, event_type, payload, key, $7
         FROM unnest($1::uuid[], $4::text[], $5::jsonb[], $6::text[]) AS t(id, event_type, payload, key)
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
@@ -100,6 +107,7 @@ pub async fn enqueue(
     .bind(&event_types)
     .bind(&payloads)
     .bind(&keys)
+    .bind(if park.is_some() { "paused" } else { "pending" })
     .fetch_all(&mut *tx)
     .await?;
     let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().map(|r| r.0).collect();
@@ -112,7 +120,17 @@ pub async fn enqueue(
                 id: *id,
                 created: true,
             });
-            jobs.push(delivery_job(tier, channel_id, *id, max_attempts));
+            let mut job = delivery_job(tier, channel_id, *id, max_attempts);
+            if let Some((park, jitter)) = park {
+                let extra = rand::random::<f64>() * jitter.as_secs_f64();
+                let wait =
+                    chrono::Duration::from_std(park + std::time::Duration::from_secs_f64(extra))
+                        .unwrap_or_else(|_| chrono::Duration::seconds(600));
+                job = job
+                    .priority(breakwater_queue::PRIORITY_PARKED)
+                    .scheduled_at(Utc::now() + wait);
+            }
+            jobs.push(job);
             continue;
         }
         let key = keys[i].expect("only keyed rows can conflict");

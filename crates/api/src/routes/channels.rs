@@ -263,6 +263,13 @@ async fn enqueue(
     let mut tx = state.pool().begin().await?;
     let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
     let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit are
+    // inserted already parked, and a transition waits for this insert, so a release never misses
+    // them. (Half-open is not parked here: the next delivery may become the probe.)
+    let gate = circuit::lock_gate(&mut tx, channel.id).await?;
+    let park = gate
+        .filter(|g| g.circuit_state == "open" || g.circuit_state == "paused")
+        .map(|_| state.inner.circuit.park());
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,
@@ -270,6 +277,7 @@ async fn enqueue(
         channel.id,
         items,
         state.inner.max_attempts,
+        park,
     )
     .await?;
     tx.commit().await?;
