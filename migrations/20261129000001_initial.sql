@@ -137,7 +137,9 @@ CREATE TABLE deliveries (
     tenant_id        uuid        NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     channel_id       uuid        NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
     event_type       text        NOT NULL,
-    payload          jsonb       NOT NULL,
+    -- The event data exactly as the tenant sent it (JSON text, validated): sent byte for byte,
+    -- so numbers keep their precision and keys their order.
+    payload          text        NOT NULL,
     status           text        NOT NULL DEFAULT 'pending'
                      CHECK (status IN ('pending', 'delivering', 'paused', 'delivered', 'failed', 'dead')),
     -- HTTP attempts made (parking and snoozes are not attempts).

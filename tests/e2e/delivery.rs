@@ -270,3 +270,36 @@ async fn a_batch_is_delivered_once_per_delivery(pool: PgPool) {
     );
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn payloads_are_delivered_byte_for_byte(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "exact").await;
+    // Money amounts, huge integers, exponent forms and key order must survive untouched.
+    let raw = r#"{"zeta":1,"alpha":{"b":1,"a":2},"amount":19.999999999999999999,"big":123456789012345678901234567890,"e":1E2,"neg":-0.0}"#;
+    let body = format!(r#"{{"event_type":"invoice.paid","payload":{raw}}}"#);
+    let r = app
+        .http
+        .post(format!("{}/api/v1/channels/{ch}/deliveries", app.api))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        app.receiver
+            .wait_for("exact", 1, Duration::from_secs(10))
+            .await,
+        1
+    );
+    let got = String::from_utf8(app.receiver.received("exact")[0].body.to_vec()).unwrap();
+    assert!(
+        got.contains(&format!(r#""data":{raw}}}"#)),
+        "payload re-encoded: {got}"
+    );
+    assert_eq!(app.receiver.received("exact")[0].signature_ok, Some(true));
+    app.stop().await;
+}

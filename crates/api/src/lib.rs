@@ -107,6 +107,13 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::metrics::router())
         .merge(routes::admin::router())
         .fallback(|| async { error::ApiError::not_found("route") })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not accept that method",
+            )
+        })
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

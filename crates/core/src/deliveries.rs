@@ -5,7 +5,7 @@ use crate::{Error, Result, Tier, JOB_DELIVER};
 use breakwater_queue::NewJob;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -19,8 +19,9 @@ pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 pub struct NewDelivery {
     /// Event type, e.g. `invoice.paid`: 1–200 characters, no control characters.
     pub event_type: String,
-    /// The event's data (any JSON value).
-    pub payload: Value,
+    /// The event's data: any JSON value, as the exact JSON text the tenant sent (it is stored
+    /// and delivered byte for byte, so numbers keep their precision and keys their order).
+    pub payload: Box<RawValue>,
     /// Optional idempotency key, unique per tenant.
     pub idempotency_key: Option<String>,
 }
@@ -51,13 +52,35 @@ pub fn validate(d: &NewDelivery) -> Result<()> {
     Ok(())
 }
 
+/// JSON text kept as it was sent; serializes as the JSON it holds.
+#[derive(Debug, Clone)]
+pub struct RawJson(pub Box<RawValue>);
+
+impl TryFrom<String> for RawJson {
+    type Error = serde_json::Error;
+
+    /// Checks that `s` is JSON.
+    fn try_from(s: String) -> std::result::Result<Self, Self::Error> {
+        RawValue::from_string(s).map(RawJson)
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
 /// The result of enqueueing one delivery.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Enqueued {
     /// The delivery id (also its `webhook-id`).
     pub id: Uuid,
     /// False when the idempotency key matched an earlier delivery, whose id this is.
     pub created: bool,
+    /// The delivery's status (`pending` or `paused` when new; the earlier delivery's status on
+    /// an idempotent replay).
+    pub status: String,
 }
 
 /// Inserts deliveries for `channel_id` of `tenant_id` and one `deliver` job each on the tier's
@@ -87,7 +110,7 @@ pub async fn enqueue(
     }
     let ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
     let event_types: Vec<&str> = items.iter().map(|d| d.event_type.trim()).collect();
-    let payloads: Vec<&Value> = items.iter().map(|d| &d.payload).collect();
+    let payloads: Vec<&str> = items.iter().map(|d| d.payload.get()).collect();
     let keys: Vec<Option<&str>> = items.iter().map(|d| d.idempotency_key.as_deref()).collect();
 
     // ON CONFLICT on the partial unique index (tenant_id, idempotency_key): a repeated key
@@ -96,7 +119,7 @@ pub async fn enqueue(
         r#"
         INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key, status)
         SELECT id, $2, $3, event_type, payload, key, $7
-        FROM unnest($1::uuid[], $4::text[], $5::jsonb[], $6::text[]) AS t(id, event_type, payload, key)
+        FROM unnest($1::uuid[], $4::text[], $5::text[], $6::text[]) AS t(id, event_type, payload, key)
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         "#,
@@ -119,6 +142,7 @@ pub async fn enqueue(
             results.push(Enqueued {
                 id: *id,
                 created: true,
+                status: if park.is_some() { "paused" } else { "pending" }.to_string(),
             });
             let mut job = delivery_job(tier, channel_id, *id, max_attempts);
             if let Some((park, jitter)) = park {
@@ -134,8 +158,15 @@ pub async fn enqueue(
             continue;
         }
         let key = keys[i].expect("only keyed rows can conflict");
-        let (existing, existing_channel): (Uuid, Uuid) = sqlx::query_as(
-            "SELECT id, channel_id FROM deliveries WHERE tenant_id = $1 AND idempotency_key = $2",
+        let (existing, existing_channel, existing_type, existing_payload, existing_status): (
+            Uuid,
+            Uuid,
+            String,
+            String,
+            String,
+        ) = sqlx::query_as(
+            "SELECT id, channel_id, event_type, payload, status FROM deliveries
+             WHERE tenant_id = $1 AND idempotency_key = $2",
         )
         .bind(tenant_id)
         .bind(key)
@@ -146,9 +177,17 @@ pub async fn enqueue(
                 "idempotency key {key:?} was already used for a delivery to another channel"
             )));
         }
+        // A retried request must be the same request: a reused key with another event would
+        // silently drop that event.
+        if existing_type != event_types[i] || existing_payload != payloads[i] {
+            return Err(Error::Conflict(format!(
+                "idempotency key {key:?} was already used for a different event type or payload"
+            )));
+        }
         results.push(Enqueued {
             id: existing,
             created: false,
+            status: existing_status,
         });
     }
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
@@ -177,7 +216,8 @@ pub struct Delivery {
     /// Event type.
     pub event_type: String,
     /// Event data.
-    pub payload: Value,
+    #[sqlx(try_from = "String")]
+    pub payload: RawJson,
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead`.
     pub status: String,
     /// HTTP attempts made.
@@ -252,7 +292,7 @@ pub struct Dispatch {
     /// Event type.
     pub event_type: String,
     /// Event data.
-    pub payload: Value,
+    pub payload: String,
     /// Accepted at.
     pub created_at: DateTime<Utc>,
     /// Attempts made before this one.

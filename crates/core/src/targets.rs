@@ -32,7 +32,13 @@ fn blocked_nets() -> &'static [IpNet] {
             "240.0.0.0/4",     // reserved, broadcast
             "::/128",          // unspecified
             "::1/128",         // loopback
-            "64:ff9b::/96",    // NAT64 (embeds IPv4)
+            "::/96",           // IPv4-compatible (deprecated; embeds IPv4)
+            "::ffff:0:0:0/96", // IPv4-translated (embeds IPv4)
+            "64:ff9b::/96",    // NAT64, well-known prefix (embeds IPv4)
+            "64:ff9b:1::/48",  // NAT64, local-use prefix
+            "2001::/32",       // Teredo (embeds IPv4)
+            "2002::/16",       // 6to4 (embeds IPv4)
+            "fec0::/10",       // site-local (deprecated)
             "100::/64",        // discard
             "2001:db8::/32",   // documentation
             "fc00::/7",        // unique local
@@ -145,6 +151,12 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "::ffff:0:7f00:1",
+            "64:ff9b:1::7f00:1",
+            "2002:7f00:1::",
+            "2001::1",
+            "fec0::1",
         ] {
             assert!(is_forbidden_ip(ip.parse().unwrap()), "{ip}");
         }

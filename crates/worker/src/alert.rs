@@ -117,6 +117,6 @@ async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) 
             error: None,
             retry_after: None,
         },
-        Err(e) => observe(&e),
+        Err(e) => observe(e),
     }
 }

@@ -45,20 +45,35 @@ impl Sent {
     }
 }
 
-/// A [`Sent`] for a request error (connect, timeout, blocked target, other).
-pub fn observe(e: &reqwest::Error) -> Sent {
-    Sent::failed(observe_error(e), error_chain(e))
+/// A [`Sent`] for a request error (connect, timeout, blocked target, other). The error text
+/// never contains the URL (its path or query may carry a token): reqwest's URL is stripped and
+/// the endpoint named by its origin.
+pub fn observe(e: reqwest::Error) -> Sent {
+    Sent::failed(observe_error(&e), url_free_error(e))
+}
+
+/// The error chain of `e` without its URL, prefixed with the URL's origin.
+fn url_free_error(e: reqwest::Error) -> String {
+    let origin = e.url().map(|u| u.origin().ascii_serialization());
+    let text = error_chain(&e.without_url());
+    match origin {
+        Some(o) => format!("{o}/…: {text}"),
+        None => text,
+    }
 }
 
 /// The JSON body sent for a delivery: the Standard Webhooks envelope
-/// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`.
+/// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`, with the
+/// payload spliced in as the exact JSON text the tenant sent (never re-encoded: numbers keep
+/// their precision, keys their order).
 pub fn body(d: &Dispatch) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "type": d.event_type,
-        "timestamp": d.created_at,
-        "data": d.payload,
-    }))
-    .expect("JSON values serialize")
+    let event_type = serde_json::to_string(&d.event_type).expect("strings serialize");
+    let timestamp = serde_json::to_string(&d.created_at).expect("timestamps serialize");
+    format!(
+        r#"{{"type":{event_type},"timestamp":{timestamp},"data":{}}}"#,
+        d.payload
+    )
+    .into_bytes()
 }
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
@@ -332,7 +347,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         .body(body);
     let mut resp = match req.send().await {
         Ok(r) => r,
-        Err(e) => return failed(observe_error(&e), error_chain(&e)),
+        Err(e) => return observe(e),
     };
     let status = resp.status().as_u16();
     let retry_after = resp
@@ -361,7 +376,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         Some(e) if e.is_timeout() => Sent {
             observed: Observed::Timeout,
             excerpt,
-            error: Some(error_chain(&e)),
+            error: Some(url_free_error(e)),
             retry_after,
         },
         _ => Sent {

@@ -114,6 +114,10 @@ pub async fn run_node(
     queues.push((QUEUE_ALERTS, cfg.pool_alerts));
     for (queue, concurrency) in queues {
         if concurrency == 0 {
+            tracing::warn!(
+                queue,
+                "pool size is 0: this node runs none of this queue's jobs"
+            );
             continue;
         }
         pools.spawn(run_pool(

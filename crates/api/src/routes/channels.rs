@@ -13,7 +13,7 @@ use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, New
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
 use breakwater_core::{audit, circuit, tenants};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
 pub fn router(cfg: &ApiConfig) -> Router<AppState> {
@@ -208,26 +208,26 @@ async fn update(
 #[serde(deny_unknown_fields)]
 struct EnqueueOne {
     event_type: String,
-    payload: Value,
+    payload: Box<RawValue>,
 }
 
 /// Response of an accepted delivery.
 #[derive(Serialize)]
 struct Accepted {
     id: Uuid,
-    status: &'static str,
+    /// `pending` (or `paused` behind an open circuit) when new; the earlier delivery's status on
+    /// an idempotent replay.
+    status: String,
     /// True when the `Idempotency-Key` matched an earlier delivery, whose id this is.
     idempotent_replay: bool,
 }
 
 fn check_payload_size(
     cfg: &ApiConfig,
-    payload: &Value,
+    payload: &RawValue,
     field: &'static str,
 ) -> Result<(), ApiError> {
-    let size = serde_json::to_vec(payload)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
+    let size = payload.get().len();
     if size > cfg.max_payload_bytes {
         let mut e = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -300,12 +300,12 @@ async fn enqueue_one(
         idempotency_key: idempotency_key(&headers)?,
     };
     let out = enqueue(&state, &key, channel_id, std::slice::from_ref(&item)).await?;
-    let e = out[0];
+    let e = out.into_iter().next().expect("one result per item");
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(Accepted {
             id: e.id,
-            status: "pending",
+            status: e.status,
             idempotent_replay: !e.created,
         }),
     ))
@@ -322,7 +322,7 @@ struct EnqueueBatch {
 #[serde(deny_unknown_fields)]
 struct BatchItem {
     event_type: String,
-    payload: Value,
+    payload: Box<RawValue>,
     idempotency_key: Option<String>,
 }
 
@@ -373,7 +373,7 @@ async fn enqueue_batch(
         .into_iter()
         .map(|e| Accepted {
             id: e.id,
-            status: "pending",
+            status: e.status,
             idempotent_replay: !e.created,
         })
         .collect();
