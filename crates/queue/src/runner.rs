@@ -80,8 +80,10 @@ pub async fn run_pool<H: Handler>(
         }
         let free = slots.available_permits();
         let mut fetched_full = false;
+        let mut excluded_some = false;
         if free > 0 {
             let exclude = handler.excluded_groups(&cfg.queue);
+            excluded_some = !exclude.is_empty();
             match fetch_excluding(&pool, &cfg.queue, &cfg.node_id, free as i64, &exclude).await {
                 Ok(jobs) => {
                     db_errors = 0;
@@ -119,9 +121,11 @@ pub async fn run_pool<H: Handler>(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = wake.notified() => {}
-            // A finished job frees a slot, and may lift a group out of the handler's exclusion
-            // (its per-node cap): fetch again rather than wait for the poll.
-            Some(r) = tasks.join_next(), if !tasks.is_empty() => log_join(r),
+            // A finished job frees a slot; fetch again at once if the pool was full, if more work
+            // may be waiting, or if a group was excluded (its per-node cap may have lifted).
+            // Otherwise idle slots wait for a wake-up, so a lightly loaded pool does not fetch
+            // after every job.
+            Some(r) = tasks.join_next(), if !tasks.is_empty() && (free == 0 || fetched_full || excluded_some) => log_join(r),
             _ = tokio::time::sleep(cfg.poll_interval) => {}
         }
     }
