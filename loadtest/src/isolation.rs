@@ -1,0 +1,717 @@
+//! Scenario `isolation`: while tenant A's dead channel holds a backlog, tenant B's healthy
+//! channel in the same tier gets a steady stream; the same stream without the backlog, earlier
+//! in the same run, is the baseline.
+//!
+//! Order of a run: start the service, the receivers, two tenants and their channels; a short
+//! warm-up (not reported); the **baseline** stream to B and its drain; the **backlog**: `N`
+//! deliveries to A's dead channel in batches of up to 1000; at once after the last batch is
+//! accepted, the **loaded** stream to B (same rate and duration) and its drain. The breaker
+//! opens whenever the service gets to it: the harness does not wait for the backlog to be parked
+//! before it measures.
+
+use crate::api::Api;
+use crate::chart::{self, Marker, Panel};
+use crate::clock::{now_us, WallMap};
+use crate::db::Database;
+use crate::receiver::{
+    DeadEndpoint, DeadMode, HealthyReceiver, Sink, PHASE_BASELINE, PHASE_LOADED, PHASE_WARMUP,
+};
+use crate::service::{self, Service};
+use crate::stats::{summarize, Summary};
+use crate::stream::{stream, StreamResult};
+use crate::{machine, write_json};
+use anyhow::Context;
+use breakwater::config::Settings;
+use breakwater_core::Tier;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Options of the isolation scenario.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Deliveries enqueued to the dead channel before the measured stream.
+    pub backlog: u64,
+    /// How the dead endpoint fails.
+    pub dead_mode: DeadMode,
+    /// Healthy deliveries per second.
+    pub rate: f64,
+    /// Length of each stream (baseline and loaded).
+    pub duration: Duration,
+    /// Service nodes (node 0: API + workers; the rest workers only).
+    pub nodes: usize,
+    /// The tier of both tenants: high | default | bulk.
+    pub tier: String,
+    /// Postgres server to create the run's database on; `None` starts a throwaway Postgres.
+    pub database_url: Option<String>,
+    /// Extra service configuration file (as `breakwater serve --config`).
+    pub config: Option<PathBuf>,
+    /// Where to write `result.json` and `latency.svg`.
+    pub out: Option<PathBuf>,
+    /// After a stream, how long to wait for its deliveries to arrive.
+    pub drain_timeout: Duration,
+    /// Deliveries per backlog batch request (≤ 1000).
+    pub backlog_batch: usize,
+    /// Print the human summary to stdout.
+    pub print: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            backlog: 10_000,
+            dead_mode: DeadMode::Timeout,
+            rate: 50.0,
+            duration: Duration::from_secs(60),
+            nodes: 1,
+            tier: "default".into(),
+            database_url: None,
+            config: None,
+            out: None,
+            drain_timeout: Duration::from_secs(60),
+            backlog_batch: 1000,
+            print: true,
+        }
+    }
+}
+
+/// Runs the scenario end to end (its own database, service and receivers, all cleaned up) and
+/// returns the report that `result.json` holds.
+pub async fn run(o: &Options) -> anyhow::Result<Value> {
+    let wall_start = Instant::now();
+    crate::clock::epoch();
+    let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
+    anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
+    anyhow::ensure!(
+        (1..=1000).contains(&o.backlog_batch),
+        "--backlog-batch must be 1..=1000"
+    );
+    let machine = machine::describe();
+    let settings = service::settings(o.config.as_deref())?;
+    let db = Database::create(o.database_url.as_deref()).await?;
+    let r = with_db(o, tier, &settings, &db).await;
+    let cleaned = db.cleanup().await;
+    let mut report = r?;
+    cleaned?;
+    report["machine"] = machine;
+    report["machine"]["load_avg_end"] = json!(machine::load_avg());
+    report["wall_s"] = json!(wall_start.elapsed().as_secs_f64().round());
+    report["git_commit"] = report["machine"]["git_commit"].clone();
+    report["cores"] = report["machine"]["cores"].clone();
+    if let Some(dir) = &o.out {
+        write_json(dir, "result.json", &report)?;
+    }
+    if o.print {
+        print_summary(&report);
+    }
+    Ok(report)
+}
+
+async fn with_db(
+    o: &Options,
+    tier: Tier,
+    settings: &Settings,
+    db: &Database,
+) -> anyhow::Result<Value> {
+    let service = Service::start(settings, db, o.nodes).await?;
+    let healthy = HealthyReceiver::start().await?;
+    let dead = DeadEndpoint::start(o.dead_mode).await?;
+    let pool = db.pool(2).await?;
+    let r = scenario(o, tier, settings, &service, &healthy, &dead, &pool).await;
+    let r = match r {
+        Ok(mut v) => {
+            v["postgres"] = machine::postgres(&pool).await;
+            v["database"] = json!(db.label);
+            Ok(v)
+        }
+        Err(e) => Err(e),
+    };
+    // Teardown: the dead endpoint first (hanging requests are answered at once), then the
+    // nodes (graceful), then the healthy receiver.
+    dead.stop().await;
+    let stopped = service.stop().await;
+    healthy.stop().await;
+    pool.close().await;
+    let v = r?;
+    stopped.context("stopping the service")?;
+    Ok(v)
+}
+
+/// action, at, from_state, to_state, details.parked.
+type AuditRow = (
+    String,
+    DateTime<Utc>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
+/// One monitor sample of the queue.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+struct Sample {
+    t_s: f64,
+    dead_available: i64,
+    dead_executing: i64,
+    dead_scheduled: i64,
+    healthy_available: i64,
+    healthy_executing: i64,
+}
+
+async fn monitor(
+    pool: PgPool,
+    dead: Uuid,
+    healthy: Uuid,
+    origin_us: u64,
+    stop: CancellationToken,
+) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Bounded: at most one hour of samples.
+    for _ in 0..3600 {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let t_s = (now_us() as f64 - origin_us as f64) / 1e6;
+        let r: Result<(i64, i64, i64, i64, i64), _> = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE group_id = $1 AND state = 'available'),
+                    count(*) FILTER (WHERE group_id = $1 AND state = 'executing'),
+                    count(*) FILTER (WHERE group_id = $1 AND state = 'scheduled'),
+                    count(*) FILTER (WHERE group_id = $2 AND state = 'available'),
+                    count(*) FILTER (WHERE group_id = $2 AND state = 'executing')
+             FROM jobs WHERE group_id IN ($1, $2) AND state IN ('available', 'executing', 'scheduled')",
+        )
+        .bind(dead)
+        .bind(healthy)
+        .fetch_one(&pool)
+        .await;
+        if let Ok((a, e, s, ha, he)) = r {
+            out.push(Sample {
+                t_s: (t_s * 10.0).round() / 10.0,
+                dead_available: a,
+                dead_executing: e,
+                dead_scheduled: s,
+                healthy_available: ha,
+                healthy_executing: he,
+            });
+        }
+    }
+    out
+}
+
+/// Polls the channel's circuit state every 10 ms until it leaves `closed` (or `stop`, or an
+/// hour): the harness time at which the opening became visible, i.e. committed. The audit row's
+/// `at` is the opening transaction's start (`now()`), which can be much earlier.
+async fn watch_open(pool: PgPool, channel: Uuid, stop: CancellationToken) -> Option<u64> {
+    for _ in 0..360_000 {
+        let state: Result<String, _> =
+            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1")
+                .bind(channel)
+                .fetch_one(&pool)
+                .await;
+        let at = now_us();
+        if state.is_ok_and(|s| s != "closed") {
+            return Some(at);
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+    }
+    None
+}
+
+/// Accepted but never received, for one stream.
+fn lost(sink: &Sink, phase: u8, s: &StreamResult) -> (u64, u64) {
+    sink.with(phase, |p| {
+        let lost = s
+            .accepted
+            .iter()
+            .filter(|&&seq| p.seen.get(seq as usize).copied().unwrap_or(0) == 0)
+            .count() as u64;
+        (lost, p.duplicates)
+    })
+}
+
+fn panel(sink: &Sink, phase: u8, s: &StreamResult, title: String) -> Panel {
+    let points = sink.with(phase, |p| {
+        p.timeline
+            .iter()
+            .map(|&(at, lat)| {
+                (
+                    (at as f64 - lat as f64 - s.start_us as f64) / 1e6,
+                    (lat as f64 / 1000.0).max(0.01),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let x_max = points.iter().map(|p| p.0).fold(0.0f64, f64::max).ceil() + 1.0;
+    Panel {
+        title,
+        points,
+        x_max,
+        ..Panel::default()
+    }
+}
+
+/// How many deliveries of a stream took over 100 ms and over 1 s, and the enqueue time (s since
+/// the stream started) of the last one over 100 ms: how long the disturbance lasted.
+fn slow(sink: &Sink, phase: u8, s: &StreamResult) -> Value {
+    sink.with(phase, |p| {
+        let over = |ms: u64| p.timeline.iter().filter(|t| t.1 > ms * 1000).count();
+        let last = p
+            .timeline
+            .iter()
+            .filter(|t| t.1 > 100_000)
+            .map(|&(at, lat)| (at - lat) as f64 - s.start_us as f64)
+            .fold(f64::NAN, f64::max);
+        json!({
+            "over_100ms": over(100),
+            "over_1s": over(1000),
+            "last_over_100ms_enqueued_at_s": (!last.is_nan()).then(|| (last / 1e5).round() / 10.0),
+        })
+    })
+}
+
+fn ms_between(from_us: i64, to_us: i64) -> f64 {
+    ((to_us - from_us) as f64 / 100.0).round() / 10.0
+}
+
+/// The number of probe times (cooldown, then doubling, capped) that fall within `span_ms` of
+/// the opening: each may cost the dead endpoint one request.
+pub fn probes_allowed(span_ms: f64, cooldown_ms: i64, max_cooldown_ms: i64) -> u64 {
+    let mut t = 0.0;
+    let mut c = cooldown_ms.max(1) as f64;
+    let mut n = 0;
+    while n < 10_000 {
+        t += c;
+        if t > span_ms {
+            break;
+        }
+        n += 1;
+        c = (c * 2.0).min(max_cooldown_ms.max(1) as f64);
+    }
+    n
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn scenario(
+    o: &Options,
+    tier: Tier,
+    settings: &Settings,
+    service: &Service,
+    healthy: &HealthyReceiver,
+    dead: &DeadEndpoint,
+    pool: &PgPool,
+) -> anyhow::Result<Value> {
+    let api = Api::new(&service.api, &service.operator_key)?;
+    let ta = api.create_tenant("lt-dead-tenant", tier.as_str()).await?;
+    let tb = api
+        .create_tenant("lt-healthy-tenant", tier.as_str())
+        .await?;
+    let dead_ch = api.create_channel(&ta, "dead", &dead.url).await?;
+    let healthy_ch = api
+        .create_channel(&tb, "healthy", &healthy.url("healthy"))
+        .await?;
+    let sink = &healthy.sink;
+    let log = |s: String| {
+        if o.print {
+            eprintln!("[{:>7.1}s] {s}", now_us() as f64 / 1e6);
+        }
+    };
+
+    // Warm-up: connections and caches, not reported.
+    let warm = stream(
+        &api,
+        &tb,
+        &healthy_ch,
+        PHASE_WARMUP,
+        20.0,
+        Duration::from_secs(1),
+    )
+    .await;
+    sink.wait_for(
+        PHASE_WARMUP,
+        warm.accepted.len() as u64,
+        Duration::from_secs(30),
+    )
+    .await;
+
+    log(format!(
+        "baseline: {} deliveries/s for {} s, no backlog",
+        o.rate,
+        o.duration.as_secs_f64()
+    ));
+    let base = stream(&api, &tb, &healthy_ch, PHASE_BASELINE, o.rate, o.duration).await;
+    sink.wait_for(PHASE_BASELINE, base.accepted.len() as u64, o.drain_timeout)
+        .await;
+
+    log(format!(
+        "backlog: {} deliveries to the dead channel ({})",
+        o.backlog,
+        o.dead_mode.as_str()
+    ));
+    let dead_uuid: Uuid = dead_ch.parse()?;
+    let healthy_uuid: Uuid = healthy_ch.parse()?;
+    let stop_watch = CancellationToken::new();
+    let watch = tokio::spawn(watch_open(pool.clone(), dead_uuid, stop_watch.clone()));
+    let wall = WallMap::now();
+    let backlog_start_us = now_us();
+    let mut enqueued = 0u64;
+    let mut seq = 0u64;
+    while seq < o.backlog {
+        let n = (o.backlog - seq).min(o.backlog_batch as u64);
+        let payloads: Vec<Value> = (seq..seq + n).map(|i| json!({"backlog": i})).collect();
+        enqueued += api
+            .enqueue_batch(&ta, &dead_ch, &payloads)
+            .await
+            .context("enqueueing the backlog")? as u64;
+        seq += n;
+    }
+    let backlog_end_us = now_us();
+    log(format!(
+        "backlog enqueued in {:.0} ms; loaded stream: {} deliveries/s for {} s",
+        (backlog_end_us - backlog_start_us) as f64 / 1000.0,
+        o.rate,
+        o.duration.as_secs_f64()
+    ));
+
+    let stop_monitor = CancellationToken::new();
+    let mon = tokio::spawn(monitor(
+        pool.clone(),
+        dead_uuid,
+        healthy_uuid,
+        backlog_start_us,
+        stop_monitor.clone(),
+    ));
+    let loaded = stream(&api, &tb, &healthy_ch, PHASE_LOADED, o.rate, o.duration).await;
+    sink.wait_for(PHASE_LOADED, loaded.accepted.len() as u64, o.drain_timeout)
+        .await;
+    let end_us = now_us();
+    stop_monitor.cancel();
+    stop_watch.cancel();
+    let samples = mon.await.unwrap_or_default();
+    let open_seen_us = watch.await.ok().flatten();
+    log("measured; collecting".into());
+
+    // What the database saw.
+    let audit: Vec<AuditRow> = sqlx::query_as(
+        "SELECT action, at, from_state, to_state, (details->>'parked')::int8
+         FROM audit_log WHERE channel_id = $1 ORDER BY at, id",
+    )
+    .bind(dead_uuid)
+    .fetch_all(pool)
+    .await?;
+    let attempts: Vec<(DateTime<Utc>, i32, bool)> = sqlx::query_as(
+        "SELECT started_at, duration_ms, probe FROM delivery_attempts WHERE channel_id = $1 ORDER BY started_at",
+    )
+    .bind(dead_uuid)
+    .fetch_all(pool)
+    .await?;
+    let statuses: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, count(*) FROM deliveries WHERE channel_id = $1 GROUP BY status ORDER BY status",
+    )
+    .bind(dead_uuid)
+    .fetch_all(pool)
+    .await?;
+    let healthy_attempts: (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE outcome <> 'success') FROM delivery_attempts WHERE channel_id = $1",
+    )
+    .bind(healthy_uuid)
+    .fetch_one(pool)
+    .await?;
+    let circuit_end = api
+        .channel(&ta, &dead_ch)
+        .await
+        .map(|v| v["circuit"].clone())
+        .unwrap_or(Value::Null);
+
+    // Latency.
+    let healthy_sum = sink.with(PHASE_LOADED, |p| summarize(&p.hist));
+    let baseline_sum = sink.with(PHASE_BASELINE, |p| summarize(&p.hist));
+    let (lost_base, dup_base) = lost(sink, PHASE_BASELINE, &base);
+    let (lost_loaded, dup_loaded) = lost(sink, PHASE_LOADED, &loaded);
+
+    // The breaker.
+    let opened_at = audit
+        .iter()
+        .find(|a| a.0 == "circuit.opened")
+        .map(|a| wall.to_us(a.1));
+    let first_attempt_us = attempts.first().map(|a| wall.to_us(a.0));
+    let breaker_opened_after_ms = opened_at.map(|t| ms_between(backlog_start_us as i64, t));
+    let arrivals = dead.arrivals();
+    let (dead_requests, source) = match o.dead_mode {
+        DeadMode::Refuse => (attempts.len() as u64, "delivery_attempts (nothing listens)"),
+        _ => (arrivals.len() as u64, "dead receiver"),
+    };
+    // The budget: `threshold` failures, then whatever was in flight when the breaker opened
+    // (a worker that was admitted before the opening committed sends once, then blocks on the
+    // channel row; so at most one per worker of the tier, cluster-wide), then one request per
+    // probe, and probes come at most once per cooldown (doubling).
+    let threshold = u64::try_from(settings.circuit.failure_threshold).unwrap_or(0);
+    let probe_requests = audit
+        .iter()
+        .filter(|a| a.0 == "circuit.probe_started")
+        .count() as u64;
+    let non_probe_requests = dead_requests.saturating_sub(probe_requests);
+    let in_flight_at_open = non_probe_requests.saturating_sub(threshold);
+    let tier_pool = match tier {
+        Tier::High => settings.worker.pool_high,
+        Tier::Default => settings.worker.pool_default,
+        Tier::Bulk => settings.worker.pool_bulk,
+    } as u64;
+    let in_flight_cap = tier_pool * o.nodes as u64;
+    let span_ms = opened_at.map_or(0.0, |o| ms_between(o, end_us as i64));
+    let probes_budget = probes_allowed(
+        span_ms,
+        settings.circuit.cooldown_ms,
+        settings.circuit.max_cooldown_ms,
+    );
+    let budget = threshold + in_flight_at_open.min(in_flight_cap) + probes_budget;
+    let within_budget = dead_requests <= budget;
+    // When the dead endpoint saw its last non-probe request, relative to the opening.
+    let probe_starts: Vec<DateTime<Utc>> = attempts.iter().filter(|a| a.2).map(|a| a.0).collect();
+    let last_non_probe_us = match o.dead_mode {
+        DeadMode::Refuse => attempts
+            .iter()
+            .filter(|a| !a.2)
+            .map(|a| wall.to_us(a.0))
+            .max(),
+        _ => arrivals
+            .iter()
+            .filter(|&&t| {
+                !probe_starts
+                    .iter()
+                    .any(|p| (wall.to_us(*p) - t as i64).abs() < 50_000)
+            })
+            .map(|&t| t as i64)
+            .max(),
+    };
+    let in_flight_db = attempts
+        .iter()
+        .filter(|(s, d, p)| {
+            let s = wall.to_us(*s);
+            !*p && opened_at.is_some_and(|o| s <= o && s + i64::from(*d) * 1000 > o)
+        })
+        .count();
+
+    let lost_total = lost_base + lost_loaded;
+    let ratio = if baseline_sum.p95_ms > 0.0 {
+        Some((healthy_sum.p95_ms / baseline_sum.p95_ms * 100.0).round() / 100.0)
+    } else {
+        None
+    };
+    let all_parked_s = samples
+        .iter()
+        .find(|s| s.dead_available == 0 && s.dead_scheduled > 0)
+        .map(|s| s.t_s);
+
+    let transitions: Vec<Value> = audit
+        .iter()
+        .map(|(action, at, from, to, parked)| {
+            json!({
+                "action": action,
+                "from": from,
+                "to": to,
+                "parked_in_bulk": parked,
+                "after_backlog_start_ms": ms_between(backlog_start_us as i64, wall.to_us(*at)),
+                "after_loaded_stream_start_ms": ms_between(loaded.start_us as i64, wall.to_us(*at)),
+            })
+        })
+        .collect();
+
+    let report = json!({
+        "scenario": "isolation",
+        "backlog": o.backlog,
+        "dead_mode": o.dead_mode.as_str(),
+        "nodes": o.nodes,
+        "tier": tier.as_str(),
+        "rate_per_s": o.rate,
+        "duration_s": o.duration.as_secs_f64(),
+        "healthy": healthy_sum,
+        "baseline": baseline_sum,
+        "healthy_p95_over_baseline_p95": ratio,
+        "slow": {
+            "baseline": slow(sink, PHASE_BASELINE, &base),
+            "healthy": slow(sink, PHASE_LOADED, &loaded),
+        },
+        "latency_definition": "harness clock at the enqueue request's send (in the payload) → harness clock at the receiver; includes the API request",
+        "api_enqueue": {
+            "baseline": summarize(&base.api_hist),
+            "healthy": summarize(&loaded.api_hist),
+        },
+        "dead_endpoint_requests": dead_requests,
+        "dead_endpoint_requests_source": source,
+        "dead_endpoint_attempts_recorded": attempts.len(),
+        "dead_endpoint_budget": {
+            "failure_threshold": threshold,
+            "in_flight_at_open": in_flight_at_open,
+            "in_flight_at_open_cap": in_flight_cap,
+            "in_flight_at_open_by_attempt_times": in_flight_db,
+            "probes_allowed": probes_budget,
+            "probe_requests": probe_requests,
+            "budget": budget,
+            "within": within_budget,
+            "last_non_probe_request_after_open_ms": opened_at.zip(last_non_probe_us).map(|(o, l)| ms_between(o, l)),
+        },
+        "breaker_opened_after_ms": open_seen_us.map(|t| ms_between(backlog_start_us as i64, t as i64)),
+        "breaker_opened_definition": "from the first backlog batch request to the first 10-ms poll that saw the channel's circuit_state leave closed (the opening committed)",
+        "breaker_open_tx_started_after_ms": breaker_opened_after_ms,
+        "breaker_opened_after_first_attempt_ms": opened_at.zip(first_attempt_us).map(|(o, f)| ms_between(f, o)),
+        "backlog_all_parked_after_s": all_parked_s,
+        "transitions": transitions,
+        "circuit_at_end": circuit_end,
+        "lost": lost_total,
+        "lost_detail": {"baseline": lost_base, "healthy": lost_loaded},
+        "duplicates": dup_base + dup_loaded,
+        "enqueue_errors": base.errors + loaded.errors,
+        "generator_skipped": base.skipped + loaded.skipped,
+        "healthy_attempts": {"total": healthy_attempts.0, "failed": healthy_attempts.1},
+        "backlog_enqueued": enqueued,
+        "backlog_enqueue_ms": ms_between(backlog_start_us as i64, backlog_end_us as i64),
+        "backlog_status": statuses.iter().map(|(s, n)| (s.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "backlog_accounted": statuses.iter().map(|s| s.1).sum::<i64>() as u64 == enqueued,
+        "queue_samples": samples,
+        "throughput_per_s": Value::Null,
+        "goals": {
+            "required_p95_under_1s": healthy_sum.p95_ms < 1000.0,
+            "goal_p95_under_100ms": healthy_sum.p95_ms < 100.0,
+            "goal_p95_within_1_5x_baseline": ratio.is_some_and(|r| r <= 1.5),
+            "lost_zero": lost_total == 0,
+            "dead_requests_within_budget": within_budget,
+        },
+        "service_settings": {
+            "pool_high": settings.worker.pool_high,
+            "pool_default": settings.worker.pool_default,
+            "pool_bulk": settings.worker.pool_bulk,
+            "connect_timeout_ms": settings.worker.connect_timeout_ms,
+            "request_timeout_ms": settings.worker.request_timeout_ms,
+            "promote_interval_ms": settings.worker.promote_interval_ms,
+            "poll_interval_ms": settings.worker.poll_interval_ms,
+            "max_connections_per_node": settings.database.max_connections,
+            "failure_threshold": settings.circuit.failure_threshold,
+            "cooldown_ms": settings.circuit.cooldown_ms,
+            "max_cooldown_ms": settings.circuit.max_cooldown_ms,
+            "park_ms": settings.circuit.park_ms,
+        },
+    });
+
+    if let Some(dir) = &o.out {
+        std::fs::create_dir_all(dir)?;
+        let base_panel = panel(
+            sink,
+            PHASE_BASELINE,
+            &base,
+            format!("baseline (no backlog): p95 {:.1} ms", baseline_sum.p95_ms),
+        );
+        let mut loaded_panel = panel(
+            sink,
+            PHASE_LOADED,
+            &loaded,
+            format!(
+                "with {} dead-channel backlog ({}): p95 {:.1} ms",
+                o.backlog,
+                o.dead_mode.as_str(),
+                healthy_sum.p95_ms
+            ),
+        );
+        let rel = |us: i64| (us - loaded.start_us as i64) as f64 / 1e6;
+        loaded_panel.markers = vec![
+            Marker {
+                t_s: rel(backlog_start_us as i64),
+                label: "backlog.enqueue_started".into(),
+            },
+            Marker {
+                t_s: rel(backlog_end_us as i64),
+                label: "backlog.enqueued".into(),
+            },
+        ];
+        if let Some(t) = open_seen_us {
+            loaded_panel.markers.push(Marker {
+                t_s: rel(t as i64),
+                label: "circuit.open_seen".into(),
+            });
+        }
+        loaded_panel.markers.extend(audit.iter().map(|a| Marker {
+            t_s: rel(wall.to_us(a.1)),
+            label: a.0.clone(),
+        }));
+        loaded_panel.x_min = rel(backlog_start_us as i64).floor().min(0.0);
+        loaded_panel.dead_requests = match o.dead_mode {
+            DeadMode::Refuse => attempts.iter().map(|a| rel(wall.to_us(a.0))).collect(),
+            _ => arrivals.iter().map(|&a| rel(a as i64)).collect(),
+        };
+        let x_max = base_panel.x_max.max(loaded_panel.x_max);
+        let mut panels = [base_panel, loaded_panel];
+        for p in &mut panels {
+            p.x_max = x_max;
+        }
+        chart::latency_svg(
+            &dir.join("latency.svg"),
+            &format!(
+                "Healthy channel latency, {} /s, {} node(s); the dead channel's backlog and breaker transitions marked (t < 0: before the stream)",
+                o.rate, o.nodes
+            ),
+            &panels,
+        )?;
+    }
+    Ok(report)
+}
+
+fn print_summary(r: &Value) {
+    let s = |k: &str| -> Summary { serde_json::from_value(r[k].clone()).unwrap_or_default() };
+    println!(
+        "isolation: backlog {} ({}), {} node(s), {} /s for {} s",
+        r["backlog"],
+        r["dead_mode"].as_str().unwrap_or("?"),
+        r["nodes"],
+        r["rate_per_s"],
+        r["duration_s"]
+    );
+    println!("  baseline  {}", s("baseline"));
+    println!("  healthy   {}", s("healthy"));
+    println!(
+        "  p95 ratio to baseline: {}   breaker opened after {} ms (from the backlog's first enqueue)",
+        r["healthy_p95_over_baseline_p95"], r["breaker_opened_after_ms"]
+    );
+    println!(
+        "  healthy over 100 ms: {}, over 1 s: {}, the last one over 100 ms was enqueued at {} s",
+        r["slow"]["healthy"]["over_100ms"],
+        r["slow"]["healthy"]["over_1s"],
+        r["slow"]["healthy"]["last_over_100ms_enqueued_at_s"]
+    );
+    println!(
+        "  dead endpoint: {} requests (budget {}: threshold {} + in flight at open {} + probes {})",
+        r["dead_endpoint_requests"],
+        r["dead_endpoint_budget"]["budget"],
+        r["dead_endpoint_budget"]["failure_threshold"],
+        r["dead_endpoint_budget"]["in_flight_at_open"],
+        r["dead_endpoint_budget"]["probes_allowed"]
+    );
+    println!(
+        "  lost {}  duplicates {}  enqueue errors {}  backlog accounted {}",
+        r["lost"], r["duplicates"], r["enqueue_errors"], r["backlog_accounted"]
+    );
+    println!("  goals: {}", r["goals"]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_budget_follows_the_doubling_cooldown() {
+        assert_eq!(probes_allowed(10_000.0, 30_000, 600_000), 0);
+        assert_eq!(probes_allowed(30_000.0, 30_000, 600_000), 1);
+        assert_eq!(probes_allowed(89_000.0, 30_000, 600_000), 1);
+        assert_eq!(probes_allowed(90_000.0, 30_000, 600_000), 2);
+        // Capped: 1 s, 2 s, 2 s, 2 s …
+        assert_eq!(probes_allowed(7_000.0, 1_000, 2_000), 4);
+    }
+}

@@ -1,0 +1,194 @@
+//! `breakwater-loadtest`: isolation | throughput | fetch-bench. See the crate docs and
+//! BENCHMARKS.md.
+
+use breakwater_loadtest::receiver::DeadMode;
+use breakwater_loadtest::{fetch_bench, isolation, throughput};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "breakwater-loadtest",
+    version,
+    about = "Load tests of Breakwater on loopback: isolation under a dead channel's backlog, throughput, and the queue fetch micro-benchmark. Each run uses a fresh database (on DATABASE_URL's server, dropped at the end) or a throwaway Postgres, starts the service itself, and stops by itself."
+)]
+struct Cli {
+    /// Postgres server to create the run's database on (a fresh `bw_load_<random>`, dropped at
+    /// the end). Unset: a throwaway Postgres is started.
+    #[arg(long, global = true, env = "DATABASE_URL")]
+    database_url: Option<String>,
+    /// Write `result.json` and the chart here.
+    #[arg(long, global = true)]
+    out: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct ServiceArgs {
+    /// Service nodes on the one database: node 0 runs the API and workers, the others workers
+    /// only (each with its own runtime thread pool and connection pool).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// Tier of the tenants: high | default | bulk.
+    #[arg(long, default_value = "default")]
+    tier: String,
+    /// Service configuration file, merged over the defaults (then `BREAKWATER_*` from the
+    /// environment), as for `breakwater serve`.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// A healthy channel's latency while another tenant's dead channel holds a backlog, and the
+    /// same stream without it (baseline), in one run.
+    Isolation {
+        /// Deliveries enqueued to the dead channel before the measured stream.
+        #[arg(long, default_value_t = 10_000)]
+        backlog: u64,
+        /// How the dead endpoint fails.
+        #[arg(long, value_enum, default_value = "timeout")]
+        dead_mode: DeadMode,
+        /// Healthy deliveries per second.
+        #[arg(long, default_value_t = 50.0)]
+        rate: f64,
+        /// Seconds of each stream (baseline, then loaded).
+        #[arg(long, default_value_t = 60)]
+        duration: u64,
+        /// Seconds to wait for a stream's deliveries after it ends.
+        #[arg(long, default_value_t = 60)]
+        drain_timeout: u64,
+        /// Deliveries per backlog batch request (≤ 1000).
+        #[arg(long, default_value_t = 1000)]
+        backlog_batch: usize,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// Deliveries/s end to end: many deliveries to fast endpoints across many channels.
+    Throughput {
+        /// Deliveries in all.
+        #[arg(long, default_value_t = 20_000)]
+        count: u64,
+        /// Channels.
+        #[arg(long, default_value_t = 50)]
+        channels: usize,
+        /// Tenants the channels are spread over.
+        #[arg(long, default_value_t = 5)]
+        tenants: usize,
+        /// Deliveries per batch request (≤ 1000).
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// Batch requests in flight at once.
+        #[arg(long, default_value_t = 4)]
+        enqueue_concurrency: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// The queue's fetch (+ complete) with no parked jobs and with N parked jobs, same run.
+    FetchBench {
+        /// Parked jobs.
+        #[arg(long, default_value_t = 100_000)]
+        parked: u64,
+        /// Measured fetches per phase.
+        #[arg(long, default_value_t = 2_000)]
+        iterations: u64,
+        /// Jobs per fetch.
+        #[arg(long, default_value_t = 1)]
+        limit: i64,
+    },
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn,sqlx=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+    breakwater_loadtest::clock::epoch();
+    let report = match cli.command {
+        Command::Isolation {
+            backlog,
+            dead_mode,
+            rate,
+            duration,
+            drain_timeout,
+            backlog_batch,
+            service,
+        } => {
+            isolation::run(&isolation::Options {
+                backlog,
+                dead_mode,
+                rate,
+                duration: Duration::from_secs(duration),
+                nodes: service.nodes,
+                tier: service.tier,
+                database_url: cli.database_url,
+                config: service.config,
+                out: cli.out,
+                drain_timeout: Duration::from_secs(drain_timeout),
+                backlog_batch,
+                print: true,
+            })
+            .await?
+        }
+        Command::Throughput {
+            count,
+            channels,
+            tenants,
+            batch,
+            enqueue_concurrency,
+            timeout,
+            service,
+        } => {
+            throughput::run(&throughput::Options {
+                count,
+                channels,
+                tenants,
+                batch,
+                enqueue_concurrency,
+                nodes: service.nodes,
+                tier: service.tier,
+                timeout: Duration::from_secs(timeout),
+                database_url: cli.database_url,
+                config: service.config,
+                out: cli.out,
+                print: true,
+            })
+            .await?
+        }
+        Command::FetchBench {
+            parked,
+            iterations,
+            limit,
+        } => {
+            fetch_bench::run(&fetch_bench::Options {
+                parked,
+                iterations,
+                limit,
+                database_url: cli.database_url,
+                out: cli.out,
+                print: true,
+            })
+            .await?
+        }
+    };
+    // A run that lost deliveries is a failed run.
+    if report["lost"].as_u64().unwrap_or(0) > 0 {
+        eprintln!("LOST DELIVERIES: {}", report["lost"]);
+        std::process::exit(2);
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Running the service: K nodes on one database, in this process.
+//!
+//! Node 0 runs the API and the workers (`serve --role all`); nodes 1..K run workers only
+//! (`serve --role worker`). Each node has its own thread, its own multi-threaded Tokio runtime
+//! (threads named `bw-node<i>`) and its own connection pool of `database.max_connections`, so
+//! nodes share nothing but Postgres, as separate processes would.
+
+use crate::db::Database;
+use anyhow::Context;
+use breakwater::config::{Secret, Settings};
+use breakwater::Role;
+use sqlx::postgres::PgPoolOptions;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The service's settings for a run: the embedded defaults, then `config` (a file), then the
+/// `BREAKWATER_*` environment — exactly as `breakwater serve` loads them — with the API on an
+/// ephemeral loopback port, loopback targets allowed, and a fresh operator key.
+pub fn settings(config: Option<&Path>) -> anyhow::Result<Settings> {
+    let mut s = Settings::load(config).map_err(anyhow::Error::msg)?;
+    s.listen = "127.0.0.1:0".parse().expect("valid address");
+    s.allow_private_targets = true;
+    s.operator_key = Some(Secret(format!("lt-op-{:032x}", rand::random::<u128>())));
+    Ok(s)
+}
+
+type NodeThread = std::thread::JoinHandle<anyhow::Result<()>>;
+
+/// A running service.
+pub struct Service {
+    /// API base URL (`http://127.0.0.1:<port>`).
+    pub api: String,
+    /// The operator key.
+    pub operator_key: String,
+    /// Node ids, node 0 first.
+    pub node_ids: Vec<String>,
+    shutdown: CancellationToken,
+    threads: Vec<NodeThread>,
+}
+
+impl Service {
+    /// Applies the migrations and starts `nodes` nodes.
+    pub async fn start(settings: &Settings, db: &Database, nodes: usize) -> anyhow::Result<Self> {
+        anyhow::ensure!(nodes >= 1, "--nodes must be at least 1");
+        let pool = db.pool(2).await?;
+        breakwater::migrate(&pool).await?;
+        pool.close().await;
+
+        let shutdown = CancellationToken::new();
+        let mut me = Self {
+            api: String::new(),
+            operator_key: settings
+                .operator_key
+                .as_ref()
+                .map(|k| k.0.clone())
+                .unwrap_or_default(),
+            node_ids: Vec::new(),
+            shutdown: shutdown.clone(),
+            threads: Vec::new(),
+        };
+        for i in 0..nodes {
+            let role = if i == 0 { Role::All } else { Role::Worker };
+            let (tx, rx) =
+                tokio::sync::oneshot::channel::<Result<(Option<SocketAddr>, String), String>>();
+            let settings = settings.clone();
+            let options = db.options.clone();
+            let token = shutdown.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("bw-node{i}"))
+                .spawn(move || -> anyhow::Result<()> {
+                    let rt = tokio::runtime::Builder::new_multi_thread()
+                        .enable_all()
+                        .thread_name(format!("bw-node{i}"))
+                        .build()?;
+                    rt.block_on(async move {
+                        let started = async {
+                            let pool = PgPoolOptions::new()
+                                .max_connections(settings.database.max_connections)
+                                .acquire_timeout(Duration::from_secs(10))
+                                .connect_with(options)
+                                .await
+                                .context("connecting a node's pool")?;
+                            let node = breakwater::start_node(&settings, pool.clone(), role, token)
+                                .await?;
+                            anyhow::Ok((node, pool))
+                        }
+                        .await;
+                        match started {
+                            Ok((node, pool)) => {
+                                let _ = tx.send(Ok((node.api_addr, node.node_id.clone())));
+                                let r = node.wait().await;
+                                pool.close().await;
+                                r
+                            }
+                            Err(e) => {
+                                let _ = tx.send(Err(format!("{e:#}")));
+                                Err(e)
+                            }
+                        }
+                    })
+                })?;
+            me.threads.push(thread);
+            let started = rx.await.context("a node thread died while starting")?;
+            let (addr, node_id) = match started {
+                Ok(v) => v,
+                Err(e) => {
+                    me.stop().await.ok();
+                    anyhow::bail!("node {i} did not start: {e}");
+                }
+            };
+            if let Some(addr) = addr {
+                me.api = format!("http://{addr}");
+            }
+            me.node_ids.push(node_id);
+        }
+        Ok(me)
+    }
+
+    /// Stops every node (graceful: in-flight deliveries get `worker.shutdown_grace_ms`) and
+    /// waits for them, at most 60 s per node.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        let mut first_err = None;
+        for t in self.threads {
+            let joined = tokio::time::timeout(
+                Duration::from_secs(60),
+                tokio::task::spawn_blocking(move || t.join()),
+            )
+            .await;
+            match joined {
+                Ok(Ok(Ok(Ok(())))) => {}
+                Ok(Ok(Ok(Err(e)))) => {
+                    first_err.get_or_insert(e);
+                }
+                Ok(Ok(Err(_))) | Ok(Err(_)) => {
+                    first_err.get_or_insert(anyhow::anyhow!("a node thread panicked"));
+                }
+                Err(_) => {
+                    first_err.get_or_insert(anyhow::anyhow!("a node did not stop within 60 s"));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

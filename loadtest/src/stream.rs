@@ -1,0 +1,94 @@
+//! The open-loop load generator: one enqueue request every `1/rate` seconds, each on its own
+//! task, so a slow API does not slow the schedule down (no coordinated omission). In-flight
+//! requests are capped; a tick that finds the cap reached is counted as `skipped`.
+
+use crate::api::{Api, TenantKey};
+use crate::clock::now_us;
+use crate::stats::new_hist;
+use hdrhistogram::Histogram;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Most enqueue requests in flight at once.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+/// What a stream did.
+#[derive(Debug)]
+pub struct StreamResult {
+    /// Ticks in the schedule.
+    pub scheduled: u64,
+    /// Sequence numbers the API accepted (202), sorted.
+    pub accepted: Vec<u64>,
+    /// Requests that failed or were refused.
+    pub errors: u64,
+    /// Ticks skipped because `MAX_IN_FLIGHT` requests were already waiting.
+    pub skipped: u64,
+    /// Enqueue request latency (send → 202 read), µs.
+    pub api_hist: Histogram<u64>,
+    /// Harness time of the first tick, µs.
+    pub start_us: u64,
+    /// Harness time the last request finished, µs.
+    pub end_us: u64,
+}
+
+/// Sends `rate × duration` single enqueues of phase `phase` to `channel`, evenly spaced, and
+/// waits for every request to finish (each bounded by the client timeout).
+pub async fn stream(
+    api: &Api,
+    tenant: &TenantKey,
+    channel: &str,
+    phase: u8,
+    rate: f64,
+    duration: Duration,
+) -> StreamResult {
+    let n = (rate * duration.as_secs_f64()).round().max(0.0) as u64;
+    let period = Duration::from_secs_f64(1.0 / rate.max(0.001));
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let accepted = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
+    let hist = Arc::new(Mutex::new(new_hist()));
+    let errors = Arc::new(Mutex::new(0u64));
+    let mut skipped = 0;
+    let mut tasks = tokio::task::JoinSet::new();
+    let start = tokio::time::Instant::now();
+    let start_us = now_us();
+    for seq in 0..n {
+        tokio::time::sleep_until(start + period.mul_f64(seq as f64)).await;
+        while tasks.try_join_next().is_some() {}
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            skipped += 1;
+            continue;
+        };
+        let (api, tenant, channel) = (api.clone(), tenant.clone(), channel.to_string());
+        let (accepted, hist, errors) = (accepted.clone(), hist.clone(), errors.clone());
+        tasks.spawn(async move {
+            let sent = now_us();
+            let payload = json!({"phase": phase, "seq": seq, "sent_us": sent});
+            match api.enqueue(&tenant, &channel, &payload).await {
+                Ok(true) => {
+                    hist.lock()
+                        .unwrap()
+                        .saturating_record(now_us().saturating_sub(sent).max(1));
+                    accepted.lock().unwrap().push(seq);
+                }
+                Ok(false) | Err(_) => *errors.lock().unwrap() += 1,
+            }
+            drop(permit);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let mut accepted = std::mem::take(&mut *accepted.lock().unwrap());
+    accepted.sort_unstable();
+    let api_hist = hist.lock().unwrap().clone();
+    let errors = *errors.lock().unwrap();
+    StreamResult {
+        scheduled: n,
+        accepted,
+        errors,
+        skipped,
+        api_hist,
+        start_us,
+        end_us: now_us(),
+    }
+}

@@ -1,0 +1,66 @@
+//! CI smoke test of the harness: a small isolation scenario (backlog 500, 10 s streams, dead
+//! endpoint answering 503) end to end, on its own database. It checks that the harness works
+//! (every accepted healthy delivery arrived, the breaker opened, the dead endpoint stayed within
+//! its budget, the report and chart were written), not the latency goals: those are benchmarks,
+//! recorded in BENCHMARKS.md, not assertions on a shared CI machine.
+
+use breakwater_loadtest::isolation::{run, Options};
+use breakwater_loadtest::receiver::DeadMode;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_isolation_scenario_runs_end_to_end() {
+    let out = std::env::temp_dir().join(format!("bw-loadtest-smoke-{}", std::process::id()));
+    let o = Options {
+        backlog: 500,
+        dead_mode: DeadMode::Status503,
+        rate: 50.0,
+        duration: Duration::from_secs(10),
+        drain_timeout: Duration::from_secs(30),
+        database_url: std::env::var("DATABASE_URL").ok(),
+        out: Some(out.clone()),
+        print: false,
+        ..Options::default()
+    };
+    let r = run(&o).await.expect("the isolation scenario runs");
+
+    assert_eq!(r["scenario"], "isolation");
+    assert_eq!(r["backlog"], 500);
+    assert_eq!(
+        r["lost"], 0,
+        "accepted healthy deliveries never arrived: {r:#}"
+    );
+    assert_eq!(r["enqueue_errors"], 0, "{r:#}");
+    let expected = 50 * 10;
+    assert_eq!(r["baseline"]["count"], expected, "{r:#}");
+    assert_eq!(r["healthy"]["count"], expected, "{r:#}");
+    for k in ["p50_ms", "p95_ms", "p99_ms", "max_ms"] {
+        assert!(
+            r["healthy"][k].as_f64().is_some_and(|v| v > 0.0),
+            "{k}: {r:#}"
+        );
+        assert!(
+            r["baseline"][k].as_f64().is_some_and(|v| v > 0.0),
+            "{k}: {r:#}"
+        );
+    }
+    assert!(
+        r["breaker_opened_after_ms"].as_f64().is_some(),
+        "the dead channel's breaker never opened: {r:#}"
+    );
+    assert_eq!(r["backlog_enqueued"], 500);
+    assert_eq!(r["backlog_accounted"], true, "{r:#}");
+    assert_eq!(r["dead_endpoint_budget"]["within"], true, "{r:#}");
+    assert!(r["git_commit"].is_string() || r["git_commit"].is_null());
+    assert!(r["cores"].as_u64().is_some_and(|c| c >= 1));
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(json["healthy"], r["healthy"]);
+    let svg = std::fs::read_to_string(out.join("latency.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("circuit.opened"),
+        "chart lacks the breaker marker"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
