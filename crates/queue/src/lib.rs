@@ -44,7 +44,7 @@ mod wake;
 pub use backoff::Backoff;
 pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
-pub use fetch::{fetch, fetch_excluding};
+pub use fetch::{fetch, fetch_excluding, fetch_per_group};
 pub use group::{park_group, release_group, wake_one};
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{complete, discard, hand_back, retry, snooze, RetryOutcome};

@@ -1,7 +1,7 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch_excluding, hand_back, retry, Backoff, Job, Wakers};
+use crate::{fetch_excluding, fetch_per_group, hand_back, retry, Backoff, Job, Wakers};
 use futures::FutureExt;
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -27,6 +27,12 @@ pub trait Handler: Send + Sync + 'static {
     /// concurrency cap). Asked before every fetch; the default excludes none.
     fn excluded_groups(&self, _queue: &str) -> Vec<Uuid> {
         Vec::new()
+    }
+
+    /// The most jobs of one group to take in one fetch (`None`: no limit). A handler that caps
+    /// a group's concurrency returns its cap, so a fetch does not claim jobs it must hand back.
+    fn per_group_limit(&self, _queue: &str) -> Option<usize> {
+        None
     }
 }
 
@@ -84,10 +90,30 @@ pub async fn run_pool<H: Handler>(
         if free > 0 {
             let exclude = handler.excluded_groups(&cfg.queue);
             excluded_some = !exclude.is_empty();
-            match fetch_excluding(&pool, &cfg.queue, &cfg.node_id, free as i64, &exclude).await {
+            let per_group = handler.per_group_limit(&cfg.queue);
+            let fetched = match per_group {
+                Some(n) => {
+                    fetch_per_group(
+                        &pool,
+                        &cfg.queue,
+                        &cfg.node_id,
+                        free as i64,
+                        &exclude,
+                        n as i64,
+                    )
+                    .await
+                }
+                None => {
+                    fetch_excluding(&pool, &cfg.queue, &cfg.node_id, free as i64, &exclude).await
+                }
+            };
+            match fetched {
                 Ok(jobs) => {
                     db_errors = 0;
-                    fetched_full = jobs.len() == free;
+                    // "Full" also when some group reached the per-group limit: more of its jobs
+                    // are likely waiting, so fetch again as soon as one finishes.
+                    fetched_full =
+                        jobs.len() == free || per_group.is_some_and(|n| group_hit_limit(&jobs, n));
                     for job in jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
                         in_flight.lock().unwrap().insert(job.id, job.claim_token);
@@ -185,6 +211,16 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "non-string panic".to_string()
     }
+}
+
+/// Whether any group has at least `n` jobs in `jobs`.
+fn group_hit_limit(jobs: &[Job], n: usize) -> bool {
+    let mut counts: HashMap<Uuid, usize> = HashMap::new();
+    jobs.iter().filter_map(|j| j.group_id).any(|g| {
+        let c = counts.entry(g).or_default();
+        *c += 1;
+        *c >= n
+    })
 }
 
 fn log_join(r: Result<(), tokio::task::JoinError>) {

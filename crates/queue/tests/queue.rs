@@ -471,3 +471,46 @@ async fn runner_runs_everything_and_shutdown_hands_back_unfinished_jobs(pool: Pg
             .unwrap();
     assert_eq!(rows, vec![("available".to_string(), 0); 3]);
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn per_group_fetch_takes_at_most_n_of_one_group_and_never_twice(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(a)).collect();
+    jobs.extend((30..40).map(|n| job(n).group(b)));
+    jobs.push(job(99)); // no group: not limited
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+
+    let got = breakwater_queue::fetch_per_group(&pool, "q", "n", 10, &[], 4)
+        .await
+        .unwrap();
+    let of = |g: Uuid| got.iter().filter(|j| j.group_id == Some(g)).count();
+    assert_eq!((of(a), of(b)), (4, 4), "at most 4 per group");
+    assert_eq!(got.iter().filter(|j| j.group_id.is_none()).count(), 1);
+
+    // Concurrent fetchers drain everything exactly once.
+    let mut handles = Vec::new();
+    for f in 0..4 {
+        let pool = pool.clone();
+        handles.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            loop {
+                let batch =
+                    breakwater_queue::fetch_per_group(&pool, "q", &format!("n{f}"), 5, &[], 2)
+                        .await
+                        .unwrap();
+                if batch.is_empty() {
+                    return ids;
+                }
+                ids.extend(batch.into_iter().map(|j| j.id));
+            }
+        }));
+    }
+    let mut all: Vec<i64> = got.iter().map(|j| j.id).collect();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert_eq!(all.len(), 41);
+    assert_eq!(distinct.len(), 41);
+}

@@ -34,6 +34,13 @@ pub struct Worker {
 }
 
 impl Handler for Worker {
+    /// Delivery queues take at most the per-node cap of one channel per fetch.
+    fn per_group_limit(&self, queue: &str) -> Option<usize> {
+        queue
+            .starts_with("deliveries")
+            .then(|| self.in_flight.cap())
+    }
+
     /// Delivery queues skip channels at their per-node cap.
     fn excluded_groups(&self, queue: &str) -> Vec<Uuid> {
         if queue.starts_with("deliveries") {

@@ -42,6 +42,11 @@ impl ChannelSlots {
         })
     }
 
+    /// The cap: most deliveries of one channel at once on this node.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Channels at their cap right now (the runner skips their jobs when fetching).
     pub fn saturated(&self) -> Vec<Uuid> {
         let counts = self.counts.lock().expect("slots lock poisoned");
