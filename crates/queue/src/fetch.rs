@@ -4,6 +4,21 @@ use crate::{Job, Result};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
+/// The claim shared by every fetch: the rows of a `picked` CTE (chosen and locked with
+/// `FOR UPDATE SKIP LOCKED`) become `executing` for node `$3`, with the attempt counted and a fresh
+/// fencing token. Returns the [`Job`] columns.
+const CLAIM: &str = "
+        UPDATE jobs j
+        SET state = 'executing',
+            attempt = j.attempt + 1,
+            attempted_at = now(),
+            attempted_by = $3,
+            claim_token = gen_random_uuid()
+        FROM picked
+        WHERE j.id = picked.id
+        RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
+                  j.claim_token, j.unique_key, j.group_id, j.created_at";
+
 /// Claims up to `limit` available jobs of `queue` for node `node_id`, lowest priority number
 /// first, then oldest `scheduled_at`, then id.
 ///
@@ -34,7 +49,7 @@ pub async fn fetch_excluding(
     limit: i64,
     exclude: &[Uuid],
 ) -> Result<Vec<Job>> {
-    let mut jobs: Vec<Job> = sqlx::query_as(
+    let sql = format!(
         r#"
         WITH picked AS (
             SELECT id FROM jobs
@@ -44,24 +59,15 @@ pub async fn fetch_excluding(
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         )
-        UPDATE jobs j
-        SET state = 'executing',
-            attempt = j.attempt + 1,
-            attempted_at = now(),
-            attempted_by = $3,
-            claim_token = gen_random_uuid()
-        FROM picked
-        WHERE j.id = picked.id
-        RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
-                  j.claim_token, j.unique_key, j.group_id, j.created_at
-        "#,
-    )
-    .bind(queue)
-    .bind(limit)
-    .bind(node_id)
-    .bind(exclude)
-    .fetch_all(exec)
-    .await?;
+        {CLAIM}"#
+    );
+    let mut jobs: Vec<Job> = sqlx::query_as(&sql)
+        .bind(queue)
+        .bind(limit)
+        .bind(node_id)
+        .bind(exclude)
+        .fetch_all(exec)
+        .await?;
     jobs.sort_by_key(|j| (j.priority, j.id));
     Ok(jobs)
 }
@@ -80,7 +86,7 @@ pub async fn fetch_per_group(
     exclude: &[Uuid],
     per_group: i64,
 ) -> Result<Vec<Job>> {
-    let mut jobs: Vec<Job> = sqlx::query_as(
+    let sql = format!(
         r#"
         WITH window_ AS (
             SELECT id, group_id, priority, scheduled_at FROM jobs
@@ -100,25 +106,16 @@ pub async fn fetch_per_group(
             LIMIT $2
             FOR UPDATE OF j SKIP LOCKED
         )
-        UPDATE jobs j
-        SET state = 'executing',
-            attempt = j.attempt + 1,
-            attempted_at = now(),
-            attempted_by = $3,
-            claim_token = gen_random_uuid()
-        FROM picked
-        WHERE j.id = picked.id
-        RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
-                  j.claim_token, j.unique_key, j.group_id, j.created_at
-        "#,
-    )
-    .bind(queue)
-    .bind(limit)
-    .bind(node_id)
-    .bind(exclude)
-    .bind(per_group.max(1))
-    .fetch_all(exec)
-    .await?;
+        {CLAIM}"#
+    );
+    let mut jobs: Vec<Job> = sqlx::query_as(&sql)
+        .bind(queue)
+        .bind(limit)
+        .bind(node_id)
+        .bind(exclude)
+        .bind(per_group.max(1))
+        .fetch_all(exec)
+        .await?;
     jobs.sort_by_key(|j| (j.priority, j.id));
     Ok(jobs)
 }
