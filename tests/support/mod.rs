@@ -40,8 +40,6 @@ pub fn test_settings() -> Settings {
     s.worker.rescue_interval_ms = 200;
     s.circuit.cooldown_ms = 500;
     s.circuit.max_cooldown_ms = 1_000;
-    s.circuit.park_ms = 60_000;
-    s.circuit.park_jitter_ms = 1_000;
     s.circuit.probe_lease_ms = 5_000;
     s.circuit.health_check_interval_ms = 3_600_000;
     s

@@ -3,7 +3,7 @@
 use crate::{signing, Error, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 /// A channel as the API shows it. The signing secret is only shown at creation
@@ -30,6 +30,9 @@ pub struct Channel {
     pub failure_threshold: Option<i32>,
     /// Per-channel override of the probe cooldown in ms (null = global default).
     pub cooldown_ms: Option<i64>,
+    /// Per-channel ceiling of the adaptive concurrency limit: most deliveries in flight at once,
+    /// cluster-wide (null = `worker.channel_concurrency_ceiling`).
+    pub max_in_flight: Option<i32>,
     /// When the next probe may run, while open.
     pub next_probe_at: Option<DateTime<Utc>>,
     /// Failed probes in a row (the cooldown doubles with each).
@@ -55,7 +58,7 @@ pub struct Channel {
 }
 
 const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, rate_limited_total, circuit_state, circuit_changed_at, \
-    consecutive_failures, failure_threshold, cooldown_ms, next_probe_at, probe_failures, \
+    consecutive_failures, failure_threshold, cooldown_ms, max_in_flight, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
@@ -86,22 +89,26 @@ pub struct NewChannel {
     /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), checked with
     /// [`crate::ratelimit::RateLimit::parse`]; `None` = unlimited.
     pub rate_limit: Option<String>,
+    /// Ceiling of the adaptive concurrency limit (1–10000); `None` = the global ceiling.
+    pub max_in_flight: Option<i32>,
 }
 
-/// Creates a channel for `tenant_id` with a fresh signing secret.
+/// Creates a channel for `tenant_id` with a fresh signing secret, and its job group (in the
+/// tenant's fair share, with its concurrency ceiling) in the same transaction.
 pub async fn create(
-    exec: impl PgExecutor<'_>,
+    conn: &mut PgConnection,
     tenant_id: Uuid,
     new: &NewChannel,
 ) -> Result<CreatedChannel> {
     check_name(new.name.as_deref())?;
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
+    check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
-                               replay_dead_letters_on_close, replay_window_ms, rate_limit)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10) RETURNING {COLUMNS}"
+                               replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -113,8 +120,13 @@ pub async fn create(
     .bind(new.replay_dead_letters_on_close)
     .bind(new.replay_window_ms)
     .bind(canonical_rate_limit(new.rate_limit.as_deref())?)
-    .fetch_one(exec)
+    .bind(new.max_in_flight)
+    .fetch_one(&mut *conn)
     .await?;
+    breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
+    if new.max_in_flight.is_some() {
+        breakwater_queue::set_max_in_flight(&mut *conn, channel.id, new.max_in_flight).await?;
+    }
     Ok(CreatedChannel {
         channel,
         signing_secret: secret,
@@ -139,6 +151,15 @@ pub struct ChannelPatch {
     pub replay_window_ms: Option<i64>,
     /// Rate limit (`Some(None)` removes it).
     pub rate_limit: Option<Option<String>>,
+    /// Concurrency ceiling (`Some(None)` clears it back to the global ceiling).
+    pub max_in_flight: Option<Option<i32>>,
+}
+
+fn check_max_in_flight(m: Option<i32>) -> Result<()> {
+    if m.is_some_and(|m| !(1..=10_000).contains(&m)) {
+        return Err(Error::invalid("max_in_flight", "must be between 1 and 10000"));
+    }
+    Ok(())
 }
 
 /// The canonical form of a rate limit, or the field error.
@@ -181,9 +202,10 @@ fn check_name(name: Option<&str>) -> Result<()> {
 }
 
 /// Applies `patch` to `tenant_id`'s channel `id` and returns it ([`Error::NotFound`] for another
-/// tenant's). The circuit state is not touched here.
+/// tenant's). The circuit state is not touched here; a new `max_in_flight` reaches the channel's
+/// job group in the same transaction.
 pub async fn update(
-    exec: impl PgExecutor<'_>,
+    conn: &mut PgConnection,
     tenant_id: Uuid,
     id: Uuid,
     patch: &ChannelPatch,
@@ -194,7 +216,8 @@ pub async fn update(
         patch.cooldown_ms.flatten(),
     )?;
     check_replay_window(patch.replay_window_ms)?;
-    sqlx::query_as(&format!(
+    check_max_in_flight(patch.max_in_flight.flatten())?;
+    let channel: Channel = sqlx::query_as(&format!(
         "UPDATE channels SET
             name = CASE WHEN $3 THEN $4 ELSE name END,
             url = coalesce($5, url),
@@ -204,6 +227,7 @@ pub async fn update(
             replay_window_ms = coalesce($11, replay_window_ms),
             rate_limit = CASE WHEN $12 THEN $13 ELSE rate_limit END,
             rate_tat = CASE WHEN $12 THEN NULL ELSE rate_tat END,
+            max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2
          RETURNING {COLUMNS}"
@@ -223,20 +247,20 @@ pub async fn update(
     .bind(canonical_rate_limit(
         patch.rate_limit.clone().flatten().as_deref(),
     )?)
-    .fetch_optional(exec)
+    .bind(patch.max_in_flight.is_some())
+    .bind(patch.max_in_flight.flatten())
+    .fetch_optional(&mut *conn)
     .await?
-    .ok_or(Error::NotFound("channel"))
+    .ok_or(Error::NotFound("channel"))?;
+    if let Some(m) = patch.max_in_flight {
+        breakwater_queue::set_max_in_flight(&mut *conn, channel.id, m).await?;
+    }
+    Ok(channel)
 }
 
-/// Jobs of the channel parked by its circuit (waiting at the parked priority).
+/// Jobs of the channel held by its parked job group (open, half-open or paused circuit).
 pub async fn parked_count(exec: impl PgExecutor<'_>, id: Uuid) -> Result<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority >= $2",
-    )
-    .bind(id)
-    .bind(breakwater_queue::PRIORITY_PARKED)
-    .fetch_one(exec)
-    .await?)
+    Ok(breakwater_queue::parked_count(exec, id).await?)
 }
 
 /// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly
@@ -303,8 +327,9 @@ pub async fn list_all(
         .join(", ");
     Ok(sqlx::query_as(&format!(
         "SELECT {cols}, t.name AS tenant_name, t.tier,
-                (SELECT count(*) FROM jobs j
-                 WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled') AND j.priority >= $5) AS parked
+                CASE WHEN c.circuit_state = 'closed' THEN 0
+                     ELSE (SELECT count(*) FROM jobs j
+                           WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')) END AS parked
          FROM channels c JOIN tenants t ON t.id = c.tenant_id
          WHERE ($1::text IS NULL OR c.circuit_state = $1)
            AND ($2::uuid IS NULL OR c.tenant_id = $2)
@@ -315,7 +340,6 @@ pub async fn list_all(
     .bind(tenant_id)
     .bind(after)
     .bind(limit)
-    .bind(breakwater_queue::PRIORITY_PARKED)
     .fetch_all(exec)
     .await?)
 }

@@ -47,10 +47,6 @@ pub struct CircuitConfig {
     pub cooldown_ms: i64,
     /// Largest cooldown while probes keep failing (it doubles each time), ms.
     pub max_cooldown_ms: i64,
-    /// How long a parked job sleeps before it is looked at again (release wakes it sooner), ms.
-    pub park_ms: i64,
-    /// Random extra park time per job, 0..this, so parked jobs do not all wake at once, ms.
-    pub park_jitter_ms: i64,
     /// How long a half-open probe may take before the next probe may take over (a probe whose
     /// node died cannot pin the circuit half-open), ms. Should exceed the request timeout.
     pub probe_lease_ms: i64,
@@ -73,8 +69,6 @@ impl Default for CircuitConfig {
             failure_threshold: 5,
             cooldown_ms: 30_000,
             max_cooldown_ms: 600_000,
-            park_ms: 600_000,
-            park_jitter_ms: 60_000,
             probe_lease_ms: 60_000,
             health_window_ms: 3_600_000,
             health_min_attempts: 20,
@@ -92,7 +86,6 @@ impl CircuitConfig {
             ("circuit.failure_threshold", self.failure_threshold as i64),
             ("circuit.cooldown_ms", self.cooldown_ms),
             ("circuit.max_cooldown_ms", self.max_cooldown_ms),
-            ("circuit.park_ms", self.park_ms),
             ("circuit.probe_lease_ms", self.probe_lease_ms),
             ("circuit.health_window_ms", self.health_window_ms),
             ("circuit.health_min_attempts", self.health_min_attempts),
@@ -112,20 +105,10 @@ impl CircuitConfig {
         if !(0.0..=1.0).contains(&self.health_failure_ratio) || self.health_failure_ratio == 0.0 {
             return Err("circuit.health_failure_ratio must be in (0.0, 1.0]".into());
         }
-        if self.park_jitter_ms < 0 || self.retry_after_cap_ms < 0 {
-            return Err(
-                "circuit.park_jitter_ms and circuit.retry_after_cap_ms must not be negative".into(),
-            );
+        if self.retry_after_cap_ms < 0 {
+            return Err("circuit.retry_after_cap_ms must not be negative".into());
         }
         Ok(())
-    }
-
-    /// The park duration and jitter as [`Duration`]s.
-    pub fn park(&self) -> (Duration, Duration) {
-        (
-            Duration::from_millis(self.park_ms as u64),
-            Duration::from_millis(self.park_jitter_ms as u64),
-        )
     }
 }
 
@@ -471,7 +454,7 @@ pub async fn open_from_closed(
     .await?;
     let Some(row) = row else { return Ok(None) };
     let t = transition(channel_id, State::Closed, State::Open, row);
-    on_opened(tx, &t, "circuit.opened", actor, reason, cfg).await?;
+    on_opened(tx, &t, "circuit.opened", actor, reason).await?;
     enqueue_alert(tx, &t, "channel.circuit_opened", reason).await?;
     Ok(Some(t))
 }
@@ -485,9 +468,8 @@ async fn on_opened(
     action: &str,
     actor: &str,
     reason: &str,
-    cfg: &CircuitConfig,
 ) -> Result<()> {
-    let parked = park_backlog(tx, t.channel_id, cfg).await?;
+    let parked = park_backlog(tx, t.channel_id).await?;
     schedule_probe(tx, t.channel_id, t.next_probe_at).await?;
     audit::record(
         &mut *tx,
@@ -512,15 +494,12 @@ async fn on_opened(
     Ok(())
 }
 
-/// Parks every waiting job of the channel (priority 3, `park_ms` + jitter) and marks its live,
-/// not-yet-delivered deliveries `paused`. Returns the number of jobs parked.
-pub async fn park_backlog(
-    tx: &mut PgConnection,
-    channel_id: Uuid,
-    cfg: &CircuitConfig,
-) -> Result<u64> {
-    let (park, jitter) = cfg.park();
-    let n = breakwater_queue::park_group(&mut *tx, channel_id, park, jitter).await?;
+/// Parks the channel's job group (one row update: its waiting jobs stay put and are not fetched
+/// until released, and never wake on their own) and marks its live, not-yet-delivered
+/// deliveries `paused`. Returns the number of jobs parked. The caller holds the channel row
+/// (channel row before group row, everywhere).
+pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+    let n = breakwater_queue::park_group(&mut *tx, channel_id).await?;
     sqlx::query(
         "UPDATE deliveries SET status = 'paused', updated_at = now()
          WHERE channel_id = $1 AND status IN ('pending', 'failed')",
@@ -531,8 +510,8 @@ pub async fn park_backlog(
     Ok(n)
 }
 
-/// Releases every parked job of the channel in one UPDATE (available, priority 1, now) and puts
-/// its paused deliveries back to `pending`. Returns the number of jobs released.
+/// Releases the channel's job group (one row update; the fetch takes its jobs again, oldest
+/// first) and puts its paused deliveries back to `pending`. Returns the number of jobs released.
 pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
     sqlx::query(
@@ -543,6 +522,66 @@ pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<
     .execute(&mut *tx)
     .await?;
     Ok(n)
+}
+
+/// What [`reconcile_parking`] repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Closed channels whose job group was still parked: released.
+    pub released: u64,
+    /// Open, half-open or paused channels whose job group was not parked: parked.
+    pub parked: u64,
+}
+
+/// The safety net for a park or a release that was missed (DESIGN.md: parked means asleep until
+/// released, never woken by a timer): compares every channel's circuit with its job group's
+/// parked flag and repairs a mismatch with the same one-row park or release, each in its own
+/// transaction under the channel row's lock, re-checked there. Cheap: it reads the parked groups
+/// (a partial index) and the channels that are not closed (another), never a job.
+pub async fn reconcile_parking(conn: &mut PgConnection) -> Result<Reconciled> {
+    let parked = breakwater_queue::parked_groups(&mut *conn).await?;
+    let mut out = Reconciled::default();
+    let closed: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM channels WHERE id = ANY($1) AND circuit_state = 'closed'",
+    )
+    .bind(&parked)
+    .fetch_all(&mut *conn)
+    .await?;
+    for channel_id in closed {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let state: Option<String> =
+            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR UPDATE")
+                .bind(channel_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if state.as_deref() == Some("closed") {
+            let n = release_backlog(&mut tx, channel_id).await?;
+            tracing::warn!(%channel_id, jobs = n, "reconciler: released the parked jobs of a closed channel");
+            out.released += 1;
+        }
+        tx.commit().await?;
+    }
+    let held: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM channels WHERE circuit_state <> 'closed' AND NOT (id = ANY($1))",
+    )
+    .bind(&parked)
+    .fetch_all(&mut *conn)
+    .await?;
+    for channel_id in held {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let state: Option<String> =
+            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR UPDATE")
+                .bind(channel_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if matches!(state.as_deref(), Some("open" | "half_open" | "paused")) {
+            let n = park_backlog(&mut tx, channel_id).await?;
+            tracing::warn!(%channel_id, jobs = n, "reconciler: parked the jobs of a channel that is not closed");
+            out.parked += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(out)
 }
 
 /// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.
@@ -893,14 +932,14 @@ pub async fn apply_manual(
     };
     match to {
         State::Open => {
-            on_opened(tx, &t, change.action(), actor, reason, cfg).await?;
+            on_opened(tx, &t, change.action(), actor, reason).await?;
             enqueue_alert(tx, &t, change.alert_event(), reason).await?;
         }
         State::Closed => {
             on_closed(tx, &t, change.action(), actor, reason, change.alert_event()).await?
         }
         State::Paused => {
-            let parked = park_backlog(tx, channel_id, cfg).await?;
+            let parked = park_backlog(tx, channel_id).await?;
             audit::record(
                 &mut *tx,
                 &audit::Entry {
@@ -955,7 +994,7 @@ pub async fn probe_failed(
     let Some(row) = row else { return Ok(None) };
     let t = transition(channel_id, State::HalfOpen, State::Open, row);
     let why = format!("probe failed: {reason}");
-    on_opened(tx, &t, "circuit.reopened", ACTOR_CIRCUIT_BREAKER, &why, cfg).await?;
+    on_opened(tx, &t, "circuit.reopened", ACTOR_CIRCUIT_BREAKER, &why).await?;
     Ok(Some(t))
 }
 

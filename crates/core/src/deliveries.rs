@@ -89,11 +89,10 @@ pub struct Enqueued {
 /// returns the earlier delivery (`created: false`) and enqueues nothing; one that was used for
 /// another channel is an [`Error::Conflict`].
 ///
-/// With `park` (`(park, jitter)`, for a channel whose circuit is open or paused), the jobs are
-/// inserted already parked (priority 3, due after `park` plus up to `jitter`) and the deliveries
-/// `paused`: no worker has to pick each one up just to park it. The caller holds the channel row
-/// (see [`crate::circuit::lock_gate`]) so that a release cannot run between its read and this
-/// insert.
+/// With `paused` (for a channel whose circuit is open or paused) the deliveries start `paused`.
+/// Their jobs need no parking of their own: the channel's job group is parked, so the fetch does
+/// not take them until it is released. The caller holds the channel row (see
+/// [`crate::circuit::lock_gate`]) so that a release cannot run between its read and this insert.
 ///
 /// Results are in input order.
 pub async fn enqueue(
@@ -103,7 +102,7 @@ pub async fn enqueue(
     channel_id: Uuid,
     items: &[NewDelivery],
     max_attempts: i32,
-    park: Option<(std::time::Duration, std::time::Duration)>,
+    paused: bool,
 ) -> Result<Vec<Enqueued>> {
     for d in items {
         validate(d)?;
@@ -130,7 +129,7 @@ pub async fn enqueue(
     .bind(&event_types)
     .bind(&payloads)
     .bind(&keys)
-    .bind(if park.is_some() { "paused" } else { "pending" })
+    .bind(if paused { "paused" } else { "pending" })
     .fetch_all(&mut *tx)
     .await?;
     let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().map(|r| r.0).collect();
@@ -142,18 +141,9 @@ pub async fn enqueue(
             results.push(Enqueued {
                 id: *id,
                 created: true,
-                status: if park.is_some() { "paused" } else { "pending" }.to_string(),
+                status: if paused { "paused" } else { "pending" }.to_string(),
             });
-            let mut job = delivery_job(tier, channel_id, *id, max_attempts);
-            if let Some((park, jitter)) = park {
-                let extra = rand::random::<f64>() * jitter.as_secs_f64();
-                let wait =
-                    chrono::Duration::from_std(park + std::time::Duration::from_secs_f64(extra))
-                        .unwrap_or_else(|_| chrono::Duration::seconds(600));
-                job = job
-                    .priority(breakwater_queue::PRIORITY_PARKED)
-                    .scheduled_at(Utc::now() + wait);
-            }
+            let job = delivery_job(tier, channel_id, *id, max_attempts);
             jobs.push(job);
             continue;
         }

@@ -47,6 +47,12 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
     // nodes inserting the same key at once are serialised by the index itself.
     let rows: Vec<(i64, String, String)> = sqlx::query_as(
         r#"
+        WITH groups AS (
+            -- Every group gets its row (slots, limit, parked flag) before its first job.
+            INSERT INTO job_groups (group_id)
+            SELECT DISTINCT g FROM unnest($8::uuid[]) AS g WHERE g IS NOT NULL
+            ON CONFLICT DO NOTHING
+        )
         INSERT INTO jobs (queue, kind, args, priority, max_attempts, scheduled_at, state, unique_key, group_id)
         SELECT queue, kind, args, priority, max_attempts,
                coalesce(scheduled_at, now()),

@@ -1,121 +1,216 @@
-//! Claiming jobs.
+//! Claiming jobs: fair across shares and groups, capped per group cluster-wide, at a cost that
+//! does not grow with any one group's backlog.
 
-use crate::{Job, Result};
+use crate::{GroupLimits, Job, Result};
 use sqlx::PgExecutor;
-use uuid::Uuid;
 
-/// The claim shared by every fetch: the rows of a `picked` CTE (chosen and locked with
-/// `FOR UPDATE SKIP LOCKED`) become `executing` for node `$3`, with the attempt counted and a fresh
-/// fencing token. Returns the [`Job`] columns.
-const CLAIM: &str = "
-        UPDATE jobs j
-        SET state = 'executing',
-            attempt = j.attempt + 1,
-            attempted_at = now(),
-            attempted_by = $3,
-            claim_token = gen_random_uuid()
-        FROM picked
-        WHERE j.id = picked.id
-        RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
-                  j.claim_token, j.unique_key, j.group_id, j.created_at";
+/// The fetch statement. Parameters: `$1` queue, `$2` limit, `$3` node id, `$4` initial limit,
+/// `$5` floor, `$6` ceiling. See [`fetch`] for what each step does.
+const FETCH: &str = r#"
+WITH RECURSIVE heads AS (
+    -- Loose index scan on jobs_fetch_group_idx: one entry per group with due work (its head,
+    -- the job it would run next), however many jobs wait behind it.
+    (SELECT group_id, priority, scheduled_at FROM jobs
+     WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1
+     ORDER BY queue, group_id, priority, scheduled_at, id
+     LIMIT 1)
+    UNION ALL
+    SELECT n.group_id, n.priority, n.scheduled_at
+    FROM heads h
+    CROSS JOIN LATERAL (
+        SELECT group_id, priority, scheduled_at FROM jobs
+        WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1 AND group_id > h.group_id
+        ORDER BY queue, group_id, priority, scheduled_at, id
+        LIMIT 1) n
+), ready AS (
+    -- Groups that may run more now: not parked (or holding a probe slot) and under their cap.
+    SELECT h.group_id, coalesce(g.share_key, g.group_id) AS share, g.in_flight,
+           h.priority, h.scheduled_at,
+           sum(g.in_flight) OVER (PARTITION BY coalesce(g.share_key, g.group_id)) AS share_load,
+           row_number() OVER (PARTITION BY coalesce(g.share_key, g.group_id)
+                              ORDER BY h.priority, g.in_flight, h.scheduled_at) AS share_rank
+    FROM heads h
+    JOIN job_groups g ON g.group_id = h.group_id
+    WHERE (NOT g.parked OR g.probe_slots > 0)
+      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+), turns AS (
+    -- The groups to serve: lowest priority number first, then the share with the fewest jobs
+    -- in flight (each further group of a share counts as one more), then the group with the
+    -- fewest in flight, then the oldest head. At most one group per job wanted.
+    SELECT group_id, share, share_load, priority
+    FROM ready
+    ORDER BY priority, share_load + share_rank, in_flight, scheduled_at
+    LIMIT $2
+), locked AS (
+    -- Lock those groups' rows, skipping any another fetch (or a result) holds, and re-check the
+    -- cap on the row as it is now: two fetches never overshoot a group's cap together.
+    SELECT g.group_id, t.share, t.share_load, g.in_flight, g.parked,
+           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
+                 CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
+    FROM job_groups g
+    JOIN turns t ON t.group_id = g.group_id
+    WHERE (NOT g.parked OR g.probe_slots > 0)
+      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+    FOR UPDATE OF g SKIP LOCKED
+), candidates AS (
+    -- Each locked group's oldest due jobs, no more than its room (an index range each).
+    SELECT c.id, c.priority, c.scheduled_at, l.group_id, l.share, l.share_load,
+           l.in_flight + row_number() OVER (PARTITION BY l.group_id
+                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load
+    FROM locked l
+    CROSS JOIN LATERAL (
+        SELECT id, priority, scheduled_at FROM jobs
+        WHERE group_id = l.group_id AND state = 'available' AND queue = $1
+        ORDER BY priority, scheduled_at, id
+        LIMIT l.room) c
+    WHERE l.room > 0
+    UNION ALL
+    -- Jobs without a group, oldest first, each its own share.
+    SELECT id, priority, scheduled_at, NULL::uuid, NULL::uuid, 0::int8,
+           row_number() OVER (ORDER BY priority, scheduled_at, id)
+    FROM (SELECT id, priority, scheduled_at FROM jobs
+          WHERE state = 'available' AND group_id IS NULL AND queue = $1
+          ORDER BY queue, priority, scheduled_at, id
+          LIMIT $2) u
+), chosen AS (
+    -- Water-filling: a share's k-th job goes after every share's (k-1)-th, counting what each
+    -- share already runs.
+    SELECT id FROM (
+        SELECT id, priority, scheduled_at, group_load,
+               CASE WHEN share IS NULL THEN 1
+                    ELSE share_load + row_number() OVER (PARTITION BY share
+                                                         ORDER BY group_load, scheduled_at, id)
+               END AS turn
+        FROM candidates) x
+    ORDER BY priority, turn, group_load, scheduled_at, id
+    LIMIT $2
+), picked AS (
+    SELECT j.id FROM jobs j JOIN chosen c ON c.id = j.id
+    WHERE j.state = 'available'
+    FOR UPDATE OF j SKIP LOCKED
+), claimed AS (
+    UPDATE jobs j
+    SET state = 'executing',
+        attempt = j.attempt + 1,
+        attempted_at = now(),
+        attempted_by = $3,
+        claim_token = gen_random_uuid()
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
+              j.claim_token, j.unique_key, j.group_id, j.created_at
+), counted AS (
+    -- Take the slots (and a parked group's probe slots) in the same statement.
+    UPDATE job_groups g
+    SET in_flight = g.in_flight + c.n,
+        probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
+    FROM (SELECT group_id, count(*)::int AS n FROM claimed WHERE group_id IS NOT NULL GROUP BY group_id) c
+    WHERE g.group_id = c.group_id
+)
+SELECT * FROM claimed
+"#;
 
-/// Claims up to `limit` available jobs of `queue` for node `node_id`, lowest priority number
-/// first, then oldest `scheduled_at`, then id.
+/// Claims up to `limit` available jobs of `queue` for node `node_id`.
 ///
-/// One statement: the inner SELECT locks the chosen rows with `FOR UPDATE SKIP LOCKED`, so two
-/// fetchers (on this node or any other) skip each other's rows instead of waiting or getting
-/// the same job, and the UPDATE marks them `executing`, increments `attempt` and gives each a
-/// fresh `claim_token`. The inner SELECT walks `jobs_fetch_idx`, which holds only `available`
-/// rows: parked and future jobs are `scheduled` and cost a fetch nothing.
+/// **Order.** Lowest priority number first ([`crate::PRIORITY_URGENT`] before
+/// [`crate::PRIORITY_NORMAL`]). Among equal priorities the jobs are shared out fairly:
+/// - across **shares** (a group's `share_key`; for Breakwater, the tenant) by the fewest jobs in
+///   flight cluster-wide, counting each job this fetch gives a share as one more (max-min fair
+///   share of the slots: a share with many groups or a huge burst gets its turn and no more
+///   while others wait);
+/// - inside a share, across its **groups** the same way;
+/// - inside a group, oldest first (`priority, scheduled_at, id`).
 ///
-/// The returned jobs are sorted as they were chosen.
+/// Jobs without a group are each their own share.
+///
+/// **Caps.** A group never has more than its cap in state `executing`, cluster-wide: the cap is
+/// its adaptive limit ([`crate::adapt_limit`]; `limits.initial` until it has one) clamped to
+/// `[limits.floor, max_in_flight or limits.ceiling]`. The fetch locks the rows of the groups it
+/// serves (`FOR UPDATE SKIP LOCKED`: another fetch skips them rather than waiting), re-checks the
+/// cap on the current row, and raises `in_flight` in the same statement; a trigger lowers it when
+/// a job leaves `executing` by any path, including rescue, so a crashed node's slots come back
+/// when its jobs are rescued. A **parked** group ([`crate::park_group`]) gives none of its jobs,
+/// except up to its `probe_slots` ([`crate::wake_one`]).
+///
+/// **Cost.** The fetch reads one index entry per group with due work (a loose index scan of
+/// `jobs_fetch_group_idx`), the group rows of those, then at most `room` index entries of each
+/// group it serves. It never walks the jobs waiting behind a group's head, so a group that is
+/// parked, at its cap, or holding 100 000 jobs costs it one index probe, not 100 000 rows.
+///
+/// One statement: the jobs are locked `FOR UPDATE SKIP LOCKED` and re-checked as `available`,
+/// so two fetchers (on this node or any other) never get the same job. Each claimed job gets a
+/// fresh fencing token ([`Job::claim_token`]) and its `attempt` counted.
+///
+/// The returned jobs are sorted by priority, then id.
 pub async fn fetch(
     exec: impl PgExecutor<'_>,
     queue: &str,
     node_id: &str,
     limit: i64,
+    limits: &GroupLimits,
 ) -> Result<Vec<Job>> {
-    fetch_excluding(exec, queue, node_id, limit, &[]).await
-}
-
-/// [`fetch`], skipping jobs of the groups in `exclude` (e.g. groups this node already runs as
-/// many jobs of as it allows). The skipped jobs stay available for other nodes and later
-/// fetches; the filter is applied while walking the fetch index, so it costs a look at each
-/// skipped row but no write.
-pub async fn fetch_excluding(
-    exec: impl PgExecutor<'_>,
-    queue: &str,
-    node_id: &str,
-    limit: i64,
-    exclude: &[Uuid],
-) -> Result<Vec<Job>> {
-    let sql = format!(
-        r#"
-        WITH picked AS (
-            SELECT id FROM jobs
-            WHERE state = 'available' AND queue = $1
-              AND (group_id IS NULL OR group_id <> ALL($4))
-            ORDER BY priority, scheduled_at, id
-            LIMIT $2
-            FOR UPDATE SKIP LOCKED
-        )
-        {CLAIM}"#
-    );
-    let mut jobs: Vec<Job> = sqlx::query_as(&sql)
+    let mut jobs: Vec<Job> = sqlx::query_as(FETCH)
         .bind(queue)
-        .bind(limit)
+        .bind(limit.max(0))
         .bind(node_id)
-        .bind(exclude)
+        .bind(limits.initial as f32)
+        .bind(limits.floor as f32)
+        .bind(limits.ceiling as i32)
         .fetch_all(exec)
         .await?;
     jobs.sort_by_key(|j| (j.priority, j.id));
     Ok(jobs)
 }
 
-/// [`fetch_excluding`], taking at most `per_group` jobs of any one group (jobs without a group
-/// are not limited). For a node that caps how many jobs of one group it runs at once: a batch
-/// that is mostly one group's jobs (FIFO order often clusters) would otherwise have to hand most
-/// of them back. The candidates are the first `limit × 8` available jobs in fetch order, so the
-/// cost stays bounded; the locking statement re-checks each row (`state = 'available'`) under
-/// `FOR UPDATE SKIP LOCKED`, so two fetchers never take the same job.
-pub async fn fetch_per_group(
-    exec: impl PgExecutor<'_>,
+/// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of [`fetch`] with the same arguments, run in a
+/// transaction that is rolled back (nothing is claimed). For tests and benchmarks that check
+/// what a fetch reads: see [`index_rows`].
+pub async fn explain_fetch(
+    conn: &mut sqlx::PgConnection,
     queue: &str,
     node_id: &str,
     limit: i64,
-    exclude: &[Uuid],
-    per_group: i64,
-) -> Result<Vec<Job>> {
-    let sql = format!(
-        r#"
-        WITH window_ AS (
-            SELECT id, group_id, priority, scheduled_at FROM jobs
-            WHERE state = 'available' AND queue = $1
-              AND (group_id IS NULL OR group_id <> ALL($4))
-            ORDER BY priority, scheduled_at, id
-            LIMIT $2 * 8
-        ), candidates AS (
-            SELECT id, group_id,
-                   row_number() OVER (PARTITION BY group_id ORDER BY priority, scheduled_at, id) AS rn
-            FROM window_
-        ), picked AS (
-            SELECT j.id FROM jobs j
-            JOIN candidates c ON c.id = j.id
-            WHERE j.state = 'available' AND (c.group_id IS NULL OR c.rn <= $5)
-            ORDER BY j.priority, j.scheduled_at, j.id
-            LIMIT $2
-            FOR UPDATE OF j SKIP LOCKED
-        )
-        {CLAIM}"#
-    );
-    let mut jobs: Vec<Job> = sqlx::query_as(&sql)
-        .bind(queue)
-        .bind(limit)
-        .bind(node_id)
-        .bind(exclude)
-        .bind(per_group.max(1))
-        .fetch_all(exec)
-        .await?;
-    jobs.sort_by_key(|j| (j.priority, j.id));
-    Ok(jobs)
+    limits: &GroupLimits,
+) -> Result<serde_json::Value> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let (plan,): (serde_json::Value,) =
+        sqlx::query_as(&format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {FETCH}"))
+            .bind(queue)
+            .bind(limit.max(0))
+            .bind(node_id)
+            .bind(limits.initial as f32)
+            .bind(limits.floor as f32)
+            .bind(limits.ceiling as i32)
+            .fetch_one(&mut *tx)
+            .await?;
+    tx.rollback().await?;
+    Ok(plan)
+}
+
+/// Index entries of `jobs` a plan from [`explain_fetch`] read to choose its jobs: over every
+/// scan of a `jobs` index other than the primary key (whose lookups are one per claimed job),
+/// the rows it returned plus the rows its filter removed, times its loops.
+pub fn index_rows(plan: &serde_json::Value) -> u64 {
+    fn walk(node: &serde_json::Value) -> u64 {
+        let here = match node["Node Type"].as_str() {
+            Some("Index Scan" | "Index Only Scan")
+                if node["Relation Name"] == "jobs" && node["Index Name"] != "jobs_pkey" =>
+            {
+                let loops = node["Actual Loops"].as_f64().unwrap_or(1.0);
+                let rows = node["Actual Rows"].as_f64().unwrap_or(0.0)
+                    + node["Rows Removed by Filter"].as_f64().unwrap_or(0.0);
+                (rows * loops).round() as u64
+            }
+            _ => 0,
+        };
+        here + node["Plans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(walk)
+            .sum::<u64>()
+    }
+    plan.as_array()
+        .and_then(|a| a.first())
+        .map_or(0, |top| walk(&top["Plan"]))
 }

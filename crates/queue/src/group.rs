@@ -1,60 +1,168 @@
-//! Parking and releasing a whole group of jobs.
+//! Job groups: their row in `job_groups` (share, cluster-wide slots, adaptive limit), parking and
+//! releasing a whole group, and waking one job of a parked group as its probe.
+//!
+//! Parking is a flag on the group's row, not a write to each of its jobs: the jobs stay where
+//! they are (due ones stay `available`) and the fetch skips the group with one index probe. So
+//! parking and releasing 100 000 jobs is one row update each, parked jobs never wake up on their
+//! own, and nothing has to re-park them.
 
-use crate::outcome::millis;
-use crate::{notify_queues, Result, PRIORITY_NORMAL, PRIORITY_PARKED};
-use sqlx::PgConnection;
+use crate::{notify_queues, Result, PRIORITY_NORMAL};
+use sqlx::{PgConnection, PgExecutor};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// Parks every waiting (`available` or `scheduled`) job of `group_id`: priority
-/// [`PRIORITY_PARKED`], state `scheduled`, due after `park` plus a per-job random jitter in
-/// `[0, jitter)`, so that parked jobs do not all wake at the same instant. Executing jobs are
-/// left alone (their runs finish or fail on their own). Returns the number of jobs parked.
-///
-/// One UPDATE on `jobs_group_idx`; rows that another transaction holds are waited for, so a
-/// job being inserted for the group at the same moment is either parked here or seen later by
-/// the caller's own checks.
-pub async fn park_group(
-    conn: &mut PgConnection,
-    group_id: Uuid,
-    park: Duration,
-    jitter: Duration,
-) -> Result<u64> {
-    let r = sqlx::query(
-        r#"
-        UPDATE jobs
-        SET state = 'scheduled', priority = $2,
-            scheduled_at = now() + (($3::float8 + floor(random() * $4::float8)) * interval '1 millisecond')
-        WHERE group_id = $1 AND state IN ('available', 'scheduled')
-        "#,
-    )
-    .bind(group_id)
-    .bind(PRIORITY_PARKED)
-    .bind(millis(park))
-    .bind(millis(jitter).max(1))
-    .execute(&mut *conn)
-    .await?;
-    Ok(r.rows_affected())
+/// The bounds of a group's cluster-wide concurrency (see [`crate::fetch`] and [`adapt_limit`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupLimits {
+    /// The limit a group starts at, before any feedback (jobs in flight at once, cluster-wide).
+    pub initial: u32,
+    /// The adaptive limit never falls below this (≥ 1).
+    pub floor: u32,
+    /// Nor rises above this, unless the group's own `max_in_flight` says otherwise.
+    pub ceiling: u32,
+    /// A run slower than this counts as a sign of overload (the limit falls).
+    pub latency_target: Duration,
+    /// Factor the limit is multiplied by on overload (0 < factor < 1; e.g. 0.5).
+    pub decrease_factor: f64,
 }
 
-/// Releases every parked job of `group_id` (priority ≥ [`PRIORITY_PARKED`], waiting): back to
-/// `available` at [`PRIORITY_NORMAL`], due now, and wakes their queues. One UPDATE on
-/// `jobs_group_idx`. Returns the number of jobs released.
-pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> {
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        r#"
-        WITH released AS (
-            UPDATE jobs
-            SET state = 'available', priority = $2, scheduled_at = now()
-            WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority >= $3
-            RETURNING queue
-        )
-        SELECT queue, count(*) FROM released GROUP BY queue
-        "#,
+impl Default for GroupLimits {
+    fn default() -> Self {
+        Self {
+            initial: 4,
+            floor: 1,
+            ceiling: 64,
+            latency_target: Duration::from_millis(1_000),
+            decrease_factor: 0.5,
+        }
+    }
+}
+
+impl GroupLimits {
+    /// Checks the bounds; the error names the field (`prefix` + field name).
+    pub fn validate(&self, prefix: &str) -> std::result::Result<(), String> {
+        if self.floor == 0 {
+            return Err(format!("{prefix}floor must be at least 1"));
+        }
+        if !(self.floor <= self.initial && self.initial <= self.ceiling) {
+            return Err(format!(
+                "{prefix}floor ≤ {prefix}initial ≤ {prefix}ceiling must hold"
+            ));
+        }
+        if !(self.decrease_factor > 0.0 && self.decrease_factor < 1.0) {
+            return Err(format!("{prefix}decrease_factor must be in (0, 1)"));
+        }
+        Ok(())
+    }
+}
+
+/// Creates group `group_id`'s row if it has none, in share `share_key` (`None`: its own share),
+/// or moves an existing group to that share.
+pub async fn define_group(
+    exec: impl PgExecutor<'_>,
+    group_id: Uuid,
+    share_key: Option<Uuid>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO job_groups (group_id, share_key) VALUES ($1, $2)
+         ON CONFLICT (group_id) DO UPDATE SET share_key = EXCLUDED.share_key
+         WHERE job_groups.share_key IS DISTINCT FROM EXCLUDED.share_key",
+    )
+    .bind(group_id)
+    .bind(share_key)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Sets the group's own ceiling (`None`: the pool's [`GroupLimits::ceiling`]). The adaptive
+/// limit is clamped to it at the next fetch.
+pub async fn set_max_in_flight(
+    exec: impl PgExecutor<'_>,
+    group_id: Uuid,
+    max_in_flight: Option<i32>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO job_groups (group_id, max_in_flight) VALUES ($1, $2)
+         ON CONFLICT (group_id) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight,
+             concurrency_limit = CASE WHEN job_groups.concurrency_limit IS NULL THEN NULL
+                 ELSE least(job_groups.concurrency_limit, coalesce(EXCLUDED.max_in_flight, job_groups.concurrency_limit)) END",
+    )
+    .bind(group_id)
+    .bind(max_in_flight)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// A group's row as the operator sees it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct GroupState {
+    /// Jobs executing now, cluster-wide.
+    pub in_flight: i32,
+    /// The adaptive limit (`None`: not adapted yet, the initial limit applies).
+    pub concurrency_limit: Option<f32>,
+    /// The group's own ceiling, if set.
+    pub max_in_flight: Option<i32>,
+    /// Whether the group is parked.
+    pub parked: bool,
+}
+
+/// Group `group_id`'s row, or `None` if it has none.
+pub async fn group_state(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Option<GroupState>> {
+    Ok(sqlx::query_as(
+        "SELECT in_flight, concurrency_limit, max_in_flight, parked FROM job_groups WHERE group_id = $1",
+    )
+    .bind(group_id)
+    .fetch_optional(exec)
+    .await?)
+}
+
+/// Parks group `group_id`: the fetch takes none of its jobs until [`release_group`] (waiting
+/// jobs stay as they are; executing ones finish on their own). Any probe slot is withdrawn and
+/// any job woken as a probe goes back to normal priority. Returns the number of waiting jobs
+/// the group holds.
+///
+/// One update of the group's row (plus the few urgent jobs, if any); it waits for a fetch or a
+/// result holding that row, so a job claimed just before is either claimed (it finishes) or
+/// not (it stays parked).
+pub async fn park_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> {
+    sqlx::query(
+        "INSERT INTO job_groups (group_id, parked, parked_at) VALUES ($1, true, now())
+         ON CONFLICT (group_id) DO UPDATE
+         SET parked = true, probe_slots = 0,
+             parked_at = CASE WHEN job_groups.parked THEN job_groups.parked_at ELSE now() END",
+    )
+    .bind(group_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE jobs SET priority = $2
+         WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority < $2",
     )
     .bind(group_id)
     .bind(PRIORITY_NORMAL)
-    .bind(PRIORITY_PARKED)
+    .execute(&mut *conn)
+    .await?;
+    waiting_count(&mut *conn, group_id).await
+}
+
+/// Releases group `group_id`: the fetch takes its jobs again, oldest first, and its queues are
+/// woken. Returns the number of waiting jobs the group holds.
+pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> {
+    sqlx::query(
+        "UPDATE job_groups SET parked = false, probe_slots = 0, parked_at = NULL
+         WHERE group_id = $1 AND (parked OR probe_slots > 0)",
+    )
+    .bind(group_id)
+    .execute(&mut *conn)
+    .await?;
+    let queues: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT queue, count(*) FROM jobs
+         WHERE group_id = $1 AND state IN ('available', 'scheduled')
+         GROUP BY queue",
+    )
+    .bind(group_id)
     .fetch_all(&mut *conn)
     .await?;
     let n = queues.iter().map(|q| q.1 as u64).sum();
@@ -63,11 +171,45 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
     Ok(n)
 }
 
-/// Wakes exactly one waiting job of `group_id` and `kind` (any one: no ordering, so it costs
-/// the same with 100 000 parked jobs): `available` now at `priority`, and notifies its queue.
-/// Returns its id and args, or `None` if the group has no waiting job of that kind.
+/// Waiting (`available` or `scheduled`) jobs of the group, parked or not.
+pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled')",
+    )
+    .bind(group_id)
+    .fetch_one(exec)
+    .await?;
+    Ok(n as u64)
+}
+
+/// Waiting jobs of the group if it is parked, else 0.
+pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked
+         WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')",
+    )
+    .bind(group_id)
+    .fetch_one(exec)
+    .await?)
+}
+
+/// Groups that are parked (the reconciler compares them with their owner's state).
+pub async fn parked_groups(exec: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
+    Ok(
+        sqlx::query_scalar("SELECT group_id FROM job_groups WHERE parked ORDER BY group_id")
+            .fetch_all(exec)
+            .await?,
+    )
+}
+
+/// Wakes exactly one waiting job of parked group `group_id` and `kind` as its probe: that job
+/// becomes due now at `priority` (urgent), any other urgent waiting job of the group goes back
+/// to normal priority, and the group gets one probe slot, so the fetch takes exactly one job of
+/// it (the urgent one first). Returns the job's id and args, or `None` if the group has no
+/// waiting job of that kind — the slot is granted anyway, so the next job that arrives for the
+/// group is the one fetched.
 ///
-/// `FOR UPDATE SKIP LOCKED` in the subquery: two callers racing wake two different jobs, never
+/// `FOR UPDATE SKIP LOCKED` in the choice: two callers racing wake two different jobs, never
 /// the same one twice; callers that need exactly one (a probe) hold their own fence.
 pub async fn wake_one(
     conn: &mut PgConnection,
@@ -77,19 +219,34 @@ pub async fn wake_one(
 ) -> Result<Option<(i64, serde_json::Value)>> {
     let row: Option<(i64, serde_json::Value, String)> = sqlx::query_as(
         r#"
-        UPDATE jobs SET state = 'available', priority = $3, scheduled_at = now()
-        WHERE id = (
+        WITH chosen AS (
             SELECT id FROM jobs
             WHERE group_id = $1 AND state IN ('available', 'scheduled') AND kind = $2
+            ORDER BY priority, scheduled_at, id
             LIMIT 1
-            FOR UPDATE SKIP LOCKED)
-        RETURNING id, args, queue
+            FOR UPDATE SKIP LOCKED
+        ), demoted AS (
+            UPDATE jobs SET priority = $4
+            WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority <= $3
+              AND id NOT IN (SELECT id FROM chosen)
+        )
+        UPDATE jobs j SET state = 'available', priority = $3, scheduled_at = now()
+        FROM chosen WHERE j.id = chosen.id
+        RETURNING j.id, j.args, j.queue
         "#,
     )
     .bind(group_id)
     .bind(kind)
     .bind(priority)
+    .bind(PRIORITY_NORMAL)
     .fetch_optional(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO job_groups (group_id, parked, probe_slots) VALUES ($1, true, 1)
+         ON CONFLICT (group_id) DO UPDATE SET probe_slots = 1",
+    )
+    .bind(group_id)
+    .execute(&mut *conn)
     .await?;
     match row {
         Some((id, args, queue)) => {
@@ -98,4 +255,69 @@ pub async fn wake_one(
         }
         None => Ok(None),
     }
+}
+
+/// What one run of a group's job says about the group's capacity (for [`adapt_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feedback {
+    /// The run succeeded in this long.
+    Ok(Duration),
+    /// The run failed in a way that suggests overload (a timeout, a refused connection, 429,
+    /// 5xx).
+    Overloaded,
+    /// Says nothing about capacity (e.g. a 4xx answer).
+    Neutral,
+}
+
+/// Moves group `group_id`'s adaptive concurrency limit by one run's feedback (AIMD, as in TCP
+/// congestion control and Netflix's concurrency-limits):
+/// - a success within `limits.latency_target` raises it by 1, up to the ceiling — but only while
+///   the group actually uses at least half of it (`in_flight ≥ limit / 2`, this run included), so an idle group
+///   does not build up a limit it never tested;
+/// - a success slower than the target, or an [`Feedback::Overloaded`] run, multiplies it by
+///   `limits.decrease_factor`, down to the floor;
+/// - [`Feedback::Neutral`] leaves it alone.
+///
+/// One conditional UPDATE that writes only when the limit changes, so a group that sits at its
+/// ceiling costs nothing. Call it in the transaction that records the run, before the job's own
+/// result (which releases its slot).
+pub async fn adapt_limit(
+    exec: impl PgExecutor<'_>,
+    group_id: Uuid,
+    feedback: Feedback,
+    limits: &GroupLimits,
+) -> Result<()> {
+    let grow = match feedback {
+        Feedback::Neutral => return Ok(()),
+        Feedback::Ok(d) => d <= limits.latency_target,
+        Feedback::Overloaded => false,
+    };
+    sqlx::query(
+        r#"
+        UPDATE job_groups
+        SET concurrency_limit = CASE
+                WHEN $2 THEN least(least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) + 1,
+                                   coalesce(max_in_flight, $5)::real)
+                ELSE greatest(least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) * $6::real,
+                              least($4, coalesce(max_in_flight, $5))::real)
+            END
+        WHERE group_id = $1
+          AND CASE
+                WHEN $2 THEN least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real)
+                                 < coalesce(max_in_flight, $5)::real
+                         AND in_flight >= least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) / 2
+                ELSE least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real)
+                         > least($4, coalesce(max_in_flight, $5))::real
+              END
+        "#,
+    )
+    .bind(group_id)
+    .bind(grow)
+    .bind(limits.initial as f32)
+    .bind(limits.floor as f32)
+    .bind(limits.ceiling as i32)
+    .bind(limits.decrease_factor as f32)
+    .execute(exec)
+    .await?;
+    Ok(())
 }

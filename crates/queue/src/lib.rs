@@ -4,17 +4,22 @@
 //! does: callers give it a queue name, a kind, JSON args, a priority, an optional unique key and
 //! an optional group id, and get back claimed [`Job`]s to run.
 //!
-//! - **Fetch** ([`fetch`]) is priority-first (lowest number first, then oldest) among the
-//!   `available` jobs of one queue, and claims them in one statement with
-//!   `FOR UPDATE SKIP LOCKED`, so two fetchers never get the same job. Each claim carries a
-//!   fresh fencing token ([`Job::claim_token`]); every result ([`complete`], [`retry`],
-//!   [`snooze`], [`discard`]) is recorded only while that token still matches, so the late
-//!   result of a rescued run changes nothing.
-//! - **Future work is off the hot path**: a job that is snoozed, backing off or parked is in state
-//!   `scheduled` and is not in the fetch index; [`maintenance::promote_due`] moves due jobs back
-//!   to `available`. The cost of a fetch therefore does not grow with the number of parked jobs.
-//! - **Groups**: [`park_group`] and [`release_group`] move every waiting job of a group (a plain
-//!   indexed `group_id` column) in one UPDATE.
+//! - **Fetch** ([`fetch`]) claims jobs of one queue in one statement, lowest priority number
+//!   first, and among equal priorities fairly: across *shares* (a group's fair-share key; for
+//!   Breakwater, the tenant) by the fewest jobs in flight, then across a share's *groups*, then
+//!   oldest first inside a group. It locks with `FOR UPDATE SKIP LOCKED`, so two fetchers never
+//!   get the same job, and gives each claim a fresh fencing token ([`Job::claim_token`]); every
+//!   result ([`complete`], [`retry`], [`snooze`], [`discard`]) is recorded only while that token
+//!   still matches, so the late result of a rescued run changes nothing.
+//! - **Groups** (`job_groups`): each group has a cluster-wide concurrency cap (an adaptive AIMD
+//!   limit between a floor and a ceiling, [`adapt_limit`]) enforced in the fetch under the
+//!   group's row lock, and a *parked* flag ([`park_group`], [`release_group`]): parking is one
+//!   row update, parked jobs stay put and are never fetched (except a probe, [`wake_one`]).
+//!   The fetch reads one index entry per group with due work, so its cost does not grow with
+//!   any group's backlog, whether that group is parked, at its cap, or just big.
+//! - **Future work is off the hot path**: a job that is snoozed or backing off is in state
+//!   `scheduled` and is not in the fetch indexes; [`maintenance::promote_due`] moves due jobs back
+//!   to `available`.
 //! - **Unique keys**: at most one live (`available`, `scheduled`, `executing`) job per
 //!   `unique_key`, enforced by a partial unique index; [`enqueue`] returns `None` on a conflict.
 //! - **Wake-ups**: enqueueing, promoting and releasing send `NOTIFY` on [`NOTIFY_CHANNEL`] with
@@ -44,8 +49,11 @@ mod wake;
 pub use backoff::Backoff;
 pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
-pub use fetch::{fetch, fetch_excluding, fetch_per_group};
-pub use group::{park_group, release_group, wake_one};
+pub use fetch::{explain_fetch, fetch, index_rows};
+pub use group::{
+    adapt_limit, define_group, group_state, park_group, parked_count, parked_groups,
+    release_group, set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,
+};
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

@@ -1,7 +1,7 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch_excluding, fetch_per_group, hand_back, retry, Backoff, Job, Wakers};
+use crate::{fetch, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
 use futures::FutureExt;
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -22,18 +22,6 @@ pub trait Handler: Send + Sync + 'static {
     /// Handles `job`. An `Err` is a failure of the handler itself (e.g. the database was
     /// unreachable), not a failure the handler already recorded.
     fn handle(&self, job: Job) -> impl Future<Output = Result<(), String>> + Send;
-
-    /// Groups whose jobs this node should not fetch right now (e.g. groups at their per-node
-    /// concurrency cap). Asked before every fetch; the default excludes none.
-    fn excluded_groups(&self, _queue: &str) -> Vec<Uuid> {
-        Vec::new()
-    }
-
-    /// The most jobs of one group to take in one fetch (`None`: no limit). A handler that caps
-    /// a group's concurrency returns its cap, so a fetch does not claim jobs it must hand back.
-    fn per_group_limit(&self, _queue: &str) -> Option<usize> {
-        None
-    }
 }
 
 /// One pool's settings.
@@ -51,6 +39,8 @@ pub struct PoolConfig {
     pub shutdown_grace: Duration,
     /// Backoff used when a handler fails or panics.
     pub backoff: Backoff,
+    /// Cluster-wide concurrency bounds of each job group (see [`crate::fetch`]).
+    pub limits: GroupLimits,
 }
 
 type InFlight = Arc<Mutex<HashMap<i64, Uuid>>>;
@@ -86,34 +76,11 @@ pub async fn run_pool<H: Handler>(
         }
         let free = slots.available_permits();
         let mut fetched_full = false;
-        let mut excluded_some = false;
         if free > 0 {
-            let exclude = handler.excluded_groups(&cfg.queue);
-            excluded_some = !exclude.is_empty();
-            let per_group = handler.per_group_limit(&cfg.queue);
-            let fetched = match per_group {
-                Some(n) => {
-                    fetch_per_group(
-                        &pool,
-                        &cfg.queue,
-                        &cfg.node_id,
-                        free as i64,
-                        &exclude,
-                        n as i64,
-                    )
-                    .await
-                }
-                None => {
-                    fetch_excluding(&pool, &cfg.queue, &cfg.node_id, free as i64, &exclude).await
-                }
-            };
-            match fetched {
+            match fetch(&pool, &cfg.queue, &cfg.node_id, free as i64, &cfg.limits).await {
                 Ok(jobs) => {
                     db_errors = 0;
-                    // "Full" also when some group reached the per-group limit: more of its jobs
-                    // are likely waiting, so fetch again as soon as one finishes.
-                    fetched_full =
-                        jobs.len() == free || per_group.is_some_and(|n| group_hit_limit(&jobs, n));
+                    fetched_full = jobs.len() == free;
                     for job in jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
                         in_flight.lock().unwrap().insert(job.id, job.claim_token);
@@ -147,11 +114,15 @@ pub async fn run_pool<H: Handler>(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = wake.notified() => {}
-            // A finished job frees a slot; fetch again at once if the pool was full, if more work
-            // may be waiting, or if a group was excluded (its per-node cap may have lifted).
-            // Otherwise idle slots wait for a wake-up, so a lightly loaded pool does not fetch
-            // after every job.
-            Some(r) = tasks.join_next(), if !tasks.is_empty() && (free == 0 || fetched_full || excluded_some) => log_join(r),
+            // A finished job frees a slot here and, in the cluster, a slot of its group: fetch
+            // again while there is work this node did not get (a full pool, or groups that were
+            // at their cap). Other nodes' finished jobs arrive as wake-ups or at the poll.
+            Some(r) = tasks.join_next(), if !tasks.is_empty() => {
+                log_join(r);
+                while let Some(r) = tasks.try_join_next() {
+                    log_join(r);
+                }
+            }
             _ = tokio::time::sleep(cfg.poll_interval) => {}
         }
     }
@@ -211,16 +182,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "non-string panic".to_string()
     }
-}
-
-/// Whether any group has at least `n` jobs in `jobs`.
-fn group_hit_limit(jobs: &[Job], n: usize) -> bool {
-    let mut counts: HashMap<Uuid, usize> = HashMap::new();
-    jobs.iter().filter_map(|j| j.group_id).any(|g| {
-        let c = counts.entry(g).or_default();
-        *c += 1;
-        *c >= n
-    })
 }
 
 fn log_join(r: Result<(), tokio::task::JoinError>) {

@@ -1,7 +1,7 @@
 //! What is in the queues right now: counts per queue and state, and the age of the oldest due
 //! job. Read by the metrics scrape and the operator's queue view.
 
-use crate::{Result, PRIORITY_PARKED};
+use crate::Result;
 use serde::Serialize;
 use sqlx::PgExecutor;
 
@@ -10,14 +10,14 @@ use sqlx::PgExecutor;
 pub struct QueueStats {
     /// Queue name.
     pub queue: String,
-    /// Due now and waiting for a worker (`available`): the queue's depth.
+    /// Due now and waiting for a worker (`available`, not parked): the queue's depth.
     pub available: i64,
-    /// Waiting for their time: backoff, snooze, parked (`scheduled`).
+    /// Waiting for their time: backoff, snooze (`scheduled`, parked or not).
     pub scheduled: i64,
     /// Claimed by a worker on some node (`executing`): in flight.
     pub executing: i64,
-    /// Of `available` + `scheduled`, those at the parked priority ([`PRIORITY_PARKED`] or
-    /// lower) — for Breakwater, deliveries held back by an open circuit or a pause.
+    /// Of `available` + `scheduled`, those of parked groups ([`crate::park_group`]) — for
+    /// Breakwater, deliveries held back by an open circuit or a pause.
     pub parked: i64,
     /// How long the oldest available job has been due, milliseconds (0 when none is).
     pub oldest_available_ms: i64,
@@ -33,18 +33,17 @@ pub struct QueueStats {
 pub async fn queue_stats(exec: impl PgExecutor<'_>) -> Result<Vec<QueueStats>> {
     Ok(sqlx::query_as(
         "SELECT queue,
-                count(*) FILTER (WHERE state = 'available') AS available,
+                count(*) FILTER (WHERE state = 'available' AND g.parked IS NULL) AS available,
                 count(*) FILTER (WHERE state = 'scheduled') AS scheduled,
                 count(*) FILTER (WHERE state = 'executing') AS executing,
-                count(*) FILTER (WHERE state IN ('available', 'scheduled') AND priority >= $1) AS parked,
-                greatest(coalesce(floor(extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE state = 'available')) * 1000), 0), 0)::int8
+                count(*) FILTER (WHERE state IN ('available', 'scheduled') AND g.parked) AS parked,
+                greatest(coalesce(floor(extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE state = 'available' AND g.parked IS NULL)) * 1000), 0), 0)::int8
                     AS oldest_available_ms
-         FROM jobs
+         FROM jobs j LEFT JOIN job_groups g ON g.group_id = j.group_id AND g.parked
          WHERE state IN ('available', 'scheduled', 'executing')
          GROUP BY queue
          ORDER BY queue",
     )
-    .bind(PRIORITY_PARKED)
     .fetch_all(exec)
     .await?)
 }

@@ -3,8 +3,9 @@
 use breakwater_queue::maintenance::{heartbeat, promote_due, rescue};
 use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
 use breakwater_queue::{
-    complete, enqueue, enqueue_many, fetch, park_group, release_group, retry, snooze, Backoff, Job,
-    NewJob, RetryOutcome, Wakers, PRIORITY_PARKED,
+    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, group_state, index_rows,
+    park_group, release_group, retry, set_max_in_flight, snooze, wake_one, Backoff, GroupLimits,
+    Job, NewJob, RetryOutcome, Wakers, PRIORITY_NORMAL, PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -16,6 +17,16 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Group bounds for tests that are not about caps: high enough never to bind.
+fn limits() -> GroupLimits {
+    GroupLimits {
+        initial: 1_000,
+        floor: 1,
+        ceiling: 1_000,
+        ..GroupLimits::default()
+    }
+}
 
 fn job(n: i64) -> NewJob {
     NewJob::new("q", "test", json!({ "n": n }))
@@ -53,15 +64,15 @@ async fn fetch_is_priority_first_then_oldest(pool: PgPool) {
         .await
         .unwrap();
 
-    let first = fetch(&pool, "q", "n1", 1).await.unwrap();
+    let first = fetch(&pool, "q", "n1", 1, &limits()).await.unwrap();
     assert_eq!(first.iter().map(|j| j.id).collect::<Vec<_>>(), vec![p1a]);
-    let rest = fetch(&pool, "q", "n1", 10).await.unwrap();
+    let rest = fetch(&pool, "q", "n1", 10, &limits()).await.unwrap();
     assert_eq!(
         rest.iter().map(|j| j.id).collect::<Vec<_>>(),
         vec![p1b, p2, p3]
     );
     assert!(rest.iter().all(|j| j.attempt == 1));
-    assert!(fetch(&pool, "q", "n1", 10).await.unwrap().is_empty());
+    assert!(fetch(&pool, "q", "n1", 10, &limits()).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -77,7 +88,7 @@ async fn concurrent_fetchers_never_get_the_same_job(pool: PgPool) {
         handles.push(tokio::spawn(async move {
             let mut got = Vec::new();
             loop {
-                let batch = fetch(&pool, "q", &format!("node{f}"), 7).await.unwrap();
+                let batch = fetch(&pool, "q", &format!("node{f}"), 7, &limits()).await.unwrap();
                 if batch.is_empty() {
                     return got;
                 }
@@ -99,7 +110,7 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let id = enqueue(&mut conn, &job(1)).await.unwrap().unwrap();
     for _ in 0..3 {
-        let j = fetch(&pool, "q", "n", 1).await.unwrap().pop().unwrap();
+        let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
         assert_eq!(j.attempt, 1, "a snooze never uses an attempt");
         assert!(snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None)
             .await
@@ -109,20 +120,20 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     assert_eq!((state.as_str(), attempt), ("available", 0));
 
     // A snooze into the future leaves the job off the fetch path until it is due.
-    let j = fetch(&pool, "q", "n", 1).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
     assert!(snooze(
         &mut conn,
         j.id,
         j.claim_token,
         Duration::from_secs(3600),
-        Some(PRIORITY_PARKED)
+        Some(5)
     )
     .await
     .unwrap());
-    assert!(fetch(&pool, "q", "n", 1).await.unwrap().is_empty());
+    assert!(fetch(&pool, "q", "n", 1, &limits()).await.unwrap().is_empty());
     assert_eq!(
         state_of(&pool, id).await,
-        ("scheduled".to_string(), 0, PRIORITY_PARKED)
+        ("scheduled".to_string(), 0, 5)
     );
 }
 
@@ -134,7 +145,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .unwrap()
         .unwrap();
 
-    let j = fetch(&pool, "q", "n", 1).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
     let before: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
         .fetch_one(&pool)
         .await
@@ -151,7 +162,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         "scheduled {wait} ms ahead"
     );
     assert!(
-        fetch(&pool, "q", "n", 1).await.unwrap().is_empty(),
+        fetch(&pool, "q", "n", 1, &limits()).await.unwrap().is_empty(),
         "not fetchable while backing off"
     );
 
@@ -162,7 +173,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(promote_due(&mut conn, 100).await.unwrap(), 1);
-    let j = fetch(&pool, "q", "n", 1).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
     assert_eq!(j.attempt, 2);
     assert!(j.is_last_attempt());
     let out = retry(
@@ -219,7 +230,7 @@ async fn unique_key_allows_one_live_job(pool: PgPool) {
     );
 
     // Once the job is final, the key is free again.
-    let j = fetch(&pool, "q", "n", 1).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
     assert_eq!(Some(j.id), first);
     assert!(complete(&pool, j.id, j.claim_token).await.unwrap());
     assert!(enqueue(&mut conn, &job(5).unique_key("k"))
@@ -254,12 +265,12 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     let b = enqueue(&mut conn, &job(2)).await.unwrap().unwrap();
     heartbeat(&pool, "dead-node").await.unwrap();
     heartbeat(&pool, "live-node").await.unwrap();
-    let ja = fetch(&pool, "q", "dead-node", 1)
+    let ja = fetch(&pool, "q", "dead-node", 1, &limits())
         .await
         .unwrap()
         .pop()
         .unwrap();
-    let jb = fetch(&pool, "q", "live-node", 1)
+    let jb = fetch(&pool, "q", "live-node", 1, &limits())
         .await
         .unwrap()
         .pop()
@@ -283,7 +294,7 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     );
 
     // The rescued job runs again elsewhere; the dead node's late result changes nothing.
-    let again = fetch(&pool, "q", "live-node", 1)
+    let again = fetch(&pool, "q", "live-node", 1, &limits())
         .await
         .unwrap()
         .pop()
@@ -306,7 +317,7 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
-async fn park_and_release_move_a_whole_group_in_one_update(pool: PgPool) {
+async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let g = Uuid::new_v4();
     let other = Uuid::new_v4();
@@ -314,31 +325,45 @@ async fn park_and_release_move_a_whole_group_in_one_update(pool: PgPool) {
     enqueue_many(&mut conn, &jobs).await.unwrap();
     enqueue(&mut conn, &job(99).group(other)).await.unwrap();
 
-    assert_eq!(
-        park_group(
-            &mut conn,
-            g,
-            Duration::from_secs(600),
-            Duration::from_secs(60)
-        )
+    assert_eq!(park_group(&mut conn, g).await.unwrap(), 50);
+    // Parking wrote the group's row, not its jobs: they wait as they were.
+    let untouched: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'available' AND priority = 1",
+    )
+    .bind(g)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(untouched, 50);
+    for _ in 0..3 {
+        let fetched = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
+        assert!(fetched.iter().all(|j| j.group_id != Some(g)), "parked jobs are never fetched");
+        for j in fetched {
+            complete(&pool, j.id, j.claim_token).await.unwrap();
+        }
+    }
+
+    // A probe: exactly one job of the parked group, the one woken, and only once.
+    let (probe, _) = wake_one(&mut conn, g, "test", PRIORITY_URGENT)
         .await
-        .unwrap(),
-        50
-    );
-    let fetched = fetch(&pool, "q", "n", 100).await.unwrap();
-    assert_eq!(fetched.len(), 1, "parked jobs are off the fetch path");
-    assert_eq!(fetched[0].group_id, Some(other));
-    let parked: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'scheduled' AND priority = 3 AND scheduled_at >= now() + interval '600 s'")
-        .bind(g)
-        .fetch_one(&pool)
+        .unwrap()
+        .unwrap();
+    let got = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
+    assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![probe]);
+    assert!(fetch(&pool, "q", "n", 100, &limits()).await.unwrap().is_empty());
+    // It fails and is retried: parking again demotes nothing it should not, and the group stays shut.
+    retry(&pool, probe, got[0].claim_token, Duration::ZERO, "probe failed")
         .await
         .unwrap();
-    assert_eq!(parked, 50);
+    park_group(&mut conn, g).await.unwrap();
+    promote_due(&mut conn, 100).await.unwrap();
+    assert!(fetch(&pool, "q", "n", 100, &limits()).await.unwrap().is_empty());
+    assert_eq!(state_of(&pool, probe).await.2, PRIORITY_NORMAL, "a re-park demotes the old probe");
 
     assert_eq!(release_group(&mut conn, g).await.unwrap(), 50);
-    let released = fetch(&pool, "q", "n", 100).await.unwrap();
+    let released = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
     assert_eq!(released.len(), 50);
-    assert!(released.iter().all(|j| j.priority == 1 && j.attempt == 1));
+    assert!(released.iter().all(|j| j.priority == 1));
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -391,7 +416,99 @@ fn pool_config(grace: Duration) -> PoolConfig {
         poll_interval: Duration::from_millis(50),
         shutdown_grace: grace,
         backoff: Backoff::default(),
+        limits: limits(),
     }
+}
+
+/// Counts how many jobs run at once (across every node of the test) and the most ever seen.
+struct Gauge {
+    pool: PgPool,
+    now: Arc<AtomicUsize>,
+    max: Arc<AtomicUsize>,
+    done: Arc<AtomicUsize>,
+}
+
+impl Handler for Gauge {
+    async fn handle(&self, job: Job) -> Result<(), String> {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        complete(&self.pool, job.id, job.claim_token)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_cap_holds_across_three_nodes(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let slow = Uuid::new_v4();
+    let jobs: Vec<NewJob> = (0..60).map(|n| job(n).group(slow)).collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let (now, max, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let opts = (*pool.connect_options()).clone();
+    // Three nodes: each its own thread, Tokio runtime and connection pool, 10 slots each.
+    let nodes: Vec<_> = (0..3)
+        .map(|i| {
+            let (opts, now, max, done) = (opts.clone(), now.clone(), max.clone(), done.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    let pool = sqlx::postgres::PgPoolOptions::new()
+                        .max_connections(4)
+                        .connect_with(opts)
+                        .await
+                        .unwrap();
+                    let handler = Arc::new(Gauge {
+                        pool: pool.clone(),
+                        now,
+                        max,
+                        done: done.clone(),
+                    });
+                    let stop = CancellationToken::new();
+                    let cfg = PoolConfig {
+                        node_id: format!("node-{i}"),
+                        concurrency: 10,
+                        limits: capped(3),
+                        ..pool_config(Duration::from_secs(1))
+                    };
+                    let runner = tokio::spawn(run_pool(
+                        pool.clone(),
+                        cfg,
+                        handler,
+                        Wakers::default(),
+                        stop.clone(),
+                    ));
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                    while done.load(Ordering::SeqCst) < 60 && tokio::time::Instant::now() < deadline
+                    {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    stop.cancel();
+                    runner.await.unwrap();
+                })
+            })
+        })
+        .collect();
+    for n in nodes {
+        n.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 60);
+    let most = max.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} in flight at once: the cap is 3 cluster-wide");
+    assert!(most >= 2, "the three nodes did share the work ({most} at most)");
+    assert_eq!(group_state(&pool, slow).await.unwrap().unwrap().in_flight, 0);
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -472,8 +589,17 @@ async fn runner_runs_everything_and_shutdown_hands_back_unfinished_jobs(pool: Pg
     assert_eq!(rows, vec![("available".to_string(), 0); 3]);
 }
 
+fn capped(cap: u32) -> GroupLimits {
+    GroupLimits {
+        initial: cap,
+        floor: 1,
+        ceiling: cap,
+        ..GroupLimits::default()
+    }
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
-async fn per_group_fetch_takes_at_most_n_of_one_group_and_never_twice(pool: PgPool) {
+async fn a_group_never_exceeds_its_cap_and_finished_jobs_free_their_slots(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     let mut jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(a)).collect();
@@ -481,36 +607,142 @@ async fn per_group_fetch_takes_at_most_n_of_one_group_and_never_twice(pool: PgPo
     jobs.push(job(99)); // no group: not limited
     enqueue_many(&mut conn, &jobs).await.unwrap();
 
-    let got = breakwater_queue::fetch_per_group(&pool, "q", "n", 10, &[], 4)
-        .await
-        .unwrap();
-    let of = |g: Uuid| got.iter().filter(|j| j.group_id == Some(g)).count();
-    assert_eq!((of(a), of(b)), (4, 4), "at most 4 per group");
+    let got = fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap();
+    let of = |js: &[Job], g: Uuid| js.iter().filter(|j| j.group_id == Some(g)).count();
+    assert_eq!((of(&got, a), of(&got, b)), (4, 4), "at most 4 per group");
     assert_eq!(got.iter().filter(|j| j.group_id.is_none()).count(), 1);
+    assert!(fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap().is_empty(), "both groups are full");
+    assert_eq!(group_state(&pool, a).await.unwrap().unwrap().in_flight, 4);
 
-    // Concurrent fetchers drain everything exactly once.
+    // Every way out of `executing` frees the slot: complete, retry, snooze, discard.
+    let mine: Vec<&Job> = got.iter().filter(|j| j.group_id == Some(a)).collect();
+    complete(&pool, mine[0].id, mine[0].claim_token).await.unwrap();
+    retry(&pool, mine[1].id, mine[1].claim_token, Duration::from_secs(60), "x").await.unwrap();
+    snooze(&mut conn, mine[2].id, mine[2].claim_token, Duration::from_secs(60), None).await.unwrap();
+    breakwater_queue::discard(&pool, mine[3].id, mine[3].claim_token, "x").await.unwrap();
+    assert_eq!(group_state(&pool, a).await.unwrap().unwrap().in_flight, 0);
+    let again = fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap();
+    assert_eq!(of(&again, a), 4);
+
+    // A group's own ceiling overrides the pool's.
+    set_max_in_flight(&pool, b, Some(6)).await.unwrap();
+    let more = fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap();
+    assert_eq!(of(&more, b), 0, "b's adaptive limit is still 4 (its initial)");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let groups: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+    let jobs: Vec<NewJob> = (0..200).map(|n| job(n).group(groups[n as usize % 5])).collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
     let mut handles = Vec::new();
     for f in 0..4 {
         let pool = pool.clone();
         handles.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             loop {
-                let batch =
-                    breakwater_queue::fetch_per_group(&pool, "q", &format!("n{f}"), 5, &[], 2)
-                        .await
-                        .unwrap();
+                let batch = fetch(&pool, "q", &format!("n{f}"), 5, &capped(2)).await.unwrap();
                 if batch.is_empty() {
-                    return ids;
+                    let left: i64 =
+                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'")
+                            .fetch_one(&pool)
+                            .await
+                            .unwrap();
+                    if left == 0 {
+                        return ids;
+                    }
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                // The cap holds at every moment: no group has more than 2 executing.
+                let worst: Option<i64> = sqlx::query_scalar(
+                    "SELECT max(n) FROM (SELECT count(*) AS n FROM jobs WHERE state = 'executing' GROUP BY group_id) x",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                assert!(worst.unwrap_or(0) <= 2, "a group over its cap: {worst:?}");
+                for j in &batch {
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
                 }
                 ids.extend(batch.into_iter().map(|j| j.id));
             }
         }));
     }
-    let mut all: Vec<i64> = got.iter().map(|j| j.id).collect();
+    let mut all: Vec<i64> = Vec::new();
     for h in handles {
         all.extend(h.await.unwrap());
     }
     let distinct: HashSet<i64> = all.iter().copied().collect();
-    assert_eq!(all.len(), 41);
-    assert_eq!(distinct.len(), 41);
+    assert_eq!((all.len(), distinct.len()), (200, 200));
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_10000_job_group(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    let jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(healthy[n as usize % 3])).collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let lim = capped(4);
+    let rows = |plan: serde_json::Value| index_rows(&plan);
+    let p0 = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
+    let baseline = rows(p0);
+    assert!(baseline > 0);
+
+    let big = |g: Uuid| -> Vec<NewJob> { (0..10_000).map(|n| job(n).group(g)).collect() };
+    // 10 000 jobs of a parked group.
+    let parked = Uuid::new_v4();
+    enqueue_many(&mut conn, &big(parked)).await.unwrap();
+    park_group(&mut conn, parked).await.unwrap();
+    let p1 = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
+    let beside_parked = rows(p1);
+    // 10 000 jobs of a group at its cap (2 executing, its ceiling 2).
+    let full = Uuid::new_v4();
+    enqueue_many(&mut conn, &big(full)).await.unwrap();
+    set_max_in_flight(&pool, full, Some(2)).await.unwrap();
+    let claimed = fetch(&pool, "q", "n", 100, &lim).await.unwrap();
+    assert_eq!(claimed.iter().filter(|j| j.group_id == Some(full)).count(), 2);
+    for j in claimed.iter().filter(|j| j.group_id != Some(full)) {
+        snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None).await.unwrap();
+    }
+    let plan_both = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
+    let beside_both = rows(plan_both);
+    // Each extra group costs its one head entry, never its backlog.
+    assert!(
+        beside_parked <= baseline + 1 && beside_both <= baseline + 2,
+        "index rows: {baseline} alone, {beside_parked} beside the parked group, {beside_both} beside both"
+    );
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn fair_share_puts_a_quiet_share_ahead_of_a_burst(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let (tenant_a, tenant_b) = (Uuid::new_v4(), Uuid::new_v4());
+    let a_groups: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+    for g in &a_groups {
+        define_group(&pool, *g, Some(tenant_a)).await.unwrap();
+    }
+    let b = Uuid::new_v4();
+    define_group(&pool, b, Some(tenant_b)).await.unwrap();
+    let jobs: Vec<NewJob> = (0..1000).map(|n| job(n).group(a_groups[n as usize % 5])).collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    // A is already running some of its burst when B's single job arrives.
+    let first = fetch(&pool, "q", "n", 10, &limits()).await.unwrap();
+    assert_eq!(first.len(), 10);
+    let b_job = enqueue(&mut conn, &job(5000).group(b)).await.unwrap().unwrap();
+    let next = fetch(&pool, "q", "n", 3, &limits()).await.unwrap();
+    assert_eq!(next.len(), 3);
+    assert!(next.iter().any(|j| j.id == b_job), "B is among the first fetched");
+    // Inside a share, a channel does not get everything: A's 10 went over its 5 channels.
+    let per_group = |g: Uuid| first.iter().filter(|j| j.group_id == Some(g)).count();
+    assert!(a_groups.iter().all(|g| per_group(*g) == 2), "A's turns are spread over its groups");
+    // And inside a group, oldest first.
+    let g0: Vec<i64> = first.iter().filter(|j| j.group_id == Some(a_groups[0])).map(|j| j.id).collect();
+    let oldest: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE group_id = $1 ORDER BY id LIMIT 2")
+        .bind(a_groups[0])
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(g0, oldest);
 }

@@ -1,6 +1,6 @@
 //! Worker settings.
 
-use breakwater_queue::Backoff;
+use breakwater_queue::{Backoff, GroupLimits};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -19,9 +19,15 @@ pub struct WorkerConfig {
     pub pool_circuit: usize,
     /// Workers per node on `alerts` (alert webhooks to tenants' on-call).
     pub pool_alerts: usize,
-    /// Most deliveries of one channel in flight at once on one node, so one slow channel
-    /// cannot hold a whole pool.
-    pub max_in_flight_per_channel: usize,
+    /// A channel's concurrency limit (deliveries in flight at once, cluster-wide) before any
+    /// feedback. The limit then adapts (AIMD) between the floor and the ceiling.
+    pub channel_concurrency_initial: u32,
+    /// The adaptive limit never falls below this (≥ 1).
+    pub channel_concurrency_floor: u32,
+    /// Nor rises above this, unless the channel sets its own `max_in_flight`.
+    pub channel_concurrency_ceiling: u32,
+    /// A successful attempt slower than this counts as overload: the channel's limit falls, ms.
+    pub channel_latency_target_ms: u64,
     /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
     pub poll_interval_ms: u64,
     /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
@@ -58,12 +64,15 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
-            pool_high: 10,
-            pool_default: 20,
-            pool_bulk: 5,
+            pool_high: 100,
+            pool_default: 200,
+            pool_bulk: 50,
             pool_circuit: 2,
             pool_alerts: 2,
-            max_in_flight_per_channel: 4,
+            channel_concurrency_initial: 4,
+            channel_concurrency_floor: 1,
+            channel_concurrency_ceiling: 64,
+            channel_latency_target_ms: 1_000,
             poll_interval_ms: 1_000,
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
@@ -94,8 +103,21 @@ impl WorkerConfig {
         }
     }
 
+    /// The cluster-wide concurrency bounds of each channel (its job group).
+    pub fn channel_limits(&self) -> GroupLimits {
+        GroupLimits {
+            initial: self.channel_concurrency_initial,
+            floor: self.channel_concurrency_floor,
+            ceiling: self.channel_concurrency_ceiling,
+            latency_target: Duration::from_millis(self.channel_latency_target_ms),
+            decrease_factor: 0.5,
+        }
+    }
+
     /// Checks the settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
+        self.channel_limits()
+            .validate("worker.channel_concurrency_")?;
         let positive = [
             ("worker.poll_interval_ms", self.poll_interval_ms),
             ("worker.connect_timeout_ms", self.connect_timeout_ms),

@@ -2,8 +2,10 @@
 //! channel's circuit.
 //!
 //! The gate reads the channel row before the delivery is loaded: a job of an open, paused or
-//! half-open (not the probe) channel is parked again at once — no payload read, no HTTP request,
-//! no attempt of the job or the delivery used.
+//! half-open (not the probe) channel goes back at once — no payload read, no HTTP request, no
+//! attempt of the job or the delivery used. (Such a job is rare: the channel's job group is
+//! parked with its circuit, so the fetch does not hand out its jobs; only one claimed in the
+//! instant before the transition gets here.)
 
 use crate::handler::Worker;
 use crate::http::is_blocked;
@@ -14,7 +16,7 @@ use breakwater_core::outcome::{
 };
 use breakwater_core::ratelimit::{self, Budget};
 use breakwater_core::{signing, targets, Result};
-use breakwater_queue::{Job, RetryOutcome, PRIORITY_PARKED};
+use breakwater_queue::{Feedback, Job, RetryOutcome};
 use chrono::Utc;
 use rand::Rng;
 use std::time::{Duration, Instant, SystemTime};
@@ -76,6 +78,10 @@ pub fn body(d: &Dispatch) -> Vec<u8> {
     .into_bytes()
 }
 
+/// How long a job of a channel that is not taking requests waits before it may be looked at
+/// again (plus up to 0.5 s of jitter). Its parked job group normally holds it far longer.
+const PARK_RECHECK: Duration = Duration::from_secs(1);
+
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let (Some(delivery_id), Some(channel_id)) = (
         job.args
@@ -105,7 +111,21 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             consecutive_failures,
             rate,
         } => (probe_generation, consecutive_failures, rate),
-        Admission::Park => return park(w, &mut conn, &job, channel_id, delivery_id).await,
+        Admission::Park => {
+            // Back to waiting, no attempt used; the parked job group keeps the fetch from handing
+            // it out again until the circuit closes. The delay only bounds the cost should the
+            // group not be parked yet (the reconciler repairs that within seconds).
+            let jitter = Duration::from_millis(rand::thread_rng().gen_range(0..500));
+            breakwater_queue::snooze(
+                &mut conn,
+                job.id,
+                job.claim_token,
+                PARK_RECHECK + jitter,
+                None,
+            )
+            .await?;
+            return Ok(());
+        }
         Admission::Wait(wait) => {
             // Retry-After: the whole channel waits; this job is snoozed, no attempt used.
             let jitter = Duration::from_millis(rand::thread_rng().gen_range(0..250));
@@ -117,14 +137,6 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
             return Ok(());
         }
-    };
-
-    // Per-node cap: at most `max_in_flight_per_channel` of this channel's deliveries run here at
-    // once. Over it, the job goes back at once without using an attempt; the runner stops
-    // fetching this channel's jobs until a slot frees, so other channels' jobs flow.
-    let Some(_in_flight) = w.in_flight.try_acquire(channel_id) else {
-        breakwater_queue::snooze(&mut conn, job.id, job.claim_token, Duration::ZERO, None).await?;
-        return Ok(());
     };
 
     // Cluster-wide rate limit: take a send slot, or wait for the reserved one (no attempt).
@@ -156,7 +168,8 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let started_at = Utc::now();
     let t0 = Instant::now();
     let sent = crate::observe::send(w, &d, &job).await;
-    let duration_ms = i32::try_from(t0.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let t0_elapsed = t0.elapsed();
+    let duration_ms = i32::try_from(t0_elapsed.as_millis()).unwrap_or(i32::MAX);
     let class = classify(sent.observed);
     if is_configuration_problem(sent.observed) {
         tracing::error!(
@@ -177,38 +190,17 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             )
         });
 
-    // Record the result in one transaction. The job update goes first: if the claim was lost
-    // (this run was rescued), the transaction is rolled back and nothing changes.
+    // Record the result in one transaction: the delivery and its attempt, the circuit, the
+    // channel's adaptive concurrency limit, and last the job (which releases its slot). Locks
+    // are taken channel row before job group row, as everywhere. If the job's claim was lost
+    // (this run was rescued), the job update changes nothing and everything is rolled back.
     let mut tx = w.pool.begin().await?;
     let error_text = describe(&sent);
     let new_status = match class {
-        Class::Success => breakwater_queue::complete(&mut *tx, job.id, job.claim_token)
-            .await?
-            .then_some("delivered"),
-        Class::Permanent => {
-            breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text)
-                .await?
-                .then_some("dead")
-        }
-        Class::Transient => {
-            // A Retry-After longer than the backoff decides when this delivery goes again.
-            let delay = w
-                .backoff
-                .delay(job.attempt)
-                .max(retry_after.unwrap_or_default());
-            match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, &error_text)
-                .await?
-            {
-                Some(RetryOutcome::Retried(_)) => Some("failed"),
-                Some(RetryOutcome::Discarded) => Some("dead"),
-                None => None,
-            }
-        }
-    };
-    let Some(new_status) = new_status else {
-        tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
-        tx.rollback().await?;
-        return Ok(());
+        Class::Success => "delivered",
+        Class::Permanent => "dead",
+        Class::Transient if job.is_last_attempt() => "dead",
+        Class::Transient => "failed",
     };
     let (status_code, error_kind) = match sent.observed {
         Observed::Status(s) => (Some(i32::from(s)), None),
@@ -257,6 +249,38 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         // Permanent failures never move the circuit.
         _ => {}
     }
+    let feedback = match class {
+        Class::Success => Feedback::Ok(t0_elapsed),
+        Class::Transient => Feedback::Overloaded,
+        Class::Permanent => Feedback::Neutral,
+    };
+    breakwater_queue::adapt_limit(&mut *tx, d.channel_id, feedback, &w.limits).await?;
+
+    let held = match class {
+        Class::Success => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        Class::Permanent => {
+            breakwater_queue::discard(&mut *tx, job.id, job.claim_token, &error_text).await?
+        }
+        Class::Transient => {
+            // A Retry-After longer than the backoff decides when this delivery goes again.
+            let delay = w
+                .backoff
+                .delay(job.attempt)
+                .max(retry_after.unwrap_or_default());
+            match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, &error_text)
+                .await?
+            {
+                Some(RetryOutcome::Retried(_)) => new_status == "failed",
+                Some(RetryOutcome::Discarded) => new_status == "dead",
+                None => false,
+            }
+        }
+    };
+    if !held {
+        tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
+        tx.rollback().await?;
+        return Ok(());
+    }
     tx.commit().await?;
     crate::observe::attempt(&job, &d, class, new_status, probe_generation);
     tracing::debug!(
@@ -266,50 +290,6 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         probe = probe_generation.is_some(),
         "attempt recorded"
     );
-    Ok(())
-}
-
-/// Parks a job whose channel is not taking requests: priority 3, `park_ms` + jitter, attempt
-/// not used, the delivery marked `paused`.
-///
-/// The channel row is re-read under `FOR SHARE` in the parking transaction: if a transition
-/// (say, the probe closing the circuit and releasing the backlog) committed since the gate was
-/// read, the job is not parked but made available again at once, so it cannot miss the release.
-async fn park(
-    w: &Worker,
-    conn: &mut sqlx::PgConnection,
-    job: &Job,
-    channel_id: Uuid,
-    delivery_id: Uuid,
-) -> Result<()> {
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let gate = circuit::lock_gate(&mut tx, channel_id).await?;
-    if circuit::decide(gate.as_ref(), delivery_id) != Admission::Park {
-        breakwater_queue::snooze(&mut tx, job.id, job.claim_token, Duration::ZERO, None).await?;
-        tx.commit().await?;
-        return Ok(());
-    }
-    let (park, jitter) = w.circuit.park();
-    let wait =
-        park + Duration::from_millis(rand::thread_rng().gen_range(0..=jitter.as_millis() as u64));
-    if breakwater_queue::snooze(
-        &mut tx,
-        job.id,
-        job.claim_token,
-        wait,
-        Some(PRIORITY_PARKED),
-    )
-    .await?
-    {
-        sqlx::query(
-            "UPDATE deliveries SET status = 'paused', updated_at = now()
-             WHERE id = $1 AND status IN ('pending', 'failed')",
-        )
-        .bind(delivery_id)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
     Ok(())
 }
 

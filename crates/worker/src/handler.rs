@@ -1,14 +1,11 @@
 //! The node's job handler: routes each job to its kind's code.
 
-use crate::slots::ChannelSlots;
 use crate::{alert, deliver, probe};
 use breakwater_core::circuit::{CircuitConfig, JOB_ALERT, JOB_PROBE};
 use breakwater_core::JOB_DELIVER;
-use breakwater_queue::{runner::Handler, Backoff, Job};
+use breakwater_queue::{runner::Handler, Backoff, GroupLimits, Job};
 use sqlx::PgPool;
-use std::sync::Arc;
 use tracing::Instrument;
-use uuid::Uuid;
 
 /// Everything a job needs; one per node, shared by its pools.
 #[derive(Clone)]
@@ -29,27 +26,11 @@ pub struct Worker {
     pub allow_private: bool,
     /// Circuit settings.
     pub circuit: CircuitConfig,
-    /// This node's in-flight deliveries per channel, capped.
-    pub in_flight: Arc<ChannelSlots>,
+    /// Each channel's cluster-wide concurrency bounds (its adaptive limit moves inside them).
+    pub limits: GroupLimits,
 }
 
 impl Handler for Worker {
-    /// Delivery queues take at most the per-node cap of one channel per fetch.
-    fn per_group_limit(&self, queue: &str) -> Option<usize> {
-        queue
-            .starts_with("deliveries")
-            .then(|| self.in_flight.cap())
-    }
-
-    /// Delivery queues skip channels at their per-node cap.
-    fn excluded_groups(&self, queue: &str) -> Vec<Uuid> {
-        if queue.starts_with("deliveries") {
-            self.in_flight.saturated()
-        } else {
-            Vec::new()
-        }
-    }
-
     async fn handle(&self, job: Job) -> Result<(), String> {
         let span = tracing::info_span!(
             "job",

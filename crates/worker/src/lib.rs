@@ -15,7 +15,6 @@ pub mod http;
 mod node;
 mod observe;
 mod probe;
-pub mod slots;
 
 pub use config::WorkerConfig;
 pub use handler::Worker;

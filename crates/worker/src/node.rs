@@ -65,7 +65,7 @@ pub async fn run_node(
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
-        in_flight: crate::slots::ChannelSlots::new(cfg.max_in_flight_per_channel),
+        limits: cfg.channel_limits(),
     });
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
     maintenance::heartbeat(&pool, &node_id)
@@ -97,6 +97,7 @@ pub async fn run_node(
     ));
 
     tasks.spawn(health_loop(pool.clone(), circuit_cfg, background.clone()));
+    tasks.spawn(reconcile_loop(pool.clone(), background.clone()));
 
     let mut pools = tokio::task::JoinSet::new();
     let mut queues: Vec<(&str, usize)> = Tier::ALL
@@ -129,6 +130,7 @@ pub async fn run_node(
                 poll_interval: Duration::from_millis(cfg.poll_interval_ms),
                 shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
                 backoff: cfg.backoff(),
+                limits: cfg.channel_limits(),
             },
             handler.clone(),
             wakers.clone(),
@@ -144,6 +146,30 @@ pub async fn run_node(
     }
     tracing::info!(node_id = %node_id, "worker node stopped");
     Ok(())
+}
+
+/// How often the parking reconciler compares circuits with their job groups.
+const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Runs the parking reconciler ([`circuit::reconcile_parking`]) every few seconds until
+/// `shutdown`: the safety net for a missed park or release.
+async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let r = async {
+            let mut conn = pool.acquire().await?;
+            circuit::reconcile_parking(&mut conn).await
+        }
+        .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "parking reconciler failed");
+        }
+    }
 }
 
 /// Runs the health check every `health_check_interval_ms` until `shutdown`.

@@ -48,6 +48,7 @@ struct CreateChannel {
     replay_dead_letters_on_close: bool,
     replay_window_ms: Option<i64>,
     rate_limit: Option<String>,
+    max_in_flight: Option<i32>,
 }
 
 async fn create(
@@ -56,8 +57,9 @@ async fn create(
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
     let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
+    let mut tx = state.pool().begin().await?;
     let created = channels::create(
-        state.pool(),
+        &mut tx,
         key.tenant_id,
         &NewChannel {
             url,
@@ -67,9 +69,11 @@ async fn create(
             replay_dead_letters_on_close: body.replay_dead_letters_on_close,
             replay_window_ms: body.replay_window_ms,
             rate_limit: body.rate_limit,
+            max_in_flight: body.max_in_flight,
         },
     )
     .await?;
+    tx.commit().await?;
     tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
@@ -176,6 +180,8 @@ struct PatchChannel {
     replay_window_ms: Option<i64>,
     #[serde(default, deserialize_with = "super::nullable")]
     rate_limit: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::nullable")]
+    max_in_flight: Option<Option<i32>>,
 }
 
 async fn update(
@@ -198,8 +204,11 @@ async fn update(
         replay_dead_letters_on_close: body.replay_dead_letters_on_close,
         replay_window_ms: body.replay_window_ms,
         rate_limit: body.rate_limit,
+        max_in_flight: body.max_in_flight,
     };
-    let channel = channels::update(state.pool(), key.tenant_id, id, &patch).await?;
+    let mut tx = state.pool().begin().await?;
+    let channel = channels::update(&mut tx, key.tenant_id, id, &patch).await?;
+    tx.commit().await?;
     Ok(axum::Json(view(&state, channel).await?))
 }
 
@@ -263,13 +272,11 @@ async fn enqueue(
     let mut tx = state.pool().begin().await?;
     let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
     let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
-    // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit are
-    // inserted already parked, and a transition waits for this insert, so a release never misses
-    // them. (Half-open is not parked here: the next delivery may become the probe.)
+    // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
+    // start `paused` (their jobs are held by the channel's parked job group), and a transition
+    // waits for this insert, so a release never misses them.
     let gate = circuit::lock_gate(&mut tx, channel.id).await?;
-    let park = gate
-        .filter(|g| g.circuit_state == "open" || g.circuit_state == "paused")
-        .map(|_| state.inner.circuit.park());
+    let paused = gate.is_some_and(|g| g.circuit_state == "open" || g.circuit_state == "paused");
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,
@@ -277,7 +284,7 @@ async fn enqueue(
         channel.id,
         items,
         state.inner.max_attempts,
-        park,
+        paused,
     )
     .await?;
     tx.commit().await?;
