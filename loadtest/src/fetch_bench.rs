@@ -25,9 +25,9 @@ use breakwater_queue::{
 };
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
-use sqlx::{Acquire, PgPool};
+use sqlx::PgPool;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use uuid::Uuid;
 
 const QUEUE: &str = "bench";

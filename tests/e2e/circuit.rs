@@ -361,7 +361,7 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     assert_eq!(app.circuit_state(ch).await, "open");
     assert_eq!(audit_count(&pool, ch, "circuit.closed").await, 0);
     let parked: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1 AND priority = 3")
+        sqlx::query_scalar("SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')")
             .bind(ch)
             .fetch_one(&pool)
             .await
@@ -680,5 +680,62 @@ async fn channel_overrides_are_patched_and_visible(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(r.status(), 404, "another tenant cannot touch it");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_release(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    // A long cooldown: no probe runs during the test.
+    let ch = channel_with(&app, &key, "held", json!({ "cooldown_ms": 600_000 })).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    circuit::apply_manual(
+        &mut tx,
+        ch,
+        circuit::Manual::ForceOpen,
+        "operator",
+        "test",
+        &CircuitConfig::default(),
+    )
+    .await
+    .unwrap()
+    .expect("opened");
+    tx.commit().await.unwrap();
+    app.deliver_many(&key, ch, 20).await;
+
+    // While open, none of its jobs is ever claimed: they stay available and unattempted, and the
+    // endpoint hears nothing, across several of the workers' fetches (the poll is 200 ms).
+    let other = app.channel(&key, "other").await;
+    app.deliver_many(&key, other, 10).await;
+    assert_eq!(app.receiver.wait_for("other", 10, Duration::from_secs(10)).await, 10);
+    let claimed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM jobs WHERE group_id = $1 AND (attempt > 0 OR state <> 'available')",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((claimed, app.receiver.count("held")), (0, 0));
+
+    // A release that was missed: the circuit is closed behind the breaker's back, its group
+    // stays parked. The reconciler (every 5 s) notices and releases it with the same one-row
+    // release; every delivery then arrives once.
+    sqlx::query("UPDATE channels SET circuit_state = 'closed', next_probe_at = NULL WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(app.receiver.wait_for("held", 20, Duration::from_secs(15)).await, 20);
+    let attempts: i64 =
+        sqlx::query_scalar("SELECT sum(attempts)::int8 FROM deliveries WHERE channel_id = $1")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(attempts, 20, "parking never spent an attempt");
     app.stop().await;
 }

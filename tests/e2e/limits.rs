@@ -170,7 +170,8 @@ async fn rate_limit_forms_are_checked_and_patchable(pool: PgPool) {
 async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
         s.worker.request_timeout_ms = 10_000;
-        s.worker.max_in_flight_per_channel = 4;
+        s.worker.channel_concurrency_initial = 4;
+        s.worker.channel_latency_target_ms = 1_000;
     })
     .await;
     let (_, slow_key) = app.tenant("slow-co", "default").await;
@@ -203,7 +204,7 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     );
     assert!(
         slow_in_flight <= 4,
-        "the per-node cap holds: {slow_in_flight} in flight"
+        "the channel's adaptive limit (starting at 4, falling on 5 s answers) holds: {slow_in_flight} in flight"
     );
     assert!(
         fast_p95 < 1_000,

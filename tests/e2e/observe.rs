@@ -106,7 +106,7 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
     assert_eq!(r.status(), 200);
     let parked_now = || async {
         sqlx::query_scalar::<_, i64>(
-            "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority >= 3",
+            "SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')",
         )
         .bind(dead)
         .fetch_one(&pool)
