@@ -711,7 +711,12 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     // endpoint hears nothing, across several of the workers' fetches (the poll is 200 ms).
     let other = app.channel(&key, "other").await;
     app.deliver_many(&key, other, 10).await;
-    assert_eq!(app.receiver.wait_for("other", 10, Duration::from_secs(10)).await, 10);
+    assert_eq!(
+        app.receiver
+            .wait_for("other", 10, Duration::from_secs(10))
+            .await,
+        10
+    );
     let claimed: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM jobs WHERE group_id = $1 AND (attempt > 0 OR state <> 'available')",
     )
@@ -729,7 +734,12 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
         .execute(&pool)
         .await
         .unwrap();
-    assert_eq!(app.receiver.wait_for("held", 20, Duration::from_secs(15)).await, 20);
+    assert_eq!(
+        app.receiver
+            .wait_for("held", 20, Duration::from_secs(15))
+            .await,
+        20
+    );
     let attempts: i64 =
         sqlx::query_scalar("SELECT sum(attempts)::int8 FROM deliveries WHERE channel_id = $1")
             .bind(ch)

@@ -157,7 +157,10 @@ pub struct ChannelPatch {
 
 fn check_max_in_flight(m: Option<i32>) -> Result<()> {
     if m.is_some_and(|m| !(1..=10_000).contains(&m)) {
-        return Err(Error::invalid("max_in_flight", "must be between 1 and 10000"));
+        return Err(Error::invalid(
+            "max_in_flight",
+            "must be between 1 and 10000",
+        ));
     }
     Ok(())
 }

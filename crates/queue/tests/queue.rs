@@ -72,7 +72,10 @@ async fn fetch_is_priority_first_then_oldest(pool: PgPool) {
         vec![p1b, p2, p3]
     );
     assert!(rest.iter().all(|j| j.attempt == 1));
-    assert!(fetch(&pool, "q", "n1", 10, &limits()).await.unwrap().is_empty());
+    assert!(fetch(&pool, "q", "n1", 10, &limits())
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -88,7 +91,9 @@ async fn concurrent_fetchers_never_get_the_same_job(pool: PgPool) {
         handles.push(tokio::spawn(async move {
             let mut got = Vec::new();
             loop {
-                let batch = fetch(&pool, "q", &format!("node{f}"), 7, &limits()).await.unwrap();
+                let batch = fetch(&pool, "q", &format!("node{f}"), 7, &limits())
+                    .await
+                    .unwrap();
                 if batch.is_empty() {
                     return got;
                 }
@@ -110,7 +115,11 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let id = enqueue(&mut conn, &job(1)).await.unwrap().unwrap();
     for _ in 0..3 {
-        let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
+        let j = fetch(&pool, "q", "n", 1, &limits())
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
         assert_eq!(j.attempt, 1, "a snooze never uses an attempt");
         assert!(snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None)
             .await
@@ -120,7 +129,11 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     assert_eq!((state.as_str(), attempt), ("available", 0));
 
     // A snooze into the future leaves the job off the fetch path until it is due.
-    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
     assert!(snooze(
         &mut conn,
         j.id,
@@ -130,11 +143,11 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     )
     .await
     .unwrap());
-    assert!(fetch(&pool, "q", "n", 1, &limits()).await.unwrap().is_empty());
-    assert_eq!(
-        state_of(&pool, id).await,
-        ("scheduled".to_string(), 0, 5)
-    );
+    assert!(fetch(&pool, "q", "n", 1, &limits())
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(state_of(&pool, id).await, ("scheduled".to_string(), 0, 5));
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -145,7 +158,11 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .unwrap()
         .unwrap();
 
-    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
     let before: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
         .fetch_one(&pool)
         .await
@@ -162,7 +179,10 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         "scheduled {wait} ms ahead"
     );
     assert!(
-        fetch(&pool, "q", "n", 1, &limits()).await.unwrap().is_empty(),
+        fetch(&pool, "q", "n", 1, &limits())
+            .await
+            .unwrap()
+            .is_empty(),
         "not fetchable while backing off"
     );
 
@@ -173,7 +193,11 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(promote_due(&mut conn, 100).await.unwrap(), 1);
-    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
     assert_eq!(j.attempt, 2);
     assert!(j.is_last_attempt());
     let out = retry(
@@ -230,7 +254,11 @@ async fn unique_key_allows_one_live_job(pool: PgPool) {
     );
 
     // Once the job is final, the key is free again.
-    let j = fetch(&pool, "q", "n", 1, &limits()).await.unwrap().pop().unwrap();
+    let j = fetch(&pool, "q", "n", 1, &limits())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
     assert_eq!(Some(j.id), first);
     assert!(complete(&pool, j.id, j.claim_token).await.unwrap());
     assert!(enqueue(&mut conn, &job(5).unique_key("k"))
@@ -337,7 +365,10 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
     assert_eq!(untouched, 50);
     for _ in 0..3 {
         let fetched = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
-        assert!(fetched.iter().all(|j| j.group_id != Some(g)), "parked jobs are never fetched");
+        assert!(
+            fetched.iter().all(|j| j.group_id != Some(g)),
+            "parked jobs are never fetched"
+        );
         for j in fetched {
             complete(&pool, j.id, j.claim_token).await.unwrap();
         }
@@ -350,15 +381,31 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
         .unwrap();
     let got = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![probe]);
-    assert!(fetch(&pool, "q", "n", 100, &limits()).await.unwrap().is_empty());
-    // It fails and is retried: parking again demotes nothing it should not, and the group stays shut.
-    retry(&pool, probe, got[0].claim_token, Duration::ZERO, "probe failed")
+    assert!(fetch(&pool, "q", "n", 100, &limits())
         .await
-        .unwrap();
+        .unwrap()
+        .is_empty());
+    // It fails and is retried: parking again demotes nothing it should not, and the group stays shut.
+    retry(
+        &pool,
+        probe,
+        got[0].claim_token,
+        Duration::ZERO,
+        "probe failed",
+    )
+    .await
+    .unwrap();
     park_group(&mut conn, g).await.unwrap();
     promote_due(&mut conn, 100).await.unwrap();
-    assert!(fetch(&pool, "q", "n", 100, &limits()).await.unwrap().is_empty());
-    assert_eq!(state_of(&pool, probe).await.2, PRIORITY_NORMAL, "a re-park demotes the old probe");
+    assert!(fetch(&pool, "q", "n", 100, &limits())
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        state_of(&pool, probe).await.2,
+        PRIORITY_NORMAL,
+        "a re-park demotes the old probe"
+    );
 
     assert_eq!(release_group(&mut conn, g).await.unwrap(), 50);
     let released = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
@@ -506,9 +553,18 @@ async fn the_cap_holds_across_three_nodes(pool: PgPool) {
     }
     assert_eq!(done.load(Ordering::SeqCst), 60);
     let most = max.load(Ordering::SeqCst);
-    assert!(most <= 3, "{most} in flight at once: the cap is 3 cluster-wide");
-    assert!(most >= 2, "the three nodes did share the work ({most} at most)");
-    assert_eq!(group_state(&pool, slow).await.unwrap().unwrap().in_flight, 0);
+    assert!(
+        most <= 3,
+        "{most} in flight at once: the cap is 3 cluster-wide"
+    );
+    assert!(
+        most >= 2,
+        "the three nodes did share the work ({most} at most)"
+    );
+    assert_eq!(
+        group_state(&pool, slow).await.unwrap().unwrap().in_flight,
+        0
+    );
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -611,15 +667,41 @@ async fn a_group_never_exceeds_its_cap_and_finished_jobs_free_their_slots(pool: 
     let of = |js: &[Job], g: Uuid| js.iter().filter(|j| j.group_id == Some(g)).count();
     assert_eq!((of(&got, a), of(&got, b)), (4, 4), "at most 4 per group");
     assert_eq!(got.iter().filter(|j| j.group_id.is_none()).count(), 1);
-    assert!(fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap().is_empty(), "both groups are full");
+    assert!(
+        fetch(&pool, "q", "n", 20, &capped(4))
+            .await
+            .unwrap()
+            .is_empty(),
+        "both groups are full"
+    );
     assert_eq!(group_state(&pool, a).await.unwrap().unwrap().in_flight, 4);
 
     // Every way out of `executing` frees the slot: complete, retry, snooze, discard.
     let mine: Vec<&Job> = got.iter().filter(|j| j.group_id == Some(a)).collect();
-    complete(&pool, mine[0].id, mine[0].claim_token).await.unwrap();
-    retry(&pool, mine[1].id, mine[1].claim_token, Duration::from_secs(60), "x").await.unwrap();
-    snooze(&mut conn, mine[2].id, mine[2].claim_token, Duration::from_secs(60), None).await.unwrap();
-    breakwater_queue::discard(&pool, mine[3].id, mine[3].claim_token, "x").await.unwrap();
+    complete(&pool, mine[0].id, mine[0].claim_token)
+        .await
+        .unwrap();
+    retry(
+        &pool,
+        mine[1].id,
+        mine[1].claim_token,
+        Duration::from_secs(60),
+        "x",
+    )
+    .await
+    .unwrap();
+    snooze(
+        &mut conn,
+        mine[2].id,
+        mine[2].claim_token,
+        Duration::from_secs(60),
+        None,
+    )
+    .await
+    .unwrap();
+    breakwater_queue::discard(&pool, mine[3].id, mine[3].claim_token, "x")
+        .await
+        .unwrap();
     assert_eq!(group_state(&pool, a).await.unwrap().unwrap().in_flight, 0);
     let again = fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap();
     assert_eq!(of(&again, a), 4);
@@ -627,14 +709,20 @@ async fn a_group_never_exceeds_its_cap_and_finished_jobs_free_their_slots(pool: 
     // A group's own ceiling overrides the pool's.
     set_max_in_flight(&pool, b, Some(6)).await.unwrap();
     let more = fetch(&pool, "q", "n", 20, &capped(4)).await.unwrap();
-    assert_eq!(of(&more, b), 0, "b's adaptive limit is still 4 (its initial)");
+    assert_eq!(
+        of(&more, b),
+        0,
+        "b's adaptive limit is still 4 (its initial)"
+    );
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let groups: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..200).map(|n| job(n).group(groups[n as usize % 5])).collect();
+    let jobs: Vec<NewJob> = (0..200)
+        .map(|n| job(n).group(groups[n as usize % 5]))
+        .collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
     let mut handles = Vec::new();
     for f in 0..4 {
@@ -682,7 +770,9 @@ async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) 
 async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_10000_job_group(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(healthy[n as usize % 3])).collect();
+    let jobs: Vec<NewJob> = (0..30)
+        .map(|n| job(n).group(healthy[n as usize % 3]))
+        .collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
     let lim = capped(4);
     let rows = |plan: serde_json::Value| index_rows(&plan);
@@ -702,9 +792,14 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_10000_job_gr
     enqueue_many(&mut conn, &big(full)).await.unwrap();
     set_max_in_flight(&pool, full, Some(2)).await.unwrap();
     let claimed = fetch(&pool, "q", "n", 100, &lim).await.unwrap();
-    assert_eq!(claimed.iter().filter(|j| j.group_id == Some(full)).count(), 2);
+    assert_eq!(
+        claimed.iter().filter(|j| j.group_id == Some(full)).count(),
+        2
+    );
     for j in claimed.iter().filter(|j| j.group_id != Some(full)) {
-        snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None).await.unwrap();
+        snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None)
+            .await
+            .unwrap();
     }
     let plan_both = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
     let beside_both = rows(plan_both);
@@ -725,24 +820,40 @@ async fn fair_share_puts_a_quiet_share_ahead_of_a_burst(pool: PgPool) {
     }
     let b = Uuid::new_v4();
     define_group(&pool, b, Some(tenant_b)).await.unwrap();
-    let jobs: Vec<NewJob> = (0..1000).map(|n| job(n).group(a_groups[n as usize % 5])).collect();
+    let jobs: Vec<NewJob> = (0..1000)
+        .map(|n| job(n).group(a_groups[n as usize % 5]))
+        .collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
     // A is already running some of its burst when B's single job arrives.
     let first = fetch(&pool, "q", "n", 10, &limits()).await.unwrap();
     assert_eq!(first.len(), 10);
-    let b_job = enqueue(&mut conn, &job(5000).group(b)).await.unwrap().unwrap();
+    let b_job = enqueue(&mut conn, &job(5000).group(b))
+        .await
+        .unwrap()
+        .unwrap();
     let next = fetch(&pool, "q", "n", 3, &limits()).await.unwrap();
     assert_eq!(next.len(), 3);
-    assert!(next.iter().any(|j| j.id == b_job), "B is among the first fetched");
+    assert!(
+        next.iter().any(|j| j.id == b_job),
+        "B is among the first fetched"
+    );
     // Inside a share, a channel does not get everything: A's 10 went over its 5 channels.
     let per_group = |g: Uuid| first.iter().filter(|j| j.group_id == Some(g)).count();
-    assert!(a_groups.iter().all(|g| per_group(*g) == 2), "A's turns are spread over its groups");
+    assert!(
+        a_groups.iter().all(|g| per_group(*g) == 2),
+        "A's turns are spread over its groups"
+    );
     // And inside a group, oldest first.
-    let g0: Vec<i64> = first.iter().filter(|j| j.group_id == Some(a_groups[0])).map(|j| j.id).collect();
-    let oldest: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE group_id = $1 ORDER BY id LIMIT 2")
-        .bind(a_groups[0])
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    let g0: Vec<i64> = first
+        .iter()
+        .filter(|j| j.group_id == Some(a_groups[0]))
+        .map(|j| j.id)
+        .collect();
+    let oldest: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM jobs WHERE group_id = $1 ORDER BY id LIMIT 2")
+            .bind(a_groups[0])
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     assert_eq!(g0, oldest);
 }
