@@ -104,6 +104,28 @@ impl Api {
         Ok(v["id"].as_str().context("channel id")?.to_string())
     }
 
+    /// Creates one channel of tenant `t` per `(name, url)`, at most `concurrency` requests at
+    /// once (the channel API takes one per request); returns their ids in the same order. The
+    /// first failure (by index) fails the whole call, after every request has finished.
+    pub async fn create_channels(
+        &self,
+        t: &TenantKey,
+        channels: &[(String, String)],
+        concurrency: usize,
+    ) -> anyhow::Result<Vec<String>> {
+        let channels = std::sync::Arc::new(channels.to_vec());
+        crate::join_bounded(channels.len(), concurrency, |i| {
+            let (api, t, channels) = (self.clone(), t.clone(), channels.clone());
+            async move {
+                let (name, url) = &channels[i];
+                api.create_channel(&t, name, url)
+                    .await
+                    .with_context(|| format!("creating channel {name}"))
+            }
+        })
+        .await
+    }
+
     /// Enqueues one delivery; `Ok(true)` on 202.
     pub async fn enqueue(
         &self,

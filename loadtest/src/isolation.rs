@@ -8,18 +8,23 @@
 //! accepted, the **loaded** stream to B (same rate and duration) and its drain. The breaker
 //! opens whenever the service gets to it: the harness does not wait for the backlog to be parked
 //! before it measures.
+//!
+//! With `--dead-mode slow` the "dead" endpoint is only slow: it answers 200 after `--slow-ms`, so
+//! its circuit never opens and the backlog drains at whatever concurrency the service grants the
+//! channel. Whatever the mode, the report gives the most requests the dead endpoint held at once
+//! (`dead_max_in_flight`) and how many it received (`dead_endpoint_requests`).
 
 use crate::api::Api;
 use crate::chart::{self, Marker, Panel};
 use crate::clock::{now_us, WallMap};
 use crate::db::Database;
 use crate::receiver::{
-    DeadEndpoint, DeadMode, HealthyReceiver, Sink, PHASE_BASELINE, PHASE_LOADED, PHASE_WARMUP,
+    DeadEndpoint, DeadMode, HealthyReceiver, InFlight, Sink, PHASE_BASELINE, PHASE_LOADED,
+    PHASE_WARMUP,
 };
 use crate::service::{self, Service};
 use crate::stats::{summarize, Summary};
 use crate::stream::{stream, StreamResult};
-use crate::{machine, write_json};
 use anyhow::Context;
 use breakwater::config::Settings;
 use breakwater_core::Tier;
@@ -28,7 +33,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -39,6 +44,8 @@ pub struct Options {
     pub backlog: u64,
     /// How the dead endpoint fails.
     pub dead_mode: DeadMode,
+    /// With [`DeadMode::Slow`]: how long the dead endpoint takes to answer 200.
+    pub slow: Duration,
     /// Healthy deliveries per second.
     pub rate: f64,
     /// Length of each stream (baseline and loaded).
@@ -66,6 +73,7 @@ impl Default for Options {
         Self {
             backlog: 10_000,
             dead_mode: DeadMode::Timeout,
+            slow: Duration::from_secs(2),
             rate: 50.0,
             duration: Duration::from_secs(60),
             nodes: 1,
@@ -83,7 +91,6 @@ impl Default for Options {
 /// Runs the scenario end to end (its own database, service and receivers, all cleaned up) and
 /// returns the report that `result.json` holds.
 pub async fn run(o: &Options) -> anyhow::Result<Value> {
-    let wall_start = Instant::now();
     crate::clock::epoch();
     let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
     anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
@@ -91,21 +98,11 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         (1..=1000).contains(&o.backlog_batch),
         "--backlog-batch must be 1..=1000"
     );
-    let machine = machine::describe();
     let settings = service::settings(o.config.as_deref())?;
-    let db = Database::create(o.database_url.as_deref()).await?;
-    let r = with_db(o, tier, &settings, &db).await;
-    let cleaned = db.cleanup().await;
-    let mut report = r?;
-    cleaned?;
-    report["machine"] = machine;
-    report["machine"]["load_avg_end"] = json!(machine::load_avg());
-    report["wall_s"] = json!(wall_start.elapsed().as_secs_f64().round());
-    report["git_commit"] = report["machine"]["git_commit"].clone();
-    report["cores"] = report["machine"]["cores"].clone();
-    if let Some(dir) = &o.out {
-        write_json(dir, "result.json", &report)?;
-    }
+    let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
+        with_db(o, tier, &settings, db).await
+    })
+    .await?;
     if o.print {
         print_summary(&report);
     }
@@ -120,17 +117,9 @@ async fn with_db(
 ) -> anyhow::Result<Value> {
     let service = Service::start(settings, db, o.nodes).await?;
     let healthy = HealthyReceiver::start().await?;
-    let dead = DeadEndpoint::start(o.dead_mode).await?;
+    let dead = DeadEndpoint::start(o.dead_mode, o.slow).await?;
     let pool = db.pool(2).await?;
     let r = scenario(o, tier, settings, &service, &healthy, &dead, &pool).await;
-    let r = match r {
-        Ok(mut v) => {
-            v["postgres"] = machine::postgres(&pool).await;
-            v["database"] = json!(db.label);
-            Ok(v)
-        }
-        Err(e) => Err(e),
-    };
     // Teardown: the dead endpoint first (hanging requests are answered at once), then the
     // nodes (graceful), then the healthy receiver.
     dead.stop().await;
@@ -279,7 +268,8 @@ fn slow(sink: &Sink, phase: u8, s: &StreamResult) -> Value {
     })
 }
 
-fn ms_between(from_us: i64, to_us: i64) -> f64 {
+/// Milliseconds from `from_us` to `to_us` (harness-clock µs), rounded to 0.1 ms.
+pub(crate) fn ms_between(from_us: i64, to_us: i64) -> f64 {
     ((to_us - from_us) as f64 / 100.0).round() / 10.0
 }
 
@@ -446,10 +436,11 @@ async fn scenario(
     let first_attempt_us = attempts.first().map(|a| wall.to_us(a.0));
     let breaker_opened_after_ms = opened_at.map(|t| ms_between(backlog_start_us as i64, t));
     let arrivals = dead.arrivals();
-    let (dead_requests, source) = match o.dead_mode {
-        DeadMode::Refuse => (attempts.len() as u64, "delivery_attempts (nothing listens)"),
-        _ => (arrivals.len() as u64, "dead receiver"),
+    let (dead_requests, source) = match dead.in_flight() {
+        None => (attempts.len() as u64, "delivery_attempts (nothing listens)"),
+        Some(g) => (g.total(), "dead receiver"),
     };
+    let dead_max_in_flight = dead.in_flight().map(InFlight::max);
     // The budget: `threshold` failures, then whatever was in flight when the breaker opened
     // (a worker that was admitted before the opening committed sends once, then blocks on the
     // channel row; so at most one per worker of the tier, cluster-wide), then one request per
@@ -461,12 +452,7 @@ async fn scenario(
         .count() as u64;
     let non_probe_requests = dead_requests.saturating_sub(probe_requests);
     let in_flight_at_open = non_probe_requests.saturating_sub(threshold);
-    let tier_pool = match tier {
-        Tier::High => settings.worker.pool_high,
-        Tier::Default => settings.worker.pool_default,
-        Tier::Bulk => settings.worker.pool_bulk,
-    } as u64;
-    let in_flight_cap = tier_pool * o.nodes as u64;
+    let in_flight_cap = service::tier_pool(settings, tier) as u64 * o.nodes as u64;
     let span_ms = opened_at.map_or(0.0, |o| ms_between(o, end_us as i64));
     let probes_budget = probes_allowed(
         span_ms,
@@ -474,7 +460,8 @@ async fn scenario(
         settings.circuit.max_cooldown_ms,
     );
     let budget = threshold + in_flight_at_open.min(in_flight_cap) + probes_budget;
-    let within_budget = dead_requests <= budget;
+    // A slow endpoint never fails, so its circuit never opens and no budget applies.
+    let within_budget = (o.dead_mode != DeadMode::Slow).then_some(dead_requests <= budget);
     // When the dead endpoint saw its last non-probe request, relative to the opening.
     let probe_starts: Vec<DateTime<Utc>> = attempts.iter().filter(|a| a.2).map(|a| a.0).collect();
     let last_non_probe_us = match o.dead_mode {
@@ -546,8 +533,11 @@ async fn scenario(
             "baseline": summarize(&base.api_hist),
             "healthy": summarize(&loaded.api_hist),
         },
+        "dead_slow_ms": (o.dead_mode == DeadMode::Slow).then_some(o.slow.as_millis() as u64),
         "dead_endpoint_requests": dead_requests,
         "dead_endpoint_requests_source": source,
+        "dead_max_in_flight": dead_max_in_flight,
+        "dead_max_in_flight_definition": "the most requests the dead endpoint held at once (counted from arrival until its answer or the connection's close); null for refuse",
         "dead_endpoint_attempts_recorded": attempts.len(),
         "dead_endpoint_budget": {
             "failure_threshold": threshold,
@@ -598,7 +588,6 @@ async fn scenario(
             "failure_threshold": settings.circuit.failure_threshold,
             "cooldown_ms": settings.circuit.cooldown_ms,
             "max_cooldown_ms": settings.circuit.max_cooldown_ms,
-            "park_ms": settings.circuit.park_ms,
         },
     });
 
@@ -686,13 +675,21 @@ fn print_summary(r: &Value) {
         r["slow"]["healthy"]["over_1s"],
         r["slow"]["healthy"]["last_over_100ms_enqueued_at_s"]
     );
+    // A slow endpoint never fails: no breaker, so no budget.
+    let budget = if r["dead_endpoint_budget"]["within"].is_null() {
+        String::new()
+    } else {
+        format!(
+            " (budget {}: threshold {} + in flight at open {} + probes {})",
+            r["dead_endpoint_budget"]["budget"],
+            r["dead_endpoint_budget"]["failure_threshold"],
+            r["dead_endpoint_budget"]["in_flight_at_open"],
+            r["dead_endpoint_budget"]["probes_allowed"]
+        )
+    };
     println!(
-        "  dead endpoint: {} requests (budget {}: threshold {} + in flight at open {} + probes {})",
-        r["dead_endpoint_requests"],
-        r["dead_endpoint_budget"]["budget"],
-        r["dead_endpoint_budget"]["failure_threshold"],
-        r["dead_endpoint_budget"]["in_flight_at_open"],
-        r["dead_endpoint_budget"]["probes_allowed"]
+        "  dead endpoint: {} requests, at most {} in flight at once{budget}",
+        r["dead_endpoint_requests"], r["dead_max_in_flight"],
     );
     println!(
         "  lost {}  duplicates {}  enqueue errors {}  backlog accounted {}",

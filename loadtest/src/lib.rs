@@ -7,6 +7,11 @@
 //!
 //! - [`isolation`]: a dead channel of tenant A holds a backlog while tenant B's healthy channel in
 //!   the same tier gets a steady stream; the same stream without the backlog is the baseline.
+//!   The dead endpoint times out, refuses, answers 503, or (`slow`) answers 200 after a delay;
+//!   the report gives the most requests it held at once.
+//! - [`fairness`]: tenant A's backlog over many slow channels, then one delivery of tenant B in
+//!   the same tier to a fast endpoint: B's latency, how many of A's went first, A's drain time
+//!   and A's requests in flight at once, per endpoint and in all.
 //! - [`throughput`]: many deliveries to fast endpoints across many channels, deliveries/s end to
 //!   end.
 //! - [`fetch_bench`]: the queue's fetch (+ complete) with 0 and with 100 000 parked jobs.
@@ -21,6 +26,7 @@ pub mod api;
 pub mod chart;
 pub mod clock;
 pub mod db;
+pub mod fairness;
 pub mod fetch_bench;
 pub mod isolation;
 pub mod machine;
@@ -30,7 +36,13 @@ pub mod stats;
 pub mod stream;
 pub mod throughput;
 
+use anyhow::Context;
+use db::Database;
+use serde_json::{json, Value};
+use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Writes `value` as pretty JSON to `dir/name`, creating `dir`.
 pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
@@ -39,4 +51,77 @@ pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::
     s.push('\n');
     std::fs::write(dir.join(name), s)?;
     Ok(())
+}
+
+/// The frame of a scenario that runs the service: a fresh database on `database_url`'s server
+/// (or a throwaway Postgres), the scenario on it, the database dropped whatever happened, then
+/// the report completed with what it ran on (`machine`, with the load average at the end,
+/// `postgres`, `database`, `wall_s`, `git_commit`, `cores`) and written to `out/result.json`.
+pub(crate) async fn on_fresh_db(
+    database_url: Option<&str>,
+    out: Option<&Path>,
+    scenario: impl AsyncFnOnce(&Database) -> anyhow::Result<Value>,
+) -> anyhow::Result<Value> {
+    let wall_start = Instant::now();
+    let machine = machine::describe();
+    let db = Database::create(database_url).await?;
+    let r = match scenario(&db).await {
+        Ok(mut v) => match db.pool(1).await {
+            Ok(pool) => {
+                v["postgres"] = machine::postgres(&pool).await;
+                v["database"] = json!(db.label);
+                pool.close().await;
+                Ok(v)
+            }
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    let cleaned = db.cleanup().await;
+    let mut report = r?;
+    cleaned?;
+    report["machine"] = machine;
+    report["machine"]["load_avg_end"] = json!(machine::load_avg());
+    report["wall_s"] = json!(wall_start.elapsed().as_secs_f64().round());
+    report["git_commit"] = report["machine"]["git_commit"].clone();
+    report["cores"] = report["machine"]["cores"].clone();
+    if let Some(dir) = out {
+        write_json(dir, "result.json", &report)?;
+    }
+    Ok(report)
+}
+
+/// Runs `task(i)` for every `i` in `0..n`, at most `concurrency` at once (each on its own Tokio
+/// task), and returns the results in index order. Every task runs to the end; then the error of
+/// the lowest failed index, if any, is returned.
+pub(crate) async fn join_bounded<T, F, Fut>(
+    n: usize,
+    concurrency: usize,
+    task: F,
+) -> anyhow::Result<Vec<T>>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = anyhow::Result<T>> + Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..n {
+        // Taken before the spawn, so at most `concurrency` tasks exist at once.
+        let permit = slots.clone().acquire_owned().await?;
+        let fut = task(i);
+        set.spawn(async move {
+            let r = fut.await;
+            drop(permit);
+            (i, r)
+        });
+    }
+    let mut out: Vec<Option<anyhow::Result<T>>> = (0..n).map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        let (i, r) = joined.context("a task panicked")?;
+        out[i] = Some(r);
+    }
+    out.into_iter()
+        .map(|r| r.context("a task did not finish")?)
+        .collect()
 }

@@ -1,8 +1,8 @@
-//! `breakwater-loadtest`: isolation | throughput | fetch-bench. See the crate docs and
-//! BENCHMARKS.md.
+//! `breakwater-loadtest`: isolation | fairness | throughput | fetch-bench. See the crate docs
+//! and BENCHMARKS.md.
 
 use breakwater_loadtest::receiver::DeadMode;
-use breakwater_loadtest::{fetch_bench, isolation, throughput};
+use breakwater_loadtest::{fairness, fetch_bench, isolation, throughput};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 #[command(
     name = "breakwater-loadtest",
     version,
-    about = "Load tests of Breakwater on loopback: isolation under a dead channel's backlog, throughput, and the queue fetch micro-benchmark. Each run uses a fresh database (on DATABASE_URL's server, dropped at the end) or a throwaway Postgres, starts the service itself, and stops by itself."
+    about = "Load tests of Breakwater on loopback: isolation under a dead (or slow) channel's backlog, fairness between two tenants of a tier, throughput, and the queue fetch micro-benchmark. Each run uses a fresh database (on DATABASE_URL's server, dropped at the end) or a throwaway Postgres, starts the service itself, and stops by itself."
 )]
 struct Cli {
     /// Postgres server to create the run's database on (a fresh `bw_load_<random>`, dropped at
@@ -48,9 +48,13 @@ enum Command {
         /// Deliveries enqueued to the dead channel before the measured stream.
         #[arg(long, default_value_t = 10_000)]
         backlog: u64,
-        /// How the dead endpoint fails.
+        /// How the dead endpoint fails: timeout (never answers), refuse (nothing listens), 503,
+        /// or slow (answers 200 after --slow-ms, so its circuit never opens).
         #[arg(long, value_enum, default_value = "timeout")]
         dead_mode: DeadMode,
+        /// With --dead-mode slow: how long the dead endpoint takes to answer 200, ms.
+        #[arg(long, default_value_t = 2000)]
+        slow_ms: u64,
         /// Healthy deliveries per second.
         #[arg(long, default_value_t = 50.0)]
         rate: f64,
@@ -63,6 +67,40 @@ enum Command {
         /// Deliveries per backlog batch request (≤ 1000).
         #[arg(long, default_value_t = 1000)]
         backlog_batch: usize,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// Fairness inside a tier: tenant A's backlog over many slow channels, then one delivery of
+    /// tenant B to a fast endpoint; B's latency, A's deliveries before it, A's drain time and
+    /// A's requests in flight at once.
+    Fairness {
+        /// Tenant A's channels (each its own endpoint; channels are created --concurrency at a
+        /// time).
+        #[arg(long, default_value_t = 5)]
+        channels: usize,
+        /// How long A's endpoints take to answer 200, ms.
+        #[arg(long, default_value_t = 200)]
+        a_latency_ms: u64,
+        /// A's deliveries per round, round-robin over its channels (batch requests of ≤ 1000).
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        /// From A's last accepted batch to B's one delivery, ms.
+        #[arg(long, default_value_t = 1000)]
+        b_delay_ms: u64,
+        /// Rounds, each on a fresh backlog of A's after the previous one drained; each is
+        /// reported.
+        #[arg(long, default_value_t = 1)]
+        rounds: u64,
+        /// API requests in flight at once (creating A's channels, enqueueing its batches).
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Seconds a round waits for its arrivals after B's delivery was accepted.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Keep the service's per-key ingress limit (api.ingress_per_second); by default the
+        /// run turns it off so A's backlog is in before B's delivery whatever --channels.
+        #[arg(long)]
+        keep_ingress_limit: bool,
         #[command(flatten)]
         service: ServiceArgs,
     },
@@ -122,6 +160,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Isolation {
             backlog,
             dead_mode,
+            slow_ms,
             rate,
             duration,
             drain_timeout,
@@ -131,6 +170,7 @@ async fn main() -> anyhow::Result<()> {
             isolation::run(&isolation::Options {
                 backlog,
                 dead_mode,
+                slow: Duration::from_millis(slow_ms),
                 rate,
                 duration: Duration::from_secs(duration),
                 nodes: service.nodes,
@@ -140,6 +180,35 @@ async fn main() -> anyhow::Result<()> {
                 out: cli.out,
                 drain_timeout: Duration::from_secs(drain_timeout),
                 backlog_batch,
+                print: true,
+            })
+            .await?
+        }
+        Command::Fairness {
+            channels,
+            a_latency_ms,
+            count,
+            b_delay_ms,
+            rounds,
+            concurrency,
+            timeout,
+            keep_ingress_limit,
+            service,
+        } => {
+            fairness::run(&fairness::Options {
+                channels,
+                a_latency: Duration::from_millis(a_latency_ms),
+                count,
+                b_delay: Duration::from_millis(b_delay_ms),
+                rounds,
+                concurrency,
+                timeout: Duration::from_secs(timeout),
+                keep_ingress_limit,
+                nodes: service.nodes,
+                tier: service.tier,
+                database_url: cli.database_url,
+                config: service.config,
+                out: cli.out,
                 print: true,
             })
             .await?

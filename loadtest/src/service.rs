@@ -9,6 +9,7 @@ use crate::db::Database;
 use anyhow::Context;
 use breakwater::config::{Secret, Settings};
 use breakwater::Role;
+use breakwater_core::Tier;
 use sqlx::postgres::PgPoolOptions;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -24,6 +25,16 @@ pub fn settings(config: Option<&Path>) -> anyhow::Result<Settings> {
     s.allow_private_targets = true;
     s.operator_key = Some(Secret(format!("lt-op-{:032x}", rand::random::<u128>())));
     Ok(s)
+}
+
+/// Deliveries in flight at once per node on `tier`'s queue (`worker.pool_high`,
+/// `pool_default` or `pool_bulk`).
+pub fn tier_pool(settings: &Settings, tier: Tier) -> usize {
+    match tier {
+        Tier::High => settings.worker.pool_high,
+        Tier::Default => settings.worker.pool_default,
+        Tier::Bulk => settings.worker.pool_bulk,
+    }
 }
 
 type NodeThread = std::thread::JoinHandle<anyhow::Result<()>>;

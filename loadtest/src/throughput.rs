@@ -11,7 +11,6 @@ use crate::db::Database;
 use crate::receiver::{HealthyReceiver, PHASE_THROUGHPUT};
 use crate::service::{self, Service};
 use crate::stats::{new_hist, summarize};
-use crate::{machine, write_json};
 use breakwater::config::Settings;
 use breakwater_core::Tier;
 use serde_json::{json, Value};
@@ -71,7 +70,6 @@ impl Default for Options {
 
 /// Runs the scenario and returns the report (`result.json`).
 pub async fn run(o: &Options) -> anyhow::Result<Value> {
-    let wall_start = Instant::now();
     crate::clock::epoch();
     let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
     anyhow::ensure!(
@@ -79,21 +77,11 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         "need at least one channel and tenant"
     );
     anyhow::ensure!((1..=1000).contains(&o.batch), "--batch must be 1..=1000");
-    let machine = machine::describe();
     let settings = service::settings(o.config.as_deref())?;
-    let db = Database::create(o.database_url.as_deref()).await?;
-    let r = with_db(o, tier, &settings, &db).await;
-    let cleaned = db.cleanup().await;
-    let mut report = r?;
-    cleaned?;
-    report["machine"] = machine;
-    report["machine"]["load_avg_end"] = json!(machine::load_avg());
-    report["wall_s"] = json!(wall_start.elapsed().as_secs_f64().round());
-    report["git_commit"] = report["machine"]["git_commit"].clone();
-    report["cores"] = report["machine"]["cores"].clone();
-    if let Some(dir) = &o.out {
-        write_json(dir, "result.json", &report)?;
-    }
+    let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
+        with_db(o, tier, &settings, db).await
+    })
+    .await?;
     if o.print {
         println!(
             "throughput: {} deliveries, {} channels, {} node(s): {} deliveries/s end to end ({} /s steady, enqueue {} /s), lost {}",
@@ -117,17 +105,7 @@ async fn with_db(
 ) -> anyhow::Result<Value> {
     let service = Service::start(settings, db, o.nodes).await?;
     let healthy = HealthyReceiver::start().await?;
-    let pool = db.pool(1).await?;
     let r = scenario(o, tier, settings, &service, &healthy).await;
-    let r = match r {
-        Ok(mut v) => {
-            v["postgres"] = machine::postgres(&pool).await;
-            v["database"] = json!(db.label);
-            Ok(v)
-        }
-        Err(e) => Err(e),
-    };
-    pool.close().await;
     let stopped = service.stop().await;
     healthy.stop().await;
     let v = r?;
@@ -288,11 +266,7 @@ async fn scenario(
             &enqueued_ps,
         )?;
     }
-    let tier_pool = match tier {
-        Tier::High => settings.worker.pool_high,
-        Tier::Default => settings.worker.pool_default,
-        Tier::Bulk => settings.worker.pool_bulk,
-    };
+    let tier_pool = service::tier_pool(settings, tier);
     Ok(json!({
         "scenario": "throughput",
         "count": o.count,
