@@ -49,7 +49,7 @@ mod wake;
 pub use backoff::Backoff;
 pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
-pub use fetch::{explain_fetch, fetch, index_rows};
+pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
 pub use group::{
     adapt_limit, define_group, group_state, park_group, parked_count, parked_groups, release_group,
     set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,

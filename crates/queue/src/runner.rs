@@ -1,10 +1,10 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
+use crate::{fetch_batch, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
 use futures::FutureExt;
 use sqlx::PgPool;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
@@ -63,25 +63,36 @@ pub async fn run_pool<H: Handler>(
     let wake = wakers.get(&cfg.queue);
     let slots = Arc::new(Semaphore::new(cfg.concurrency));
     let in_flight: InFlight = Arc::default();
-    let mut tasks = JoinSet::new();
+    let mut tasks: JoinSet<Option<Uuid>> = JoinSet::new();
     let mut db_errors = 0u32;
+    // What the last fetch left waiting: when one of this node's jobs of a capped group finishes,
+    // a slot of that group is free and the next fetch may take its next job.
+    let mut capped: HashSet<Uuid> = HashSet::new();
+    let mut waiting = false;
 
+    // Whether to fetch on this turn of the loop: at start, on a wake-up or poll, and when a
+    // finished job may have made room for waiting work.
+    let mut fetch_now = true;
     loop {
         if shutdown.is_cancelled() {
             break;
         }
         // Reap finished tasks without waiting.
         while let Some(r) = tasks.try_join_next() {
-            log_join(r);
+            if log_join(r).is_some_and(|g| capped.contains(&g)) {
+                fetch_now = true;
+            }
         }
         let free = slots.available_permits();
         let mut fetched_full = false;
-        if free > 0 {
-            match fetch(&pool, &cfg.queue, &cfg.node_id, free as i64, &cfg.limits).await {
-                Ok(jobs) => {
+        if free > 0 && fetch_now {
+            match fetch_batch(&pool, &cfg.queue, &cfg.node_id, free as i64, &cfg.limits).await {
+                Ok(fetched) => {
                     db_errors = 0;
-                    fetched_full = jobs.len() == free;
-                    for job in jobs {
+                    fetched_full = fetched.jobs.len() == free;
+                    capped = fetched.capped.into_iter().collect();
+                    waiting = fetched.waiting;
+                    for job in fetched.jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
                         in_flight.lock().unwrap().insert(job.id, job.claim_token);
                         let (h, p, c, f) = (
@@ -91,8 +102,10 @@ pub async fn run_pool<H: Handler>(
                             in_flight.clone(),
                         );
                         tasks.spawn(async move {
+                            let group = job.group_id;
                             run_one(h, &p, &c, job, &f).await;
                             drop(permit);
+                            group
                         });
                     }
                 }
@@ -113,17 +126,19 @@ pub async fn run_pool<H: Handler>(
         // Wait for: a wake-up, a finished job, the poll period, or shutdown.
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = wake.notified() => {}
-            // A finished job frees a slot here and, in the cluster, a slot of its group: fetch
-            // again while there is work this node did not get (a full pool, or groups that were
-            // at their cap). Other nodes' finished jobs arrive as wake-ups or at the poll.
+            _ = wake.notified() => fetch_now = true,
+            // A finished job frees a slot here and a slot of its group. Fetch again when work
+            // is known to be waiting for it: the pool was full, some group was left waiting, or
+            // the job's group was at its cap. Otherwise idle slots wait for a wake-up, so a
+            // lightly loaded pool does not fetch after every job.
             Some(r) = tasks.join_next(), if !tasks.is_empty() => {
-                log_join(r);
-                while let Some(r) = tasks.try_join_next() {
-                    log_join(r);
-                }
+                let group = log_join(r);
+                fetch_now = free == 0
+                    || fetched_full
+                    || waiting
+                    || group.is_some_and(|g| capped.contains(&g));
             }
-            _ = tokio::time::sleep(cfg.poll_interval) => {}
+            _ = tokio::time::sleep(cfg.poll_interval) => fetch_now = true,
         }
     }
 
@@ -184,10 +199,15 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn log_join(r: Result<(), tokio::task::JoinError>) {
-    if let Err(e) = r {
-        if !e.is_cancelled() {
-            tracing::error!(error = %e, "job task failed");
+/// The finished task's job group, logging a task that failed.
+fn log_join(r: Result<Option<Uuid>, tokio::task::JoinError>) -> Option<Uuid> {
+    match r {
+        Ok(group) => group,
+        Err(e) => {
+            if !e.is_cancelled() {
+                tracing::error!(error = %e, "job task failed");
+            }
+            None
         }
     }
 }
