@@ -596,6 +596,73 @@ async fn private_targets_are_422_when_not_allowed(pool: PgPool) {
     app.stop().await;
 }
 
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_refused_target_tells_the_tenant_nothing_about_the_inside(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.allow_private_targets = false).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    // A name that resolves to loopback on this server (its own hostname, as /etc/hosts usually
+    // maps it), and literal internal addresses.
+    let mut urls = vec![
+        "http://10.0.0.1/hook".to_string(),
+        "http://[::1]/hook".to_string(),
+        "http://localhost/hook".to_string(),
+    ];
+    for name in [
+        std::fs::read_to_string("/etc/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        "ip6-localhost".to_string(),
+    ] {
+        if name.is_empty() {
+            continue;
+        }
+        let loopback = tokio::net::lookup_host((name.as_str(), 80))
+            .await
+            .map(|mut a| a.any(|a| a.ip().is_loopback()))
+            .unwrap_or(false);
+        if loopback {
+            urls.push(format!("http://{name}/"));
+        }
+    }
+    for url in &urls {
+        let r = post(&app, "/api/v1/channels", Some(&key), &json!({ "url": url })).await;
+        assert_eq!(r.status(), 422, "{url}");
+        let body = r.text().await.unwrap();
+        assert!(
+            body.contains("the URL's host is not an allowed target"),
+            "{url}: {body}"
+        );
+        for leak in [
+            "127.",
+            "::1",
+            "10.0.0.1",
+            "BREAKWATER_",
+            "resolves to",
+            "loopback",
+        ] {
+            assert!(
+                !body.contains(leak),
+                "{url}: the problem body leaks {leak:?}: {body}"
+            );
+        }
+    }
+    // The same for the tenant's alert URL.
+    let r = post(
+        &app,
+        "/api/v1/tenants",
+        Some(OPERATOR_KEY),
+        &json!({ "name": "t", "alert_url": "http://127.0.0.1:9/" }),
+    )
+    .await;
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("not an allowed target") && !body.contains("127."),
+        "{body}"
+    );
+    app.stop().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Malformed requests
 // ---------------------------------------------------------------------------------------------

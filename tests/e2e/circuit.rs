@@ -593,6 +593,19 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
     );
     let limited_at = app.receiver.received("busy")[0].at;
     app.receiver.set("busy", Behavior::Status(200, None));
+    // The hold starts when the 429 is recorded (a request admitted before that cannot know).
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT retry_after_until IS NOT NULL FROM channels WHERE id = $1",
+            )
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        })
+        .await
+    );
     let others: Vec<Uuid> = {
         let mut v = Vec::new();
         for i in 0..5 {

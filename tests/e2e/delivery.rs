@@ -303,3 +303,71 @@ async fn payloads_are_delivered_byte_for_byte(pool: PgPool) {
     assert_eq!(app.receiver.received("exact")[0].signature_ok, Some(true));
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_replayable(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "slow").await;
+    app.receiver
+        .set("slow", Behavior::Delay(Duration::from_secs(3), 200));
+    let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "delivering"
+        })
+        .await
+    );
+    // Its node dies mid-request: the claim now names a node with no heartbeat, so the rescuer
+    // takes it back; that was its last attempt, so the job is discarded.
+    sqlx::query("UPDATE jobs SET attempted_by = 'a-node-that-died' WHERE state = 'executing'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "dead"
+        })
+        .await,
+        "the delivery follows its discarded job"
+    );
+    let (status, error): (String, Option<String>) =
+        sqlx::query_as("SELECT status, last_error FROM deliveries WHERE id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "dead");
+    assert!(
+        error.unwrap_or_default().contains("rescued"),
+        "with the reason"
+    );
+    // The abandoned run's late 200 is fenced off: it changes nothing.
+    assert_eq!(
+        app.receiver
+            .wait_for("slow", 1, Duration::from_secs(10))
+            .await,
+        1
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.delivery_status(id).await, "dead");
+    // And it can be replayed.
+    app.receiver.set("slow", Behavior::Status(200, None));
+    let r = app
+        .http
+        .post(format!("{}/api/v1/deliveries/{id}/replay", app.api))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(id).await == "delivered"
+        })
+        .await
+    );
+    app.stop().await;
+}

@@ -79,9 +79,12 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
         "20/s over two nodes: 400 deliveries in {:.2} s; busiest 1-second window: {max} requests",
         took.as_secs_f64()
     );
+    // Sends are at least 50 ms apart on the database clock; the receiver's clock sees them
+    // after the network and scheduler, which can bring two arrivals closer: one extra request
+    // in a window is that jitter, two would be a burst.
     assert!(
-        max <= 20 + 2,
-        "a 1-second window saw {max} requests (limit 20 + burst 2)"
+        max <= 20 + 1,
+        "a 1-second window saw {max} requests (limit 20, strict; +1 for arrival jitter)"
     );
     assert!(
         (17.0..=23.0).contains(&took.as_secs_f64()),
@@ -256,5 +259,177 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
         vec!["deliveries_bulk".to_string(), "deliveries_high".to_string()]
     );
     assert!(eventually(Duration::from_secs(1), || async { true }).await);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_frozen_transaction_on_one_channel_blocks_nobody_else(pool: PgPool) {
+    // The production pool size (config/default.toml), not the tests' smaller one.
+    let app = TestApp::spawn_with(pool.clone(), |s| s.database.max_connections = 20).await;
+    let (_, key_a) = app.tenant("frozen-co", "default").await;
+    let (_, key_b) = app.tenant("other-co", "default").await;
+    let a = app.channel(&key_a, "a").await;
+    let b = app.channel(&key_b, "b").await;
+
+    // A worker frozen between its update of channel A's row and its commit: the row stays
+    // locked (this connection has no server-side timeouts of its own).
+    let mut frozen = pool.acquire().await.unwrap();
+    sqlx::query("BEGIN").execute(&mut *frozen).await.unwrap();
+    sqlx::query(
+        "UPDATE channels SET consecutive_failures = consecutive_failures + 1 WHERE id = $1",
+    )
+    .bind(a)
+    .execute(&mut *frozen)
+    .await
+    .unwrap();
+
+    // 30 enqueues to A at once: each waits at most the API's lock_timeout, then 503.
+    let mut waiting = Vec::new();
+    for i in 0..30 {
+        let (http, url, key) = (
+            app.http.clone(),
+            format!("{}/api/v1/channels/{a}/deliveries", app.api),
+            key_a.clone(),
+        );
+        waiting.push(tokio::spawn(async move {
+            let r = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({ "event_type": "t", "payload": { "i": i } }))
+                .send()
+                .await
+                .unwrap();
+            let retry_after = r.headers().get("retry-after").is_some();
+            (r.status().as_u16(), retry_after)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Meanwhile another tenant's enqueue and the readiness probe answer promptly.
+    let t = Instant::now();
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/channels/{b}/deliveries"),
+            &key_b,
+            &json!({ "event_type": "t", "payload": {} }),
+        )
+        .await;
+    let enqueue_ms = t.elapsed().as_millis();
+    assert_eq!(s, 202, "{v}");
+    let t = Instant::now();
+    let ready = app
+        .http
+        .get(format!("{}/readyz", app.api))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    let ready_ms = t.elapsed().as_millis();
+    assert_eq!(ready, 200);
+    assert!(
+        enqueue_ms < 1_000 && ready_ms < 1_000,
+        "another tenant's enqueue took {enqueue_ms} ms, /readyz {ready_ms} ms"
+    );
+    for w in waiting {
+        let (status, retry_after) = w.await.unwrap();
+        assert!(
+            status == 503 && retry_after,
+            "a request to the locked channel gets 503 with Retry-After, not {status}"
+        );
+    }
+    assert_eq!(
+        app.receiver.wait_for("b", 1, Duration::from_secs(10)).await,
+        1
+    );
+    // Once the transaction ends, A takes deliveries again, and nothing half-done was left.
+    sqlx::query("ROLLBACK").execute(&mut *frozen).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE channel_id = $1")
+        .bind(a)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "a refused enqueue left nothing behind");
+    app.deliver_many(&key_a, a, 3).await;
+    assert_eq!(
+        app.receiver.wait_for("a", 3, Duration::from_secs(10)).await,
+        3
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "limited").await;
+    let patch = |body: serde_json::Value| {
+        let (http, url, key) = (
+            app.http.clone(),
+            format!("{}/api/v1/channels/{ch}", app.api),
+            key.clone(),
+        );
+        async move {
+            let r = http
+                .patch(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+        }
+    };
+    let held = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND rate_slot_at > now()",
+        )
+        .bind(ch)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    // 1/h: the first of 3 goes, the other two hold turns an hour and two hours out.
+    patch(json!({ "rate_limit": "1/h" })).await;
+    app.deliver_many(&key, ch, 3).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("limited", 1, Duration::from_secs(10))
+            .await,
+        1
+    );
+    assert!(eventually(Duration::from_secs(10), || async { held().await == 2 }).await);
+    // 10/s, then 30 more: all 33 arrive at the new rate (32 × 100 ms ≈ 3.2 s), none waits an hour.
+    patch(json!({ "rate_limit": "10/s" })).await;
+    assert_eq!(
+        held().await,
+        0,
+        "the old turns are dropped with the old limit"
+    );
+    app.deliver_many(&key, ch, 30).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("limited", 33, Duration::from_secs(8))
+            .await,
+        33,
+        "every waiting delivery follows the new limit"
+    );
+
+    // Removing the limit releases the waiting ones at once.
+    patch(json!({ "rate_limit": "1/h" })).await;
+    app.deliver_many(&key, ch, 3).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("limited", 34, Duration::from_secs(10))
+            .await,
+        34
+    );
+    assert!(eventually(Duration::from_secs(10), || async { held().await == 2 }).await);
+    patch(json!({ "rate_limit": null })).await;
+    assert_eq!(
+        app.receiver
+            .wait_for("limited", 36, Duration::from_secs(3))
+            .await,
+        36,
+        "no limit: nothing waits"
+    );
     app.stop().await;
 }

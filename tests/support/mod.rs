@@ -38,6 +38,8 @@ pub fn test_settings() -> Settings {
     s.worker.heartbeat_interval_ms = 200;
     s.worker.rescue_after_ms = 1_000;
     s.worker.rescue_interval_ms = 200;
+    // Two pools per node (API, workers): keep parallel tests under the server's 100 connections.
+    s.database.max_connections = 8;
     s.circuit.cooldown_ms = 500;
     s.circuit.max_cooldown_ms = 1_000;
     s.circuit.probe_lease_ms = 5_000;
@@ -100,13 +102,27 @@ impl TestApp {
         Self::spawn_with(pool, |_| {}).await
     }
 
-    /// Stops the node (graceful) and the receiver.
+    /// Stops the node (graceful) and the receiver, then checks the invariants between
+    /// deliveries, jobs and the queue's bookkeeping (`breakwater doctor`): every e2e test that
+    /// stops its app ends with none broken.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
         if let Some(n) = self.node.take() {
             n.wait().await.expect("node stopped cleanly");
         }
         self.receiver.stop();
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .expect("a connection for the doctor");
+        let findings = breakwater_core::doctor::check(&mut conn, 20)
+            .await
+            .expect("the doctor's check runs");
+        assert!(
+            findings.is_empty(),
+            "invariants broken at the end of the test: {findings:?}"
+        );
     }
 
     /// `POST {api}{path}` with a bearer key and a JSON body; returns status and JSON body.

@@ -123,8 +123,31 @@ impl From<breakwater_core::Error> for ApiError {
                     "strings must not contain the NUL character (U+0000)",
                 )
             }
+            // A row lock not granted within the API's lock_timeout (55P03), a statement past
+            // its statement_timeout (57014), or no free connection: busy, not broken. The
+            // request changed nothing (its transaction rolled back); try again shortly.
+            E::Database(sqlx::Error::Database(db))
+                if matches!(db.code().as_deref(), Some("55P03" | "57014")) =>
+            {
+                ApiError::unavailable()
+            }
+            E::Database(sqlx::Error::PoolTimedOut) => ApiError::unavailable(),
             other => ApiError::internal(other),
         }
+    }
+}
+
+impl ApiError {
+    /// 503 with `Retry-After: 1`: the database could not serve this request in time (a lock
+    /// held elsewhere, a busy pool); nothing was changed.
+    pub fn unavailable() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is busy; nothing was changed, retry shortly",
+        );
+        e.headers.push((header::RETRY_AFTER, "1".into()));
+        e
     }
 }
 

@@ -61,6 +61,8 @@ struct Inner {
     max_attempts: i32,
     circuit: CircuitConfig,
     ingress: Option<auth::IngressLimiter>,
+    /// When the cluster-wide gauges were last read from the database (see `routes::metrics`).
+    gauges_read_at: tokio::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl AppState {
@@ -85,6 +87,7 @@ impl AppState {
                 max_attempts,
                 circuit,
                 ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
+                gauges_read_at: tokio::sync::Mutex::new(None),
             }),
         }
     }

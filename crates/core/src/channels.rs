@@ -230,6 +230,7 @@ pub async fn update(
             replay_window_ms = coalesce($11, replay_window_ms),
             rate_limit = CASE WHEN $12 THEN $13 ELSE rate_limit END,
             rate_tat = CASE WHEN $12 THEN NULL ELSE rate_tat END,
+            rate_queue_tat = CASE WHEN $12 THEN NULL ELSE rate_queue_tat END,
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2
@@ -258,7 +259,26 @@ pub async fn update(
     if let Some(m) = patch.max_in_flight {
         breakwater_queue::set_max_in_flight(&mut *conn, channel.id, m).await?;
     }
+    if patch.rate_limit.is_some() {
+        retime_rate_limited(conn, channel.id).await?;
+    }
     Ok(channel)
+}
+
+/// A changed (or removed) rate limit applies at once to every delivery waiting for a turn under
+/// the old one: their turns are dropped and their jobs made due now, so they take new turns at
+/// the new rate, oldest first (or all go at once when the limit is removed). Deliveries waiting
+/// for a retry backoff keep their time (their turn, if any, is in the past).
+async fn retime_rate_limited(conn: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+    let keys: Vec<String> = sqlx::query_scalar(
+        "UPDATE deliveries SET rate_slot_at = NULL
+         WHERE channel_id = $1 AND rate_slot_at > now() AND status IN ('pending', 'failed')
+         RETURNING 'delivery:' || id",
+    )
+    .bind(channel_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(breakwater_queue::make_due(conn, &keys).await?)
 }
 
 /// Jobs of the channel held by its parked job group (open, half-open or paused circuit).

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod channels;
 pub mod circuit;
 pub mod deliveries;
+pub mod doctor;
 mod error;
 pub mod keys;
 pub mod outcome;

@@ -5,8 +5,8 @@
 //! channel row):
 //! - `rate_tat`, the *send budget*: the theoretical arrival time of the next request. A worker
 //!   about to send checks and advances it in one conditional UPDATE: allowed when
-//!   `rate_tat <= now() + τ`, then `rate_tat = max(rate_tat, now()) + T`, where
-//!   `T = period / count` is the emission interval and the tolerance `τ = T / 2`. The row lock
+//!   `rate_tat <= now()`, then `rate_tat = max(rate_tat, now()) + T`, where
+//!   `T = period / count` is the emission interval (no tolerance). The row lock
 //!   serialises nodes, so the whole cluster draws from one budget, and requests are spread one
 //!   per `T` rather than sent as a burst at the start of a window.
 //! - `rate_queue_tat`, the *turns* of waiting deliveries: a delivery refused by the send budget
@@ -16,8 +16,9 @@
 //!   little early or late it waits for the budget, not for a new turn. So a backlog drains in
 //!   order, at the limit, without waking every waiting job at once.
 //!
-//! **Burst**: the tolerance lets one request come up to `T/2` early, so any 1-second window
-//! sees at most the limit plus 2 (the documented burst).
+//! **Strict, no burst**: sends are at least `T` apart on the database clock, so no window one
+//! period long holds more than the limit (receivers that publish "N per period" answer the
+//! N+1-th with 429). There is no burst allowance, at start-up or after a restart.
 //!
 //! **Cost per delivery** on a rate-limited channel: one conditional UPDATE of the channel row
 //! when it goes at once; a delivery that must wait adds one UPDATE (its turn), a snooze in the
@@ -94,6 +95,8 @@ pub enum Budget {
         wait: Duration,
         /// Whether this call held the delivery back (took a new turn).
         queued: bool,
+        /// The delivery's turn (pass it back as `reserved` when asking again).
+        turn: DateTime<Utc>,
     },
 }
 
@@ -113,7 +116,9 @@ pub async fn take_slot(
     limit: RateLimit,
 ) -> Result<Budget> {
     let t = limit.interval_us();
-    let tolerance = t / 2;
+    // Strict: no request before its theoretical arrival time (a tolerance would let a request
+    // come early and put limit + 1 into one period).
+    let tolerance = 0i64;
     // Check and advance the send budget in one statement (the row lock serialises nodes).
     let (sent, rate_tat, now): (bool, Option<DateTime<Utc>>, DateTime<Utc>) = sqlx::query_as(
         "WITH cur AS (SELECT rate_tat, now() AS now FROM channels WHERE id = $1 FOR UPDATE),
@@ -162,7 +167,7 @@ pub async fn take_slot(
         .to_std()
         .unwrap_or_default()
         .max(Duration::from_millis(1));
-    Ok(Budget::Wait { wait, queued })
+    Ok(Budget::Wait { wait, queued, turn })
 }
 
 #[cfg(test)]

@@ -64,6 +64,11 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
     blocked_nets().iter().any(|net| net.contains(&ip))
 }
 
+/// What a tenant is told when a URL's host is refused: nothing about which address it is or
+/// resolves to, or how the operator could allow it (those go to the server's debug log), so a
+/// tenant cannot map internal names to internal addresses.
+pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target";
+
 /// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, no
 /// credentials, at most 2 048 characters. A host that is a literal internal IP is refused unless
 /// `allow_private`. Errors are messages for the `url` field.
@@ -92,14 +97,14 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
             url::Host::Domain(d)
                 if d.eq_ignore_ascii_case("localhost") || d.ends_with(".localhost") =>
             {
-                return Err("must not point at localhost".into())
+                tracing::debug!(host = %d, "refused target: localhost");
+                return Err(NOT_ALLOWED.into());
             }
             url::Host::Domain(_) => None,
         };
         if let Some(ip) = literal.filter(|ip| is_forbidden_ip(*ip)) {
-            return Err(format!(
-                "{ip} is a loopback, private or link-local address; set BREAKWATER_ALLOW_PRIVATE_TARGETS=true to allow it"
-            ));
+            tracing::debug!(%ip, "refused target: an internal address");
+            return Err(NOT_ALLOWED.into());
         }
     }
     Ok(url)
@@ -114,15 +119,14 @@ pub async fn check_resolves_publicly(url: &Url, allow_private: bool) -> Result<(
     let host = url.host_str().ok_or("must have a host")?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = url.port_or_known_default().unwrap_or(443);
-    let addrs = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| format!("host {host:?} does not resolve ({e})"))?;
+    let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| {
+        tracing::debug!(host, error = %e, "refused target: does not resolve");
+        "the URL's host does not resolve".to_string()
+    })?;
     for addr in addrs {
         if is_forbidden_ip(addr.ip()) {
-            return Err(format!(
-                "host {host:?} resolves to {}, a loopback, private or link-local address; set BREAKWATER_ALLOW_PRIVATE_TARGETS=true to allow it",
-                addr.ip()
-            ));
+            tracing::debug!(host, ip = %addr.ip(), "refused target: resolves to an internal address");
+            return Err(NOT_ALLOWED.into());
         }
     }
     Ok(())

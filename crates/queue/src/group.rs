@@ -321,3 +321,25 @@ pub async fn adapt_limit(
     .await?;
     Ok(())
 }
+
+/// Makes the waiting (`scheduled`) jobs with these unique keys due now, keeping their order
+/// (`scheduled_at` now, then id), and wakes their queues. Returns how many moved.
+pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result<u64> {
+    if unique_keys.is_empty() {
+        return Ok(0);
+    }
+    let queues: Vec<(String, i64)> = sqlx::query_as(
+        "WITH moved AS (
+             UPDATE jobs SET state = 'available', scheduled_at = now()
+             WHERE unique_key = ANY($1) AND state = 'scheduled'
+             RETURNING queue)
+         SELECT queue, count(*) FROM moved GROUP BY queue",
+    )
+    .bind(unique_keys)
+    .fetch_all(&mut *conn)
+    .await?;
+    let n = queues.iter().map(|q| q.1 as u64).sum();
+    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    notify_queues(&mut *conn, &names).await?;
+    Ok(n)
+}

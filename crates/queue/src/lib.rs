@@ -51,8 +51,8 @@ pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
 pub use group::{
-    adapt_limit, define_group, group_state, park_group, parked_count, parked_groups, release_group,
-    set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,
+    adapt_limit, define_group, group_state, make_due, park_group, parked_count, parked_groups,
+    release_group, set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{complete, discard, hand_back, retry, snooze, RetryOutcome};

@@ -59,21 +59,37 @@ pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u6
     Ok(n)
 }
 
-/// Rescues jobs left `executing` by nodes whose last heartbeat is older than `stale_after` (or
-/// that have no heartbeat row at all): each becomes `available` again, or `discarded` if that
-/// run was its last attempt. The claim token is cleared, so the abandoned run's late result
-/// changes nothing. A job on a node that still heartbeats is never touched. Returns how many
-/// jobs were rescued.
-pub async fn rescue(conn: &mut sqlx::PgConnection, stale_after: Duration) -> Result<u64> {
+/// Which `executing` jobs [`rescue`] takes back.
+#[derive(Debug, Clone)]
+pub struct RescuePolicy {
+    /// A node silent this long is presumed dead: its executing jobs are rescued.
+    pub stale_after: Duration,
+    /// A claim older than this is abandoned even if its node still heartbeats (a result that
+    /// could not be written, a run stuck past every timeout). Set it above the longest a run
+    /// may take; the claim token fences the late result of a run that was only slow.
+    pub max_run: Duration,
+    /// The rescuing node: it never rescues its own claims (it knows which it still runs; see
+    /// the runner), so a node waking from a freeze cannot take back jobs it is running.
+    pub own_node: String,
+}
+
+/// Rescues jobs left `executing` by another node whose last heartbeat is older than
+/// `policy.stale_after` (or that has no heartbeat row at all), or claimed longer ago than
+/// `policy.max_run`: each becomes `available` again, or `discarded` if that run was its last
+/// attempt. The claim token is cleared, so the abandoned run's late result changes nothing.
+/// Returns how many jobs were rescued.
+pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<u64> {
     let queues: Vec<(String, i64)> = sqlx::query_as(
         r#"
         WITH stale AS (
             SELECT j.id FROM jobs j
             WHERE j.state = 'executing'
-              AND NOT EXISTS (
-                  SELECT 1 FROM queue_nodes n
-                  WHERE n.id = j.attempted_by
-                    AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond'))
+              AND j.attempted_by IS DISTINCT FROM $3
+              AND (j.attempted_at < now() - ($2::float8 * interval '1 millisecond')
+                   OR NOT EXISTS (
+                       SELECT 1 FROM queue_nodes n
+                       WHERE n.id = j.attempted_by
+                         AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond')))
             FOR UPDATE OF j SKIP LOCKED
         ), rescued AS (
             UPDATE jobs j
@@ -81,7 +97,9 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, stale_after: Duration) -> Res
                 finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
                 errors = j.errors || jsonb_build_object(
                     'attempt', j.attempt, 'at', now(),
-                    'error', 'rescued: node ' || coalesce(j.attempted_by, '?') || ' stopped heartbeating'),
+                    'error', CASE WHEN j.attempted_at < now() - ($2::float8 * interval '1 millisecond')
+                                  THEN 'rescued: the run outlived the longest a run may take'
+                                  ELSE 'rescued: its node stopped heartbeating' END),
                 claim_token = NULL,
                 attempted_by = NULL
             FROM stale WHERE j.id = stale.id
@@ -90,7 +108,9 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, stale_after: Duration) -> Res
         SELECT queue, count(*) FROM rescued WHERE state = 'available' GROUP BY queue
         "#,
     )
-    .bind(millis(stale_after))
+    .bind(millis(policy.stale_after))
+    .bind(millis(policy.max_run))
+    .bind(&policy.own_node)
     .fetch_all(&mut *conn)
     .await?;
     let n = queues.iter().map(|q| q.1 as u64).sum();
@@ -100,7 +120,7 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, stale_after: Duration) -> Res
     sqlx::query(
         "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",
     )
-    .bind(millis(stale_after))
+    .bind(millis(policy.stale_after))
     .execute(&mut *conn)
     .await?;
     Ok(n)
@@ -137,6 +157,8 @@ pub struct MaintenanceConfig {
     pub promote_interval: Duration,
     /// A node silent this long is presumed dead and its executing jobs are rescued.
     pub rescue_after: Duration,
+    /// A claim older than this is rescued even if its node heartbeats (see [`RescuePolicy`]).
+    pub max_run: Duration,
     /// Period of the rescuer.
     pub rescue_interval: Duration,
     /// Final jobs are deleted after this long.
@@ -185,7 +207,14 @@ pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationTok
             _ = rescue_t.tick() => {
                 let r = async {
                     let mut conn = pool.acquire().await?;
-                    rescue(&mut conn, cfg.rescue_after).await
+                    // Beat first: a node that was frozen past the rescue time is alive again
+                    // before it judges anyone else's.
+                    heartbeat(&mut *conn, &cfg.node_id).await?;
+                    rescue(&mut conn, &RescuePolicy {
+                        stale_after: cfg.rescue_after,
+                        max_run: cfg.max_run,
+                        own_node: cfg.node_id.clone(),
+                    }).await
                 }.await;
                 match r {
                     Ok(0) => {}

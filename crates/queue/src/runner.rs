@@ -182,8 +182,20 @@ async fn run_one<H: Handler>(
     };
     if let Some(error) = error {
         tracing::warn!(queue = %cfg.queue, job_id = id, %error, "job handler failed; retrying");
-        if let Err(e) = retry(pool, id, token, cfg.backoff.delay(attempt), &error).await {
-            tracing::warn!(job_id = id, error = %e, "could not record handler failure; rescue will retry it");
+        // Record the failure, retrying with backoff while the database is unreachable: the job
+        // must not stay `executing` (its own node never rescues it). The claim token fences
+        // this if the job was rescued or handed back meanwhile.
+        let mut wait = Duration::from_millis(200);
+        loop {
+            match retry(pool, id, token, cfg.backoff.delay(attempt), &error).await {
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(job_id = id, error = %e, retry_in_ms = wait.as_millis() as u64,
+                        "could not record the handler failure; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(10));
+                }
+            }
         }
     }
     in_flight.lock().unwrap().remove(&id);

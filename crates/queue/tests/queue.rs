@@ -1,6 +1,6 @@
 //! The queue against a real Postgres (a fresh database per test).
 
-use breakwater_queue::maintenance::{heartbeat, promote_due, rescue};
+use breakwater_queue::maintenance::{heartbeat, promote_due, rescue, RescuePolicy};
 use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, group_state, index_rows,
@@ -313,7 +313,14 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     .await
     .unwrap();
     heartbeat(&pool, "live-node").await.unwrap();
-    assert_eq!(rescue(&mut conn, Duration::from_secs(30)).await.unwrap(), 1);
+    let policy = |own: &str| RescuePolicy {
+        stale_after: Duration::from_secs(30),
+        max_run: Duration::from_secs(3600),
+        own_node: own.to_string(),
+    };
+    // The dead node itself, waking from a freeze, never rescues its own claims.
+    assert_eq!(rescue(&mut conn, &policy("dead-node")).await.unwrap(), 0);
+    assert_eq!(rescue(&mut conn, &policy("live-node")).await.unwrap(), 1);
     assert_eq!(state_of(&pool, a).await.0, "available");
     assert_eq!(
         state_of(&pool, b).await.0,
@@ -342,6 +349,31 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     assert_eq!(state_of(&pool, a).await.0, "executing");
     assert!(complete(&pool, again.id, again.claim_token).await.unwrap());
     assert_eq!(state_of(&pool, a).await.0, "completed");
+    // A claim older than the longest a run may take is abandoned even though its node beats.
+    let old_claim = enqueue(&mut conn, &job(3)).await.unwrap().unwrap();
+    let stuck = fetch(&pool, "q", "live-node", 1, &limits())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(stuck.id, old_claim);
+    sqlx::query("UPDATE jobs SET attempted_at = now() - interval '2 hours' WHERE id = $1")
+        .bind(old_claim)
+        .execute(&pool)
+        .await
+        .unwrap();
+    heartbeat(&pool, "live-node").await.unwrap();
+    assert_eq!(rescue(&mut conn, &policy("other-node")).await.unwrap(), 1);
+    assert_eq!(state_of(&pool, old_claim).await.0, "available");
+    assert!(
+        !complete(&pool, stuck.id, stuck.claim_token).await.unwrap(),
+        "its late result is fenced"
+    );
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(old_claim)
+        .execute(&pool)
+        .await
+        .unwrap();
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

@@ -29,10 +29,19 @@ impl std::fmt::Debug for Secret {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseConfig {
-    /// Connections per node.
+    /// Connections per pool: a node running the API and the workers has two pools of this size
+    /// (the workers never take the API's connections).
     pub max_connections: u32,
     /// Apply migrations when `serve` starts.
     pub migrate_on_start: bool,
+    /// Server-side `statement_timeout` of every session, ms.
+    pub statement_timeout_ms: u64,
+    /// Server-side `idle_in_transaction_session_timeout`, ms: a session frozen inside a
+    /// transaction (a paused process, a stuck client) is ended and its locks released.
+    pub idle_in_transaction_timeout_ms: u64,
+    /// The API's `lock_timeout`, ms: a request waits no longer for a row another transaction
+    /// holds; it answers 503 with `Retry-After` and changes nothing.
+    pub api_lock_timeout_ms: u64,
 }
 
 /// Telemetry settings (`[telemetry]`): where OpenTelemetry data is pushed. The Prometheus text
@@ -145,6 +154,24 @@ impl Settings {
         self.worker.validate()?;
         self.circuit.validate()?;
         self.telemetry.validate()?;
+        for (name, v) in [
+            (
+                "database.statement_timeout_ms",
+                self.database.statement_timeout_ms,
+            ),
+            (
+                "database.idle_in_transaction_timeout_ms",
+                self.database.idle_in_transaction_timeout_ms,
+            ),
+            (
+                "database.api_lock_timeout_ms",
+                self.database.api_lock_timeout_ms,
+            ),
+        ] {
+            if v == 0 {
+                return Err(format!("{name} must be greater than 0"));
+            }
+        }
         if self.database.max_connections < 2 {
             return Err("database.max_connections must be at least 2".into());
         }

@@ -98,6 +98,7 @@ pub async fn start_node(
     let mut tasks = JoinSet::new();
     let mut api_addr = None;
     if role.api() {
+        let pool = session_pool(&pool, &settings.database, Side::Api);
         let key = settings
             .operator_key
             .as_ref()
@@ -145,9 +146,13 @@ pub async fn start_node(
             node_id: node_id.clone(),
             allow_private_targets: settings.allow_private_targets,
         };
-        let (pool, token) = (pool.clone(), shutdown.clone());
+        // The workers get a pool of their own, so they can never take the API's connections
+        // (and the other way round), with server-side bounds on every statement and
+        // transaction (DatabaseConfig).
+        let worker_pool = session_pool(&pool, &settings.database, Side::Worker);
+        let token = shutdown.clone();
         tasks.spawn(async move {
-            breakwater_worker::run_node(pool, params, token)
+            breakwater_worker::run_node(worker_pool, params, token)
                 .await
                 .map_err(anyhow::Error::msg)
         });
@@ -157,6 +162,41 @@ pub async fn start_node(
         node_id,
         tasks,
     })
+}
+
+/// Which side of a node a pool serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Api,
+    Worker,
+}
+
+/// A pool of `db.max_connections` on the same database as `pool`, whose sessions carry the
+/// server-side timeouts of `side` (Postgres settings sent at connect):
+/// - both: `statement_timeout` (`db.statement_timeout_ms`) and
+///   `idle_in_transaction_session_timeout` (`db.idle_in_transaction_timeout_ms`), so a frozen
+///   worker or client cannot hold row locks for longer than that;
+/// - the API: `lock_timeout` (`db.api_lock_timeout_ms`): a request never waits long for a row
+///   another transaction holds; it answers 503 with `Retry-After` instead.
+///
+/// Connections open lazily, on first use.
+fn session_pool(pool: &PgPool, db: &config::DatabaseConfig, side: Side) -> PgPool {
+    let ms = |v: u64| format!("{v}ms");
+    let mut params = vec![
+        ("statement_timeout", ms(db.statement_timeout_ms)),
+        (
+            "idle_in_transaction_session_timeout",
+            ms(db.idle_in_transaction_timeout_ms),
+        ),
+    ];
+    if side == Side::Api {
+        params.push(("lock_timeout", ms(db.api_lock_timeout_ms)));
+    }
+    let opts = (*pool.connect_options()).clone().options(params);
+    PgPoolOptions::new()
+        .max_connections(db.max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(opts)
 }
 
 /// Reads the cluster-wide metric gauges from the database every `every` until `shutdown`.

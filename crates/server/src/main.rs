@@ -1,4 +1,4 @@
-//! `breakwater`: serve | migrate | demo.
+//! `breakwater`: serve | migrate | doctor | demo.
 
 use anyhow::Context;
 use breakwater::config::Settings;
@@ -34,6 +34,17 @@ enum Command {
     },
     /// Apply the database migrations to DATABASE_URL and exit.
     Migrate,
+    /// Check the invariants between deliveries, their jobs and the queue's bookkeeping on
+    /// DATABASE_URL (read only), print what is broken as JSON lines, and with --repair fix it.
+    /// Exits 0 when nothing is (or remains) broken, 1 otherwise.
+    Doctor {
+        /// Repair what is found (each repair in its own transaction, re-checked there).
+        #[arg(long)]
+        repair: bool,
+        /// At most this many findings of each kind per pass.
+        #[arg(long, default_value_t = 1000)]
+        limit: i64,
+    },
     /// Run the demo: a service, a receiver with a healthy and a failing endpoint, two tenants,
     /// a few hundred signed deliveries, and a summary. Uses DATABASE_URL, or a throwaway Postgres
     /// when it is unset. Exits 0 only if every healthy delivery arrived with a valid signature.
@@ -80,6 +91,38 @@ async fn main() -> anyhow::Result<()> {
             let pool = breakwater::connect(&url.0, 2).await?;
             breakwater::migrate(&pool).await?;
             println!("migrations applied");
+            Ok(())
+        }
+        Command::Doctor { repair, limit } => {
+            let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
+            let url = settings
+                .database_url
+                .clone()
+                .context("DATABASE_URL is not set")?;
+            let pool = breakwater::connect(&url.0, 2).await?;
+            let mut conn = pool.acquire().await?;
+            let findings = breakwater_core::doctor::check(&mut conn, limit).await?;
+            for f in &findings {
+                println!("{}", serde_json::to_string(f)?);
+            }
+            let mut broken = findings.len();
+            if repair && !findings.is_empty() {
+                let n = breakwater_core::doctor::repair(
+                    &mut conn,
+                    &findings,
+                    settings.worker.max_attempts,
+                )
+                .await?;
+                broken = breakwater_core::doctor::check(&mut conn, limit)
+                    .await?
+                    .len();
+                println!("{{\"repaired\":{n},\"still_broken\":{broken}}}");
+            } else {
+                println!("{{\"found\":{broken}}}");
+            }
+            if broken > 0 {
+                std::process::exit(1);
+            }
             Ok(())
         }
         Command::Demo {

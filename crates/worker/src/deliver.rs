@@ -82,6 +82,10 @@ pub fn body(d: &Dispatch) -> Vec<u8> {
 /// again (plus up to 0.5 s of jitter). Its parked job group normally holds it far longer.
 const PARK_RECHECK: Duration = Duration::from_secs(1);
 
+/// A rate-limit turn due within this long is waited for in the handler rather than by a snooze,
+/// which would add the promoter's lag to every request of a limited channel.
+const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
+
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let (Some(delivery_id), Some(channel_id)) = (
         job.args
@@ -139,20 +143,39 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         }
     };
 
-    // Cluster-wide rate limit: take a send slot, or wait for the reserved one (no attempt).
-    if let Some((limit, reserved, _)) = rate {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        match ratelimit::take_slot(&mut tx, channel_id, delivery_id, reserved, limit).await? {
-            Budget::Now => tx.commit().await?,
-            Budget::Wait { wait, queued } => {
-                let jitter = Duration::from_micros(rand::thread_rng().gen_range(0..2_000));
-                breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait + jitter, None)
-                    .await?;
-                tx.commit().await?;
-                if queued {
-                    crate::observe::rate_limited(&job);
+    // Cluster-wide rate limit: take a send slot, or wait for the reserved one (no attempt). A
+    // turn due within RATE_SLEEP_MAX is waited for here (no connection held), so requests leave
+    // on time; a later one snoozes the job until its turn.
+    if let Some((limit, mut reserved, _)) = rate {
+        let mut counted = false;
+        loop {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            match ratelimit::take_slot(&mut tx, channel_id, delivery_id, reserved, limit).await? {
+                Budget::Now => {
+                    tx.commit().await?;
+                    break;
                 }
-                return Ok(());
+                Budget::Wait { wait, queued, turn } if wait <= RATE_SLEEP_MAX => {
+                    tx.commit().await?;
+                    if queued && !counted {
+                        crate::observe::rate_limited(&job);
+                        counted = true;
+                    }
+                    reserved = Some(turn);
+                    drop(conn);
+                    tokio::time::sleep(wait).await;
+                    conn = w.pool.acquire().await?;
+                }
+                Budget::Wait { wait, queued, .. } => {
+                    let jitter = Duration::from_micros(rand::thread_rng().gen_range(0..2_000));
+                    breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait + jitter, None)
+                        .await?;
+                    tx.commit().await?;
+                    if queued && !counted {
+                        crate::observe::rate_limited(&job);
+                    }
+                    return Ok(());
+                }
             }
         }
     }

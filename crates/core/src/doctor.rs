@@ -1,0 +1,254 @@
+//! Invariants between deliveries, their jobs and the queue's bookkeeping, checked (and, on
+//! request, repaired) by `breakwater doctor` and after every end-to-end test.
+//!
+//! Every path that finishes or abandons a job leaves its delivery in the matching state in the
+//! same transaction (the worker itself, and the `jobs_delivery_follows` trigger for the paths
+//! that do not know deliveries). This module is the check that this holds, for operators and
+//! tests, and the repair for a database that went wrong anyway (a bug, a hand edit, a restore).
+
+use crate::Result;
+use serde::Serialize;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// A delivery waiting (`pending`, `delivering`, `paused`, `failed`) with no live job: nothing
+    /// would ever send it. Repair: dead (with the reason) if its last job was discarded, else a
+    /// fresh job.
+    Stranded {
+        /// The delivery.
+        delivery_id: Uuid,
+        /// Its status.
+        status: String,
+        /// The state of its newest job, if it has any.
+        last_job_state: Option<String>,
+    },
+    /// A live job of a delivery that is already final (`delivered`, `dead`): it would send a
+    /// finished delivery again. Repair: the waiting job is cancelled (an executing one finishes
+    /// and changes nothing).
+    Orphaned {
+        /// The delivery.
+        delivery_id: Uuid,
+        /// Its status.
+        status: String,
+        /// The job.
+        job_id: i64,
+    },
+    /// A delivery shown `delivering` while its job waits. Repair: `pending`.
+    NotDelivering {
+        /// The delivery.
+        delivery_id: Uuid,
+    },
+    /// A job group whose `in_flight` differs from its executing jobs. Repair: the count.
+    /// (On a live cluster a claim or result in progress can show here for an instant; repair
+    /// runs under the group's row lock and re-counts.)
+    SlotsDrift {
+        /// The group.
+        group_id: Uuid,
+        /// Its counter.
+        in_flight: i32,
+        /// Its jobs in state `executing`.
+        executing: i64,
+    },
+}
+
+/// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
+pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let stranded: Vec<(Uuid, String, Option<String>)> = sqlx::query_as(
+        "SELECT d.id, d.status,
+                (SELECT j.state FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
+                 ORDER BY j.id DESC LIMIT 1)
+         FROM deliveries d
+         WHERE d.status IN ('pending', 'delivering', 'paused', 'failed')
+           AND NOT EXISTS (
+               SELECT 1 FROM jobs j
+               WHERE j.unique_key = 'delivery:' || d.id
+                 AND j.state IN ('available', 'scheduled', 'executing'))
+         LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    out.extend(
+        stranded
+            .into_iter()
+            .map(|(delivery_id, status, last_job_state)| Finding::Stranded {
+                delivery_id,
+                status,
+                last_job_state,
+            }),
+    );
+    let orphaned: Vec<(Uuid, String, i64)> = sqlx::query_as(
+        "SELECT d.id, d.status, j.id
+         FROM jobs j
+         JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
+         WHERE j.state IN ('available', 'scheduled') AND d.status IN ('delivered', 'dead')
+         LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    out.extend(
+        orphaned
+            .into_iter()
+            .map(|(delivery_id, status, job_id)| Finding::Orphaned {
+                delivery_id,
+                status,
+                job_id,
+            }),
+    );
+    let not_delivering: Vec<(Uuid,)> = sqlx::query_as(
+        "SELECT d.id FROM deliveries d
+         JOIN jobs j ON j.unique_key = 'delivery:' || d.id
+         WHERE d.status = 'delivering' AND j.state IN ('available', 'scheduled')
+         LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    out.extend(
+        not_delivering
+            .into_iter()
+            .map(|(delivery_id,)| Finding::NotDelivering { delivery_id }),
+    );
+    let drift: Vec<(Uuid, i32, i64)> = sqlx::query_as(
+        "SELECT g.group_id, g.in_flight, coalesce(x.n, 0)
+         FROM job_groups g
+         LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
+                    WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
+                ON x.group_id = g.group_id
+         WHERE g.in_flight <> coalesce(x.n, 0)
+         LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    out.extend(
+        drift
+            .into_iter()
+            .map(|(group_id, in_flight, executing)| Finding::SlotsDrift {
+                group_id,
+                in_flight,
+                executing,
+            }),
+    );
+    Ok(out)
+}
+
+/// Repairs `findings` (from [`check`]), each in its own transaction and re-checked there, so a
+/// finding that resolved itself meanwhile is left alone. New jobs for stranded deliveries get
+/// `max_attempts`. Returns how many were repaired.
+pub async fn repair(
+    conn: &mut PgConnection,
+    findings: &[Finding],
+    max_attempts: i32,
+) -> Result<u64> {
+    let mut repaired = 0;
+    for f in findings {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let changed = match f {
+            Finding::Stranded { delivery_id, .. } => {
+                repair_stranded(&mut tx, *delivery_id, max_attempts).await?
+            }
+            Finding::Orphaned { job_id, .. } => {
+                sqlx::query(
+                    "UPDATE jobs SET state = 'cancelled', finalized_at = now()
+                     WHERE id = $1 AND state IN ('available', 'scheduled')",
+                )
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                    > 0
+            }
+            Finding::NotDelivering { delivery_id } => {
+                sqlx::query(
+                    "UPDATE deliveries d SET status = 'pending', updated_at = now()
+                     WHERE d.id = $1 AND d.status = 'delivering'
+                       AND NOT EXISTS (SELECT 1 FROM jobs j
+                                       WHERE j.unique_key = 'delivery:' || d.id
+                                         AND j.state = 'executing')",
+                )
+                .bind(delivery_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                    > 0
+            }
+            Finding::SlotsDrift { group_id, .. } => {
+                sqlx::query(
+                    "UPDATE job_groups g
+                     SET in_flight = (SELECT count(*) FROM jobs
+                                      WHERE group_id = g.group_id AND state = 'executing')
+                     WHERE g.group_id = $1",
+                )
+                .bind(group_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                    > 0
+            }
+        };
+        tx.commit().await?;
+        if changed {
+            repaired += 1;
+        }
+    }
+    Ok(repaired)
+}
+
+async fn repair_stranded(
+    tx: &mut PgConnection,
+    delivery_id: Uuid,
+    max_attempts: i32,
+) -> Result<bool> {
+    // Re-check under the delivery's row lock.
+    let row: Option<(Uuid, String)> = sqlx::query_as(
+        "SELECT d.channel_id, t.tier FROM deliveries d JOIN tenants t ON t.id = d.tenant_id
+         WHERE d.id = $1 AND d.status IN ('pending', 'delivering', 'paused', 'failed')
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
+                           AND j.state IN ('available', 'scheduled', 'executing'))
+         FOR UPDATE OF d",
+    )
+    .bind(delivery_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((channel_id, tier)) = row else {
+        return Ok(false);
+    };
+    let last: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT state, errors->-1->>'error' FROM jobs WHERE unique_key = 'delivery:' || $1::text
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(delivery_id.to_string())
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some((_, error)) = last.filter(|(s, _)| s == "discarded") {
+        sqlx::query(
+            "UPDATE deliveries SET status = 'dead', updated_at = now(),
+                    last_error = coalesce($2, last_error, 'its job was discarded')
+             WHERE id = $1",
+        )
+        .bind(delivery_id)
+        .bind(error)
+        .execute(&mut *tx)
+        .await?;
+    } else {
+        let tier: crate::Tier = tier.parse()?;
+        let job = crate::deliveries::delivery_job(tier, channel_id, delivery_id, max_attempts);
+        breakwater_queue::enqueue(&mut *tx, &job).await?;
+        sqlx::query(
+            "UPDATE deliveries SET status = CASE WHEN status = 'delivering' THEN 'pending' ELSE status END,
+                    updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(delivery_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(true)
+}
