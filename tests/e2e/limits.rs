@@ -20,6 +20,24 @@ fn max_per_second(times: &[Instant]) -> usize {
     best
 }
 
+/// `PATCH /api/v1/channels/{ch}` with `body`: status and JSON body.
+async fn patch_channel(
+    app: &TestApp,
+    key: &str,
+    ch: Uuid,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let r = app
+        .http
+        .patch(format!("{}/api/v1/channels/{ch}", app.api))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
 fn p95(v: Vec<u128>) -> u128 {
     v[(v.len() * 95).div_ceil(100).saturating_sub(1)]
 }
@@ -134,26 +152,7 @@ async fn rate_limit_forms_are_checked_and_patchable(pool: PgPool) {
         );
     }
     let ch = app.channel(&key, "x").await;
-    let patch = |body: serde_json::Value| {
-        let (http, url, key) = (
-            app.http.clone(),
-            format!("{}/api/v1/channels/{ch}", app.api),
-            key.clone(),
-        );
-        async move {
-            let r = http
-                .patch(url)
-                .bearer_auth(key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            (
-                r.status().as_u16(),
-                r.json::<serde_json::Value>().await.unwrap(),
-            )
-        }
-    };
+    let patch = |body: serde_json::Value| patch_channel(&app, &key, ch, body);
     let (s, v) = patch(json!({ "rate_limit": "1000/m" })).await;
     assert_eq!((s, v["rate_limit"].as_str()), (200, Some("1000/m")));
     let (s, v) = patch(json!({ "rate_limit": "5000/h" })).await;
@@ -361,22 +360,9 @@ async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app.channel(&key, "limited").await;
-    let patch = |body: serde_json::Value| {
-        let (http, url, key) = (
-            app.http.clone(),
-            format!("{}/api/v1/channels/{ch}", app.api),
-            key.clone(),
-        );
-        async move {
-            let r = http
-                .patch(url)
-                .bearer_auth(key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 200);
-        }
+    let (app_ref, key_ref) = (&app, &key);
+    let patch = |body: serde_json::Value| async move {
+        assert_eq!(patch_channel(app_ref, key_ref, ch, body).await.0, 200);
     };
     let held = || async {
         sqlx::query_scalar::<_, i64>(

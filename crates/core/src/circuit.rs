@@ -540,48 +540,52 @@ pub struct Reconciled {
 /// (a partial index) and the channels that are not closed (another), never a job.
 pub async fn reconcile_parking(conn: &mut PgConnection) -> Result<Reconciled> {
     let parked = breakwater_queue::parked_groups(&mut *conn).await?;
-    let mut out = Reconciled::default();
     let closed: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM channels WHERE id = ANY($1) AND circuit_state = 'closed'",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
     .await?;
-    for channel_id in closed {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let state: Option<String> =
-            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR UPDATE")
-                .bind(channel_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if state.as_deref() == Some("closed") {
-            let n = release_backlog(&mut tx, channel_id).await?;
-            tracing::warn!(%channel_id, jobs = n, "reconciler: released the parked jobs of a closed channel");
-            out.released += 1;
-        }
-        tx.commit().await?;
-    }
     let held: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM channels WHERE circuit_state <> 'closed' AND NOT (id = ANY($1))",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
     .await?;
-    for channel_id in held {
+    Ok(Reconciled {
+        released: repair_parking(conn, &closed, false).await?,
+        parked: repair_parking(conn, &held, true).await?,
+    })
+}
+
+/// Parks (`park`) or releases the job group of each channel that, re-read under its row lock,
+/// still needs it; one transaction per channel. Returns how many it repaired.
+async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) -> Result<u64> {
+    let mut repaired = 0;
+    for &channel_id in channels {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let state: Option<String> =
             sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR UPDATE")
                 .bind(channel_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        if matches!(state.as_deref(), Some("open" | "half_open" | "paused")) {
-            let n = park_backlog(&mut tx, channel_id).await?;
-            tracing::warn!(%channel_id, jobs = n, "reconciler: parked the jobs of a channel that is not closed");
-            out.parked += 1;
+        let needs = match state.as_deref() {
+            Some("closed") => !park,
+            Some(_) => park,
+            None => false,
+        };
+        if needs {
+            let jobs = if park {
+                park_backlog(&mut tx, channel_id).await?
+            } else {
+                release_backlog(&mut tx, channel_id).await?
+            };
+            tracing::warn!(%channel_id, jobs, park, "reconciler: repaired a missed park or release");
+            repaired += 1;
         }
         tx.commit().await?;
     }
-    Ok(out)
+    Ok(repaired)
 }
 
 /// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.

@@ -165,10 +165,7 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
     .bind(group_id)
     .fetch_all(&mut *conn)
     .await?;
-    let n = queues.iter().map(|q| q.1 as u64).sum();
-    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
-    notify_queues(&mut *conn, &names).await?;
-    Ok(n)
+    crate::wake::notify_moved(&mut *conn, queues).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of the group, parked or not.
@@ -338,8 +335,5 @@ pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result
     .bind(unique_keys)
     .fetch_all(&mut *conn)
     .await?;
-    let n = queues.iter().map(|q| q.1 as u64).sum();
-    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
-    notify_queues(&mut *conn, &names).await?;
-    Ok(n)
+    crate::wake::notify_moved(&mut *conn, queues).await
 }

@@ -5,7 +5,7 @@
 //! the heartbeat is an upsert of the node's own row.
 
 use crate::outcome::millis;
-use crate::{notify_queues, Result};
+use crate::Result;
 use sqlx::{PgExecutor, PgPool};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -53,10 +53,7 @@ pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u6
     .bind(limit)
     .fetch_all(&mut *conn)
     .await?;
-    let n = queues.iter().map(|q| q.1 as u64).sum();
-    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
-    notify_queues(&mut *conn, &names).await?;
-    Ok(n)
+    crate::wake::notify_moved(&mut *conn, queues).await
 }
 
 /// Which `executing` jobs [`rescue`] takes back.
@@ -113,9 +110,7 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
     .bind(&policy.own_node)
     .fetch_all(&mut *conn)
     .await?;
-    let n = queues.iter().map(|q| q.1 as u64).sum();
-    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
-    notify_queues(&mut *conn, &names).await?;
+    let n = crate::wake::notify_moved(&mut *conn, queues).await?;
     // Forget nodes long gone, so the table stays small.
     sqlx::query(
         "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",

@@ -26,6 +26,18 @@ pub async fn notify_queues(exec: impl PgExecutor<'_>, queues: &[String]) -> Resu
     Ok(())
 }
 
+/// Wakes the queues of rows a statement just made due (`(queue, count)` per queue) and returns
+/// how many rows that was.
+pub(crate) async fn notify_moved(
+    exec: impl PgExecutor<'_>,
+    queues: Vec<(String, i64)>,
+) -> Result<u64> {
+    let n = queues.iter().map(|q| q.1 as u64).sum();
+    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    notify_queues(exec, &names).await?;
+    Ok(n)
+}
+
 /// One wake-up signal per queue name, shared by the listener and the pools of a node.
 ///
 /// A wake-up is a [`Notify::notify_one`], so one that arrives while the pool is busy is kept

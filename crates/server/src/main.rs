@@ -69,11 +69,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { role, no_migrate } => {
             let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
-            let url = settings
-                .database_url
-                .clone()
-                .context("DATABASE_URL is not set")?;
-            let pool = breakwater::connect(&url.0, settings.database.max_connections).await?;
+            let pool = database(&settings, settings.database.max_connections).await?;
             if settings.database.migrate_on_start && !no_migrate {
                 breakwater::migrate(&pool).await?;
             }
@@ -84,22 +80,14 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate => {
             let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
-            let url = settings
-                .database_url
-                .clone()
-                .context("DATABASE_URL is not set")?;
-            let pool = breakwater::connect(&url.0, 2).await?;
+            let pool = database(&settings, 2).await?;
             breakwater::migrate(&pool).await?;
             println!("migrations applied");
             Ok(())
         }
         Command::Doctor { repair, limit } => {
             let _telemetry = telemetry::init(&settings, telemetry::DEFAULT_LOG_FILTER)?;
-            let url = settings
-                .database_url
-                .clone()
-                .context("DATABASE_URL is not set")?;
-            let pool = breakwater::connect(&url.0, 2).await?;
+            let pool = database(&settings, 2).await?;
             let mut conn = pool.acquire().await?;
             let findings = breakwater_core::doctor::check(&mut conn, limit).await?;
             for f in &findings {
@@ -145,4 +133,13 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// A pool of `max` connections to the configured database (`DATABASE_URL`).
+async fn database(settings: &Settings, max: u32) -> anyhow::Result<sqlx::PgPool> {
+    let url = settings
+        .database_url
+        .as_ref()
+        .context("DATABASE_URL is not set")?;
+    breakwater::connect(&url.0, max).await
 }

@@ -156,16 +156,28 @@ pub async fn run_node(
 /// How often the parking reconciler compares circuits with their job groups.
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Runs the parking reconciler ([`circuit::reconcile_parking`]) every few seconds until
-/// `shutdown`: the safety net for a missed park or release.
-async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
+/// Runs `step` every `period` until `shutdown`, the first time one period after the start.
+async fn every<F, Fut>(period: Duration, shutdown: CancellationToken, mut step: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
+        step().await;
+    }
+}
+
+/// Runs the parking reconciler ([`circuit::reconcile_parking`]) every few seconds until
+/// `shutdown`: the safety net for a missed park or release.
+async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
+    every(RECONCILE_INTERVAL, shutdown, || async {
         let r = async {
             let mut conn = pool.acquire().await?;
             circuit::reconcile_parking(&mut conn).await
@@ -174,19 +186,14 @@ async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
         if let Err(e) = r {
             tracing::warn!(error = %e, "parking reconciler failed");
         }
-    }
+    })
+    .await
 }
 
 /// Runs the health check every `health_check_interval_ms` until `shutdown`.
 async fn health_loop(pool: PgPool, cfg: CircuitConfig, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_millis(cfg.health_check_interval_ms));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
+    let period = Duration::from_millis(cfg.health_check_interval_ms);
+    every(period, shutdown, || async {
         let r = async {
             let mut conn = pool.acquire().await?;
             circuit::health_check(&mut conn, &cfg).await
@@ -199,5 +206,6 @@ async fn health_loop(pool: PgPool, cfg: CircuitConfig, shutdown: CancellationTok
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "health check failed"),
         }
-    }
+    })
+    .await
 }
