@@ -419,3 +419,41 @@ async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(
     );
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
+    let app = TestApp::spawn_role(pool, Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let (s, v) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": app.receiver.url("x"), "max_in_flight": 2 }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let ch: Uuid = v["id"].as_str().unwrap().parse().unwrap();
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(v["max_in_flight"], 2);
+    assert_eq!(
+        v["concurrency"],
+        json!({ "in_flight": 0, "limit": 2, "floor": 1, "ceiling": 2 }),
+        "the initial limit (4) is held under the channel's ceiling"
+    );
+    let (s, v) = patch_channel(&app, &key, ch, json!({ "max_in_flight": null })).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        v["concurrency"],
+        json!({ "in_flight": 0, "limit": 4, "floor": 1, "ceiling": 64 })
+    );
+    for bad in [json!(0), json!(-3), json!(10_001), json!("ten")] {
+        let (s, v) = patch_channel(&app, &key, ch, json!({ "max_in_flight": bad })).await;
+        assert_eq!(s, 422, "{bad}: {v}");
+        assert!(
+            v["field"] == "max_in_flight"
+                || v["detail"].as_str().unwrap_or_default().contains("max_in_flight"),
+            "the problem names the field: {v}"
+        );
+    }
+    app.stop().await;
+}

@@ -60,6 +60,7 @@ struct Inner {
     allow_private_targets: bool,
     max_attempts: i32,
     circuit: CircuitConfig,
+    channel_limits: breakwater_queue::GroupLimits,
     ingress: Option<auth::IngressLimiter>,
     /// When the cluster-wide gauges were last read from the database (see `routes::metrics`).
     gauges_read_at: tokio::sync::Mutex<Option<std::time::Instant>>,
@@ -68,7 +69,8 @@ struct Inner {
 impl AppState {
     /// State for [`app`]: the database pool, the operator key, API settings, whether channel
     /// URLs may point at internal addresses, the attempts each delivery gets, and the circuit
-    /// defaults (shown where a channel has no override).
+    /// defaults (shown where a channel has no override), and the bounds of each channel's
+    /// adaptive concurrency limit (to show a channel's limit in force).
     pub fn new(
         pool: PgPool,
         operator_key: OperatorKey,
@@ -76,6 +78,7 @@ impl AppState {
         allow_private_targets: bool,
         max_attempts: i32,
         circuit: CircuitConfig,
+        channel_limits: breakwater_queue::GroupLimits,
     ) -> Self {
         let config_ingress = (config.ingress_per_second, config.ingress_burst);
         Self {
@@ -86,6 +89,7 @@ impl AppState {
                 allow_private_targets,
                 max_attempts,
                 circuit,
+                channel_limits,
                 ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
                 gauges_read_at: tokio::sync::Mutex::new(None),
             }),

@@ -111,6 +111,7 @@ pub async fn start_node(
             settings.allow_private_targets,
             settings.worker.max_attempts,
             settings.circuit.clone(),
+            settings.worker.channel_limits(),
         );
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await

@@ -113,6 +113,19 @@ pub(crate) struct ChannelView {
     #[serde(flatten)]
     channel: Channel,
     circuit: CircuitView,
+    concurrency: ConcurrencyView,
+}
+
+/// The channel's cluster-wide concurrency, as the scheduler sees it now.
+#[derive(Serialize)]
+struct ConcurrencyView {
+    /// Deliveries of the channel in flight now, on every node.
+    in_flight: i32,
+    /// The adaptive limit in force (AIMD), whole deliveries.
+    limit: u32,
+    /// Its bounds: the floor and the ceiling (the channel's `max_in_flight`, or the global one).
+    floor: u32,
+    ceiling: u32,
 }
 
 /// The circuit as an operator reads it.
@@ -153,7 +166,29 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         probe_failures: channel.probe_failures,
         retry_after_until: channel.retry_after_until,
     };
-    Ok(ChannelView { channel, circuit })
+    let limits = &state.inner.channel_limits;
+    let group = breakwater_queue::group_state(state.pool(), channel.id)
+        .await
+        .map_err(breakwater_core::Error::from)?;
+    let ceiling = channel
+        .max_in_flight
+        .map_or(limits.ceiling, |m| m.max(1) as u32);
+    let floor = limits.floor.min(ceiling);
+    let raw = group
+        .as_ref()
+        .and_then(|g| g.concurrency_limit)
+        .map_or(limits.initial as f32, |l| l);
+    let concurrency = ConcurrencyView {
+        in_flight: group.map_or(0, |g| g.in_flight),
+        limit: (raw.floor().max(0.0) as u32).clamp(floor, ceiling),
+        floor,
+        ceiling,
+    };
+    Ok(ChannelView {
+        channel,
+        circuit,
+        concurrency,
+    })
 }
 
 async fn read(
