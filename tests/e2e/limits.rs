@@ -451,7 +451,10 @@ async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(
             v["field"] == "max_in_flight"
-                || v["detail"].as_str().unwrap_or_default().contains("max_in_flight"),
+                || v["detail"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("max_in_flight"),
             "the problem names the field: {v}"
         );
     }
