@@ -112,16 +112,21 @@ SELECT id, queue, kind, args, priority, attempt, max_attempts, claim_token, uniq
        created_at, NULL::text AS held
 FROM claimed
 UNION ALL
--- Groups with due work this fetch left waiting: at their cap ('capped': a slot frees when one of
--- their jobs finishes), or not served for another reason ('waiting': locked by another fetch,
--- or past this fetch's limit). Parked groups are neither: only a release wakes them.
+-- Groups with due work this fetch leaves at their cap ('capped', including those it just filled
+-- to it: a slot frees when one of their jobs finishes), or did not serve for another reason
+-- ('waiting': locked by another fetch, or past this fetch's limit). Parked groups are neither:
+-- only a release wakes them.
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
-       CASE WHEN g.in_flight >= least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+       CASE WHEN g.in_flight + coalesce(c.n, 0)
+                 >= least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
             THEN 'capped' ELSE 'waiting' END
 FROM heads h
 JOIN job_groups g ON g.group_id = h.group_id
+LEFT JOIN (SELECT group_id, count(*)::int AS n FROM claimed GROUP BY group_id) c
+       ON c.group_id = h.group_id
 WHERE NOT g.parked
-  AND NOT EXISTS (SELECT 1 FROM claimed c WHERE c.group_id = h.group_id)
+  AND (c.n IS NULL
+       OR g.in_flight + c.n >= least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)))
 "#;
 
 /// Claims up to `limit` available jobs of `queue` for node `node_id`.

@@ -889,3 +889,52 @@ async fn fair_share_puts_a_quiet_share_ahead_of_a_burst(pool: PgPool) {
             .unwrap();
     assert_eq!(g0, oldest);
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let g = Uuid::new_v4();
+    let jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(g)).collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let (now, max, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let handler = Arc::new(Gauge {
+        pool: pool.clone(),
+        now,
+        max: max.clone(),
+        done: done.clone(),
+    });
+    // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
+    // the capped group can make the runner fetch again.
+    let cfg = PoolConfig {
+        concurrency: 20,
+        poll_interval: Duration::from_secs(600),
+        limits: capped(2),
+        ..pool_config(Duration::from_secs(1))
+    };
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(run_pool(
+        pool.clone(),
+        cfg,
+        handler,
+        Wakers::default(),
+        stop.clone(),
+    ));
+    let flowed = tokio::time::timeout(Duration::from_secs(20), async {
+        while done.load(Ordering::SeqCst) < 30 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    stop.cancel();
+    runner.await.unwrap();
+    assert!(
+        flowed.is_ok(),
+        "only {} of 30 ran: the runner waited for its poll",
+        done.load(Ordering::SeqCst)
+    );
+    assert!(max.load(Ordering::SeqCst) <= 2, "the cap held");
+}
