@@ -1,6 +1,7 @@
 //! End-to-end tests: real Postgres (a fresh database per test), real HTTP on loopback.
 
 mod api;
+mod audit;
 mod browser;
 mod circuit;
 mod delivery;

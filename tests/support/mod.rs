@@ -79,6 +79,7 @@ impl TestApp {
     /// Starts a node running `role` (it must include the API) with [`test_settings`] changed by
     /// `tweak`.
     pub async fn spawn_role(pool: PgPool, role: Role, tweak: impl FnOnce(&mut Settings)) -> Self {
+        collect_problems();
         let mut settings = test_settings();
         tweak(&mut settings);
         let shutdown = CancellationToken::new();
@@ -122,6 +123,17 @@ impl TestApp {
         assert!(
             findings.is_empty(),
             "invariants broken at the end of the test: {findings:?}"
+        );
+        let leaks: Vec<(String, Vec<String>)> = problems()
+            .into_iter()
+            .filter_map(|body| {
+                let found = internal_addresses(&body);
+                (!found.is_empty()).then_some((body, found))
+            })
+            .collect();
+        assert!(
+            leaks.is_empty(),
+            "problem bodies that name internal addresses: {leaks:?}"
         );
     }
 
@@ -349,5 +361,120 @@ impl ThreadNode {
         if let Some(t) = self.thread.take() {
             t.join().expect("node thread");
         }
+    }
+}
+
+/// Problem bodies the API answered in this process (see [`collect_problems`]).
+static PROBLEMS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A `tracing` layer that keeps the `body` of every event under the API's problem target.
+struct ProblemLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ProblemLayer {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Body(Option<String>);
+        impl tracing::field::Visit for Body {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "body" {
+                    self.0 = Some(format!("{v:?}"));
+                }
+            }
+        }
+        if event.metadata().target() == breakwater_api::error::PROBLEM_LOG_TARGET {
+            let mut body = Body(None);
+            event.record(&mut body);
+            if let Some(b) = body.0 {
+                PROBLEMS.lock().unwrap_or_else(|e| e.into_inner()).push(b);
+            }
+        }
+    }
+}
+
+/// Installs (once per process) the subscriber that collects every problem body the API answers,
+/// so that [`TestApp::stop`] can check that none names an internal address. A test that installs
+/// its own global subscriber first simply goes unchecked.
+pub fn collect_problems() {
+    use tracing_subscriber::layer::SubscriberExt;
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::filter::Targets::new().with_target(
+            breakwater_api::error::PROBLEM_LOG_TARGET,
+            tracing::Level::DEBUG,
+        );
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::Layer::with_filter(ProblemLayer, filter));
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}
+
+/// The problem bodies collected so far in this process.
+pub fn problems() -> Vec<String> {
+    PROBLEMS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The internal addresses named in `text`: IPv4 loopback, private (RFC 1918), link-local,
+/// shared (RFC 6598, 100.64/10) and unspecified addresses; IPv6 loopback, unique-local and
+/// link-local ones; and the name `localhost`.
+pub fn internal_addresses(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let internal_v4 = |v4: std::net::Ipv4Addr| {
+        let [a, b, ..] = v4.octets();
+        v4.is_private()
+            || v4.is_loopback()
+            || v4.is_link_local()
+            || v4.is_unspecified()
+            || (a == 100 && (64..128).contains(&b))
+    };
+    for token in text.split(|c: char| !(c.is_ascii_hexdigit() || c == '.' || c == ':')) {
+        let token = token.trim_matches('.');
+        if let Ok(v6) = token.parse::<std::net::Ipv6Addr>() {
+            let first = v6.segments()[0];
+            let mapped = v6.to_ipv4_mapped().is_some_and(internal_v4);
+            if v6.is_loopback()
+                || mapped
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+            {
+                found.push(token.to_string());
+            }
+            continue;
+        }
+        // An IPv4 address, alone or with a port (`10.0.0.1:80`).
+        for part in token.split(':') {
+            if part.parse::<std::net::Ipv4Addr>().is_ok_and(internal_v4) {
+                found.push(part.to_string());
+            }
+        }
+    }
+    if text.to_ascii_lowercase().contains("localhost") {
+        found.push("localhost".to_string());
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::internal_addresses;
+
+    #[test]
+    fn internal_addresses_are_found_and_public_ones_are_not() {
+        let text = r#"{"detail":"host vm resolves to 127.0.0.1, 10.1.2.3:80, 172.20.0.1, 192.168.1.1, 169.254.169.254, 100.64.0.1, [::1], fd00::1 and fe80::1 or localhost"}"#;
+        assert_eq!(
+            internal_addresses(text),
+            [
+                "127.0.0.1",
+                "10.1.2.3",
+                "172.20.0.1",
+                "192.168.1.1",
+                "169.254.169.254",
+                "100.64.0.1",
+                "::1",
+                "fd00::1",
+                "fe80::1",
+                "localhost"
+            ]
+        );
+        let public = r#"{"detail":"must be between 1 and 10000; 8.8.8.8, 2001:db8::1, 1.5 s, urn:breakwater:problem:invalid"}"#;
+        assert!(internal_addresses(public).is_empty());
     }
 }

@@ -75,6 +75,9 @@ impl ApiError {
     }
 }
 
+/// The `tracing` target of the debug event that records each problem body the API answers.
+pub const PROBLEM_LOG_TARGET: &str = "breakwater_api::problem";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let title = self.status.canonical_reason().unwrap_or("Error");
@@ -86,10 +89,19 @@ impl IntoResponse for ApiError {
             code: self.code,
             field: self.field,
         };
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        // Every problem body the API answers, at debug level under its own target: the e2e
+        // suite collects them all and checks that none carries an internal address.
+        tracing::debug!(
+            target: PROBLEM_LOG_TARGET,
+            status = body.status,
+            body = %String::from_utf8_lossy(&bytes),
+            "problem answered"
+        );
         let mut resp = (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
-            serde_json::to_vec(&body).unwrap_or_default(),
+            bytes,
         )
             .into_response();
         for (k, v) in self.headers {

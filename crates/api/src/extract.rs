@@ -115,3 +115,25 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
         }
     }
 }
+
+/// The id of the request: the `x-request-id` header, set by the API's request-id layer (a fresh
+/// UUID unless the client sent a well-formed one) and sent back on the response. It tags the
+/// request's audit rows ([`breakwater_core::audit::begin_request`]). A client's id longer than
+/// 128 characters or with characters other than visible ASCII is replaced by a fresh UUID.
+pub struct RequestId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for RequestId {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let given = parts
+            .extensions
+            .get::<tower_http::request_id::RequestId>()
+            .and_then(|r| r.header_value().to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()));
+        Ok(Self(match given {
+            Some(v) => v.to_string(),
+            None => uuid::Uuid::new_v4().to_string(),
+        }))
+    }
+}

@@ -99,6 +99,17 @@ impl AppState {
     pub(crate) fn pool(&self) -> &PgPool {
         &self.inner.pool
     }
+
+    /// Begins the transaction of a state-changing call, tagged with the request's id so that
+    /// every audit row written in it carries it.
+    pub(crate) async fn begin_audited(
+        &self,
+        request: &extract::RequestId,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, error::ApiError> {
+        let mut tx = self.inner.pool.begin().await?;
+        breakwater_core::audit::begin_request(&mut *tx, &request.0).await?;
+        Ok(tx)
+    }
 }
 
 /// The whole API.
@@ -122,5 +133,11 @@ pub fn app(state: AppState) -> Router {
             )
         })
         .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Outermost: every request gets an `x-request-id` (the client's, or a fresh UUID), sent
+        // back on the response and written on the request's audit rows.
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(
+            tower_http::request_id::MakeRequestUuid,
+        ))
         .with_state(state)
 }

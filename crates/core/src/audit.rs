@@ -58,8 +58,12 @@ pub struct Record {
     pub to_state: Option<String>,
     /// Why.
     pub reason: Option<String>,
-    /// Details.
+    /// Details: for a change of settings, `{"old": {field: value}, "new": {field: value}}` with
+    /// only the fields that changed (see [`changes`]); never a secret.
     pub details: serde_json::Value,
+    /// The `x-request-id` of the API request that made the change; `None` for the system's own
+    /// changes (see [`begin_request`]).
+    pub request_id: Option<String>,
 }
 
 /// Writes one entry (inside the caller's transaction, so it exists exactly when the change does).
@@ -93,7 +97,7 @@ pub async fn record(exec: impl PgExecutor<'_>, e: &Entry<'_>) -> Result<()> {
 /// Lists entries for a channel, oldest first.
 pub async fn for_channel(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<Vec<Record>> {
     Ok(sqlx::query_as(
-        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details
+        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details, request_id
          FROM audit_log WHERE channel_id = $1 ORDER BY id",
     )
     .bind(channel_id)
@@ -111,7 +115,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<Record>> {
     Ok(sqlx::query_as(
-        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details
+        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details, request_id
          FROM audit_log
          WHERE ($1::uuid IS NULL OR tenant_id = $1)
            AND ($2::uuid IS NULL OR channel_id = $2)
@@ -124,4 +128,75 @@ pub async fn list(
     .bind(limit)
     .fetch_all(exec)
     .await?)
+}
+
+/// Tags the current transaction with the API request's id: every audit row written in it gets
+/// `request_id` (the column's default reads this transaction-local setting). Call it first in
+/// each state-changing transaction of the API.
+pub async fn begin_request(exec: impl PgExecutor<'_>, request_id: &str) -> Result<()> {
+    sqlx::query("SELECT set_config('breakwater.request_id', $1, true)")
+        .bind(request_id)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+/// The fields of two JSON objects (`old`, `new`, e.g. a channel's settings before and after a
+/// `PATCH`) that differ, as `{"old": {field: value}, "new": {field: value}}`, or `None` when
+/// nothing differs. A field missing from one side counts as `null`.
+pub fn changes(old: &serde_json::Value, new: &serde_json::Value) -> Option<serde_json::Value> {
+    let empty = serde_json::Map::new();
+    let o = old.as_object().unwrap_or(&empty);
+    let n = new.as_object().unwrap_or(&empty);
+    let null = serde_json::Value::Null;
+    let mut was = serde_json::Map::new();
+    let mut now = serde_json::Map::new();
+    for key in o.keys().chain(n.keys()) {
+        let (a, b) = (o.get(key).unwrap_or(&null), n.get(key).unwrap_or(&null));
+        if a != b && !was.contains_key(key) {
+            was.insert(key.clone(), a.clone());
+            now.insert(key.clone(), b.clone());
+        }
+    }
+    (!was.is_empty()).then(|| serde_json::json!({ "old": was, "new": now }))
+}
+
+/// How a URL appears in the audit log: its origin (`https://host:port`) and a fingerprint (the
+/// first 16 hex digits of the SHA-256 of the whole URL), never its path or query, which often
+/// carry a receiver's token. Two different URLs to one host still show as a change.
+pub fn url_summary(url: &str) -> serde_json::Value {
+    use sha2::Digest;
+    let origin = url::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    let digest = sha2::Sha256::digest(url.as_bytes());
+    serde_json::json!({ "origin": origin, "sha256": hex::encode(&digest[..8]) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn changes_keeps_only_what_differs() {
+        let old = json!({"a": 1, "b": "x", "c": null});
+        let new = json!({"a": 1, "b": "y", "c": 5});
+        assert_eq!(
+            changes(&old, &new),
+            Some(json!({"old": {"b": "x", "c": null}, "new": {"b": "y", "c": 5}}))
+        );
+        assert_eq!(changes(&old, &old), None);
+    }
+
+    #[test]
+    fn url_summary_hides_path_and_query() {
+        let s = url_summary("https://hooks.example.com:8443/T000/B000/secret?token=abc");
+        assert_eq!(s["origin"], "https://hooks.example.com:8443");
+        assert!(!s.to_string().contains("secret") && !s.to_string().contains("abc"));
+        assert_ne!(
+            s["sha256"],
+            url_summary("https://hooks.example.com:8443/other")["sha256"]
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! Channels: a tenant's endpoints, each with its own circuit (table `channels`).
 
-use crate::{signing, Error, Result};
+use crate::{audit, signing, Error, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
@@ -93,12 +93,14 @@ pub struct NewChannel {
     pub max_in_flight: Option<i32>,
 }
 
-/// Creates a channel for `tenant_id` with a fresh signing secret, and its job group (in the
-/// tenant's fair share, with its concurrency ceiling) in the same transaction.
+/// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
+/// tenant's fair share, with its concurrency ceiling) and a `channel.created` audit row by
+/// `actor`, in the caller's transaction.
 pub async fn create(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     new: &NewChannel,
+    actor: &str,
 ) -> Result<CreatedChannel> {
     check_name(new.name.as_deref())?;
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
@@ -127,6 +129,18 @@ pub async fn create(
     if new.max_in_flight.is_some() {
         breakwater_queue::set_max_in_flight(&mut *conn, channel.id, new.max_in_flight).await?;
     }
+    audit::record(
+        &mut *conn,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel.id),
+            actor,
+            action: "channel.created",
+            details: serde_json::json!({ "new": audited_settings(&channel) }),
+            ..Default::default()
+        },
+    )
+    .await?;
     Ok(CreatedChannel {
         channel,
         signing_secret: secret,
@@ -204,14 +218,32 @@ fn check_name(name: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// A channel's settings as the audit log shows them: every field a tenant sets, the URL as
+/// [`audit::url_summary`] (never its path or query), never the signing secret.
+pub fn audited_settings(c: &Channel) -> serde_json::Value {
+    serde_json::json!({
+        "name": c.name,
+        "url": audit::url_summary(&c.url),
+        "rate_limit": c.rate_limit,
+        "failure_threshold": c.failure_threshold,
+        "cooldown_ms": c.cooldown_ms,
+        "max_in_flight": c.max_in_flight,
+        "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
+        "replay_window_ms": c.replay_window_ms,
+    })
+}
+
 /// Applies `patch` to `tenant_id`'s channel `id` and returns it ([`Error::NotFound`] for another
-/// tenant's). The circuit state is not touched here; a new `max_in_flight` reaches the channel's
+/// tenant's), writing one `channel.updated` audit row by `actor` with the old and new values of
+/// what changed (none when nothing did). The row is read under its lock first, so the old values
+/// are exact. The circuit state is not touched here; a new `max_in_flight` reaches the channel's
 /// job group in the same transaction.
 pub async fn update(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     id: Uuid,
     patch: &ChannelPatch,
+    actor: &str,
 ) -> Result<Channel> {
     check_name(patch.name.as_ref().and_then(|n| n.as_deref()))?;
     check_overrides(
@@ -220,6 +252,14 @@ pub async fn update(
     )?;
     check_replay_window(patch.replay_window_ms)?;
     check_max_in_flight(patch.max_in_flight.flatten())?;
+    let old: Channel = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(Error::NotFound("channel"))?;
     let channel: Channel = sqlx::query_as(&format!(
         "UPDATE channels SET
             name = CASE WHEN $3 THEN $4 ELSE name END,
@@ -261,6 +301,20 @@ pub async fn update(
     }
     if patch.rate_limit.is_some() {
         retime_rate_limited(conn, channel.id).await?;
+    }
+    if let Some(details) = audit::changes(&audited_settings(&old), &audited_settings(&channel)) {
+        audit::record(
+            &mut *conn,
+            &audit::Entry {
+                tenant_id: Some(tenant_id),
+                channel_id: Some(id),
+                actor,
+                action: "channel.updated",
+                details,
+                ..Default::default()
+            },
+        )
+        .await?;
     }
     Ok(channel)
 }

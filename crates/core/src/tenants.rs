@@ -1,6 +1,6 @@
 //! Tenants and their API keys (tables `tenants`, `api_keys`).
 
-use crate::{keys, signing, Error, Result, Tier};
+use crate::{audit, keys, signing, Error, Result, Tier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
@@ -61,8 +61,13 @@ pub struct TenantKey {
     pub key_id: Uuid,
 }
 
-/// Creates a tenant and its first API key in one transaction.
-pub async fn create(conn: &mut PgConnection, new: &NewTenant) -> Result<CreatedTenant> {
+/// Creates a tenant and its first API key, with a `tenant.created` audit row by `actor`, in one
+/// transaction (a savepoint when the caller's connection is in one).
+pub async fn create(
+    conn: &mut PgConnection,
+    new: &NewTenant,
+    actor: &str,
+) -> Result<CreatedTenant> {
     let name = new.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(Error::invalid("name", "must be 1 to 200 characters"));
@@ -88,6 +93,17 @@ pub async fn create(conn: &mut PgConnection, new: &NewTenant) -> Result<CreatedT
         .bind(keys::display_prefix(&api_key))
         .execute(&mut *tx)
         .await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant.id),
+            actor,
+            action: "tenant.created",
+            details: serde_json::json!({ "new": audited_settings(&tenant) }),
+            ..Default::default()
+        },
+    )
+    .await?;
     tx.commit().await?;
     Ok(CreatedTenant {
         tenant,
@@ -130,24 +146,54 @@ pub async fn alert_target(
     Ok(row.and_then(|(url, secret)| url.map(|u| (u, secret))))
 }
 
-/// Changes to a tenant (operator `PATCH`): `None` leaves a field alone; `alert_url: Some(None)`
-/// removes it. The URL is already checked.
+/// Changes to a tenant (`PATCH`): `None` leaves a field alone; `alert_url: Some(None)`
+/// removes it. The URL is already checked. Only the operator may change `name` and `tier`.
 #[derive(Debug, Clone, Default)]
 pub struct TenantPatch {
     /// New alert URL, or removal.
     pub alert_url: Option<Option<String>>,
-    /// New display name.
+    /// New display name, 1–200 characters.
     pub name: Option<String>,
+    /// New tier: the tenant's waiting delivery jobs move to its queue.
+    pub tier: Option<Tier>,
 }
 
-/// Applies `patch` (not the tier: see [`change_tier`]).
-pub async fn update(exec: impl PgExecutor<'_>, id: Uuid, patch: &TenantPatch) -> Result<Tenant> {
+/// A tenant's settings as the audit log shows them: the alert URL as
+/// [`audit::url_summary`], never a secret.
+fn audited_settings(t: &Tenant) -> serde_json::Value {
+    serde_json::json!({
+        "name": t.name,
+        "tier": t.tier,
+        "alert_url": t.alert_url.as_deref().map(audit::url_summary),
+    })
+}
+
+/// Applies `patch` to tenant `id` ([`Error::NotFound`] if there is none) in one transaction (a
+/// savepoint when the caller's connection is in one): name and alert URL, then a tier change,
+/// which moves the tenant's waiting jobs (`change_tier`). Writes one `tenant.updated` audit
+/// row by `actor` with the old and new values of what changed (none when nothing did), and
+/// `jobs_moved` when the tier changed. Returns the tenant and the jobs moved (`None` without a
+/// tier change).
+pub async fn update(
+    conn: &mut PgConnection,
+    id: Uuid,
+    patch: &TenantPatch,
+    actor: &str,
+) -> Result<(Tenant, Option<u64>)> {
     if let Some(name) = &patch.name {
         if name.trim().is_empty() || name.chars().count() > 200 {
             return Err(Error::invalid("name", "must be 1 to 200 characters"));
         }
     }
-    sqlx::query_as(
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let old: Tenant = sqlx::query_as(
+        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("tenant"))?;
+    let mut tenant: Tenant = sqlx::query_as(
         "UPDATE tenants SET
             alert_url = CASE WHEN $2 THEN $3 ELSE alert_url END,
             name = coalesce($4, name),
@@ -159,23 +205,58 @@ pub async fn update(exec: impl PgExecutor<'_>, id: Uuid, patch: &TenantPatch) ->
     .bind(patch.alert_url.is_some())
     .bind(patch.alert_url.clone().flatten())
     .bind(patch.name.as_deref().map(str::trim))
-    .fetch_optional(exec)
-    .await?
-    .ok_or(Error::NotFound("tenant"))
+    .fetch_one(&mut *tx)
+    .await?;
+    let mut jobs_moved = None;
+    if let Some(tier) = patch.tier.filter(|t| *t != old.tier) {
+        let (t, moved) = change_tier(&mut tx, id, tier).await?;
+        tenant = t;
+        jobs_moved = Some(moved);
+    }
+    if let Some(mut details) = audit::changes(&audited_settings(&old), &audited_settings(&tenant)) {
+        if let Some(moved) = jobs_moved {
+            details["jobs_moved"] = moved.into();
+        }
+        audit::record(
+            &mut *tx,
+            &audit::Entry {
+                tenant_id: Some(id),
+                actor,
+                action: "tenant.updated",
+                details,
+                ..Default::default()
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok((tenant, jobs_moved))
 }
 
-/// Replaces the tenant's alert signing secret; returns the new one (shown once).
-pub async fn rotate_alert_secret(exec: impl PgExecutor<'_>, id: Uuid) -> Result<String> {
+/// Replaces the tenant's alert signing secret and writes a `tenant.alert_secret_rotated` audit
+/// row by `actor` (without the secret); returns the new secret (shown once). Run it in the
+/// caller's transaction so the two happen together.
+pub async fn rotate_alert_secret(conn: &mut PgConnection, id: Uuid, actor: &str) -> Result<String> {
     let secret = signing::generate_secret();
     let n = sqlx::query("UPDATE tenants SET alert_secret = $2, updated_at = now() WHERE id = $1")
         .bind(id)
         .bind(&secret)
-        .execute(exec)
+        .execute(&mut *conn)
         .await?
         .rows_affected();
     if n == 0 {
         return Err(Error::NotFound("tenant"));
     }
+    audit::record(
+        &mut *conn,
+        &audit::Entry {
+            tenant_id: Some(id),
+            actor,
+            action: "tenant.alert_secret_rotated",
+            ..Default::default()
+        },
+    )
+    .await?;
     Ok(secret)
 }
 
@@ -183,7 +264,7 @@ pub async fn rotate_alert_secret(exec: impl PgExecutor<'_>, id: Uuid) -> Result<
 /// delivery job of the tenant's channels to the new tier's queue, in one transaction. Jobs
 /// already executing finish where they are. A job moves (UPDATE of its queue column), it is
 /// never copied, so no delivery ever has two live jobs. Returns the number of jobs moved.
-pub async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(Tenant, u64)> {
+async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(Tenant, u64)> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1

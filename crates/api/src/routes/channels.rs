@@ -3,7 +3,7 @@
 use super::checked_url;
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
+use crate::extract::{Json, Path, Query, RequestId};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -54,10 +54,11 @@ struct CreateChannel {
 async fn create(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
     let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
-    let mut tx = state.pool().begin().await?;
+    let mut tx = state.begin_audited(&request).await?;
     let created = channels::create(
         &mut tx,
         key.tenant_id,
@@ -71,6 +72,7 @@ async fn create(
             rate_limit: body.rate_limit,
             max_in_flight: body.max_in_flight,
         },
+        &audit::tenant_actor(key.key_id),
     )
     .await?;
     tx.commit().await?;
@@ -222,6 +224,7 @@ struct PatchChannel {
 async fn update(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
     Json(body): Json<PatchChannel>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
@@ -241,8 +244,9 @@ async fn update(
         rate_limit: body.rate_limit,
         max_in_flight: body.max_in_flight,
     };
-    let mut tx = state.pool().begin().await?;
-    let channel = channels::update(&mut tx, key.tenant_id, id, &patch).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    let channel = channels::update(&mut tx, key.tenant_id, id, &patch, &actor).await?;
     tx.commit().await?;
     Ok(axum::Json(view(&state, channel).await?))
 }
@@ -432,6 +436,7 @@ pub(crate) struct ReasonQuery {
 /// is already in effect changes nothing and audits nothing.
 pub(crate) async fn manual(
     state: &AppState,
+    request: &RequestId,
     channel: Channel,
     change: circuit::Manual,
     actor: &str,
@@ -444,7 +449,7 @@ pub(crate) async fn manual(
             "must be at most 500 characters",
         ));
     }
-    let mut tx = state.pool().begin().await?;
+    let mut tx = state.begin_audited(request).await?;
     circuit::apply_manual(
         &mut tx,
         channel.id,
@@ -464,13 +469,22 @@ pub(crate) async fn manual(
 async fn pause(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     let channel = channels::get(state.pool(), key.tenant_id, id).await?;
     let actor = audit::tenant_actor(key.key_id);
     Ok(axum::Json(
-        manual(&state, channel, circuit::Manual::Pause, &actor, q.reason).await?,
+        manual(
+            &state,
+            &request,
+            channel,
+            circuit::Manual::Pause,
+            &actor,
+            q.reason,
+        )
+        .await?,
     ))
 }
 
@@ -479,13 +493,22 @@ async fn pause(
 async fn resume(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     let channel = channels::get(state.pool(), key.tenant_id, id).await?;
     let actor = audit::tenant_actor(key.key_id);
     Ok(axum::Json(
-        manual(&state, channel, circuit::Manual::Resume, &actor, q.reason).await?,
+        manual(
+            &state,
+            &request,
+            channel,
+            circuit::Manual::Resume,
+            &actor,
+            q.reason,
+        )
+        .await?,
     ))
 }
 
@@ -509,6 +532,7 @@ struct Replayed {
 async fn replay_window(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
     Json(body): Json<ReplayWindow>,
 ) -> Result<axum::Json<Replayed>, ApiError> {
@@ -518,7 +542,7 @@ async fn replay_window(
     if from > to {
         return Err(ApiError::invalid("from", "must not be after `to`"));
     }
-    let mut tx = state.pool().begin().await?;
+    let mut tx = state.begin_audited(&request).await?;
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::ChannelWindow {

@@ -2,7 +2,7 @@
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::Path;
+use crate::extract::{Path, RequestId};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -46,10 +46,11 @@ async fn read(
 async fn replay(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
 ) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
     let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let mut tx = state.pool().begin().await?;
+    let mut tx = state.begin_audited(&request).await?;
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::One {

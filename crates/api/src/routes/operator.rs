@@ -5,7 +5,7 @@ use super::audit::{page, AuditPage, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
+use crate::extract::{Json, Path, Query, RequestId};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -84,6 +84,7 @@ async fn read(
 async fn act(
     _: Operator,
     State(state): State<AppState>,
+    request: RequestId,
     Path((id, action)): Path<(Uuid, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
@@ -100,7 +101,7 @@ async fn act(
     };
     let channel = channels::get_any(state.pool(), id).await?;
     Ok(axum::Json(
-        manual(&state, channel, change, ACTOR_OPERATOR, q.reason).await?,
+        manual(&state, &request, channel, change, ACTOR_OPERATOR, q.reason).await?,
     ))
 }
 
@@ -146,6 +147,7 @@ struct SetDefaults {
 async fn set_defaults(
     _: Operator,
     State(state): State<AppState>,
+    request: RequestId,
     Json(body): Json<SetDefaults>,
 ) -> Result<axum::Json<Defaults>, ApiError> {
     if body
@@ -169,7 +171,7 @@ async fn set_defaults(
         ));
     }
     let before = read_defaults(&state).await?;
-    let mut tx = state.pool().begin().await?;
+    let mut tx = state.begin_audited(&request).await?;
     sqlx::query(
         "UPDATE circuit_defaults SET
             failure_threshold = CASE WHEN $1 THEN $2 ELSE failure_threshold END,
@@ -187,10 +189,11 @@ async fn set_defaults(
         &audit::Entry {
             actor: ACTOR_OPERATOR,
             action: "circuit_defaults.changed",
+            // Old: the values in force (an override or the configuration's); new: what was
+            // set (`null` returns a value to the configuration's).
             details: serde_json::json!({
-                "before": { "failure_threshold": before.failure_threshold, "cooldown_ms": before.cooldown_ms },
-                "failure_threshold": body.failure_threshold,
-                "cooldown_ms": body.cooldown_ms,
+                "old": { "failure_threshold": before.failure_threshold, "cooldown_ms": before.cooldown_ms },
+                "new": { "failure_threshold": body.failure_threshold, "cooldown_ms": body.cooldown_ms },
             }),
             ..Default::default()
         },

@@ -3,7 +3,7 @@
 use super::checked_url;
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
-use crate::extract::{Json, Path};
+use crate::extract::{Json, Path, RequestId};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -43,6 +43,7 @@ struct CreateTenant {
 async fn create(
     _: Operator,
     State(state): State<AppState>,
+    request: RequestId,
     Json(body): Json<CreateTenant>,
 ) -> Result<(StatusCode, axum::Json<CreatedTenant>), ApiError> {
     let tier = match body.tier.as_deref() {
@@ -53,16 +54,18 @@ async fn create(
         None | Some("") => None,
         Some(u) => Some(checked_url("alert_url", u, state.inner.allow_private_targets).await?),
     };
-    let mut conn = state.pool().acquire().await?;
+    let mut tx = state.begin_audited(&request).await?;
     let created = tenants::create(
-        &mut conn,
+        &mut tx,
         &NewTenant {
             name: body.name,
             tier,
             alert_url,
         },
+        audit::ACTOR_OPERATOR,
     )
     .await?;
+    tx.commit().await?;
     tracing::info!(tenant_id = %created.tenant.id, tier = %created.tenant.tier, "tenant created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
@@ -111,39 +114,21 @@ async fn operator_read(
 async fn operator_update(
     _: Operator,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
     Json(body): Json<OperatorPatch>,
 ) -> Result<axum::Json<TenantView>, ApiError> {
-    let before = tenants::get(state.pool(), id).await?;
+    tenants::get(state.pool(), id).await?;
     let tier = body.tier.as_deref().map(str::parse::<Tier>).transpose()?;
     let alert_url = checked_alert_url(&state, body.alert_url).await?;
-    let mut tenant = tenants::update(
-        state.pool(),
-        id,
-        &tenants::TenantPatch {
-            alert_url,
-            name: body.name,
-        },
-    )
-    .await?;
-    let mut jobs_moved = None;
-    if let Some(tier) = tier.filter(|t| *t != before.tier) {
-        let mut conn = state.pool().acquire().await?;
-        let (t, moved) = tenants::change_tier(&mut conn, id, tier).await?;
-        audit::record(
-            &mut *conn,
-            &audit::Entry {
-                tenant_id: Some(id),
-                actor: audit::ACTOR_OPERATOR,
-                action: "tenant.tier_changed",
-                details: serde_json::json!({ "from": before.tier, "to": tier, "jobs_moved": moved }),
-                ..Default::default()
-            },
-        )
-        .await?;
-        tenant = t;
-        jobs_moved = Some(moved);
-    }
+    let patch = tenants::TenantPatch {
+        alert_url,
+        name: body.name,
+        tier,
+    };
+    let mut tx = state.begin_audited(&request).await?;
+    let (tenant, jobs_moved) = tenants::update(&mut tx, id, &patch, audit::ACTOR_OPERATOR).await?;
+    tx.commit().await?;
     Ok(axum::Json(TenantView { tenant, jobs_moved }))
 }
 
@@ -155,9 +140,12 @@ struct Rotated {
 async fn operator_rotate(
     _: Operator,
     State(state): State<AppState>,
+    request: RequestId,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Rotated>, ApiError> {
-    let alert_secret = tenants::rotate_alert_secret(state.pool(), id).await?;
+    let mut tx = state.begin_audited(&request).await?;
+    let alert_secret = tenants::rotate_alert_secret(&mut tx, id, audit::ACTOR_OPERATOR).await?;
+    tx.commit().await?;
     Ok(axum::Json(Rotated { alert_secret }))
 }
 
@@ -179,37 +167,30 @@ async fn self_read(
 async fn self_update(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
     Json(body): Json<SelfPatch>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
     let alert_url = checked_alert_url(&state, body.alert_url).await?;
-    Ok(axum::Json(
-        tenants::update(
-            state.pool(),
-            key.tenant_id,
-            &tenants::TenantPatch {
-                alert_url,
-                name: None,
-            },
-        )
-        .await?,
-    ))
+    let patch = tenants::TenantPatch {
+        alert_url,
+        ..Default::default()
+    };
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    let (tenant, _) = tenants::update(&mut tx, key.tenant_id, &patch, &actor).await?;
+    tx.commit().await?;
+    Ok(axum::Json(tenant))
 }
 
 /// `POST /api/v1/tenant/alert-secret`: a new alert signing secret, shown once.
 async fn self_rotate(
     Tenant(key): Tenant,
     State(state): State<AppState>,
+    request: RequestId,
 ) -> Result<axum::Json<Rotated>, ApiError> {
-    let alert_secret = tenants::rotate_alert_secret(state.pool(), key.tenant_id).await?;
-    audit::record(
-        state.pool(),
-        &audit::Entry {
-            tenant_id: Some(key.tenant_id),
-            actor: &audit::tenant_actor(key.key_id),
-            action: "tenant.alert_secret_rotated",
-            ..Default::default()
-        },
-    )
-    .await?;
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    let alert_secret = tenants::rotate_alert_secret(&mut tx, key.tenant_id, &actor).await?;
+    tx.commit().await?;
     Ok(axum::Json(Rotated { alert_secret }))
 }
