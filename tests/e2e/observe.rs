@@ -7,7 +7,7 @@
 
 use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -622,5 +622,111 @@ async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool)
         .await,
         "the gauges are read again once older than the interval"
     );
+    app.stop().await;
+}
+
+/// `/metrics` on its own address behind a bearer token (the production setup): the API's
+/// address no longer serves it, the metrics address serves only it, a missing or wrong token
+/// gets 401 problem+json, and the right one gets the metrics.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn metrics_on_their_own_address_behind_a_token(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| {
+        s.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+        s.metrics_token = Some(breakwater::config::Secret("scrape-token-1".into()));
+    })
+    .await;
+    let metrics = app.metrics.clone().expect("a metrics address");
+    let get = |url: String, token: Option<&'static str>| {
+        let mut r = app.http.get(url);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            let ct = r
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default();
+            (status, ct, r.text().await.unwrap())
+        }
+    };
+    let (s, _, _) = get(format!("{}/metrics", app.api), Some("scrape-token-1")).await;
+    assert_eq!(s, 404, "the API's address has no /metrics");
+    let (s, ct, body) = get(format!("{metrics}/metrics"), None).await;
+    assert_eq!(s, 401, "{body}");
+    assert_eq!(ct, "application/problem+json");
+    let (s, _, _) = get(format!("{metrics}/metrics"), Some("scrape-token-2")).await;
+    assert_eq!(s, 401);
+    let (s, ct, body) = get(format!("{metrics}/metrics"), Some("scrape-token-1")).await;
+    assert_eq!(s, 200);
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    assert!(body.contains("breakwater_"), "{body}");
+    let (s, _, _) = get(format!("{metrics}/api/v1/channels"), Some("scrape-token-1")).await;
+    assert_eq!(s, 404, "the metrics address serves only /metrics");
+    app.stop().await;
+}
+
+/// Unauthenticated routes cost O(1) whatever the rate: `/readyz` checks the database at most
+/// once per second and answers from that check in between. Shown by making the database refuse
+/// the API right after a check: the next answers still say ready (no query was made), and once
+/// the second has passed, not ready; then ready again when the database is back.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn readiness_is_checked_at_most_once_a_second(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), breakwater::Role::Api, |_| {}).await;
+    let ready = || async {
+        app.http
+            .get(format!("{}/readyz", app.api))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let db: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    // From another database: a session cannot bar connections to its own.
+    let mut admin =
+        sqlx::PgConnection::connect_with(&(*pool.connect_options()).clone().database("postgres"))
+            .await
+            .unwrap();
+    assert_eq!(ready().await, 200);
+    let checked = std::time::Instant::now();
+    sqlx::query(&format!("ALTER DATABASE \"{db}\" ALLOW_CONNECTIONS false"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = $1",
+    )
+    .bind(&db)
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    for _ in 0..50 {
+        assert_eq!(ready().await, 200, "answered from the last check");
+    }
+    assert!(
+        checked.elapsed() < breakwater_api::READY_MAX_AGE,
+        "the burst took {:?}; the cache window was missed, the test proves nothing",
+        checked.elapsed()
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async { ready().await == 503 }).await,
+        "not ready once the check is redone"
+    );
+    sqlx::query(&format!("ALTER DATABASE \"{db}\" ALLOW_CONNECTIONS true"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || async { ready().await == 200 }).await,
+        "ready again"
+    );
+    drop(admin);
     app.stop().await;
 }

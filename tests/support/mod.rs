@@ -62,6 +62,8 @@ pub struct TestApp {
     pub pool: PgPool,
     /// API base URL, e.g. `http://127.0.0.1:41234`.
     pub api: String,
+    /// Base URL of `/metrics`' own address, when the node has one (`metrics_listen`).
+    pub metrics: Option<String>,
     /// The receiver.
     pub receiver: Receiver,
     /// HTTP client.
@@ -88,9 +90,11 @@ impl TestApp {
             .await
             .expect("start node");
         let api = format!("http://{}", node.api_addr.expect("api addr"));
+        let metrics = node.metrics_addr.map(|a| format!("http://{a}"));
         Self {
             pool,
             api,
+            metrics,
             receiver: Receiver::start().await.expect("receiver"),
             http: reqwest::Client::new(),
             shutdown,

@@ -17,6 +17,8 @@ use sqlx::PgPool;
 use std::sync::Arc;
 
 pub use auth::OperatorKey;
+pub use routes::health::{READY_CHECK_TIMEOUT, READY_MAX_AGE};
+pub use routes::metrics::{Metrics, GAUGES_MAX_AGE};
 
 /// API settings (`[api]` in `config/default.toml`; environment `BREAKWATER_API__<FIELD>`).
 #[derive(Debug, Clone, Deserialize)]
@@ -62,8 +64,10 @@ struct Inner {
     circuit: CircuitConfig,
     channel_limits: breakwater_queue::GroupLimits,
     ingress: Option<auth::IngressLimiter>,
-    /// When the cluster-wide gauges were last read from the database (see `routes::metrics`).
-    gauges_read_at: tokio::sync::Mutex<Option<std::time::Instant>>,
+    /// `/metrics` on the API's address, unless it is served elsewhere ([`AppState::with_metrics`]).
+    metrics: Option<Metrics>,
+    /// The last readiness check: when, and whether the database answered (`routes::health`).
+    ready: tokio::sync::Mutex<Option<(std::time::Instant, bool)>>,
 }
 
 impl AppState {
@@ -91,9 +95,19 @@ impl AppState {
                 circuit,
                 channel_limits,
                 ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
-                gauges_read_at: tokio::sync::Mutex::new(None),
+                metrics: None,
+                ready: tokio::sync::Mutex::new(None),
             }),
         }
+    }
+
+    /// Serves `metrics` on the API's address too (without it, the API has no `/metrics` and the
+    /// node serves it on its own address, `BREAKWATER_METRICS_LISTEN`). Call before [`app`].
+    pub fn with_metrics(mut self, metrics: Option<Metrics>) -> Self {
+        Arc::get_mut(&mut self.inner)
+            .expect("with_metrics is called before the state is shared")
+            .metrics = metrics;
+        self
     }
 
     pub(crate) fn pool(&self) -> &PgPool {
@@ -114,6 +128,10 @@ impl AppState {
 
 /// The whole API.
 pub fn app(state: AppState) -> Router {
+    let metrics = match &state.inner.metrics {
+        Some(m) => m.router(),
+        None => Router::new(),
+    };
     Router::new()
         .merge(routes::health::router())
         .merge(routes::tenants::router())
@@ -122,7 +140,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::audit::router())
         .merge(routes::operator::router())
         .merge(routes::queues::router())
-        .merge(routes::metrics::router())
+        .merge(metrics)
         .merge(routes::admin::router())
         .fallback(|| async { error::ApiError::not_found("route") })
         .method_not_allowed_fallback(|| async {

@@ -95,6 +95,12 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// Operator key (`BREAKWATER_OPERATOR_KEY`), at least 16 characters; required by `serve`.
     pub operator_key: Option<Secret>,
+    /// Serve `/metrics` on this address only (`BREAKWATER_METRICS_LISTEN`, e.g. `0.0.0.0:9090`),
+    /// not on the API's; works on a worker-only node too. Unset: `/metrics` is on the API's
+    /// address (and a worker-only node has none).
+    pub metrics_listen: Option<SocketAddr>,
+    /// Bearer token `/metrics` requires (`BREAKWATER_METRICS_TOKEN`); unset or empty: open.
+    pub metrics_token: Option<Secret>,
     /// Allow internal targets (`BREAKWATER_ALLOW_PRIVATE_TARGETS`), off by default.
     pub allow_private_targets: bool,
     /// `text` or `json`.
@@ -145,6 +151,9 @@ impl Settings {
         }
         if s.operator_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             s.operator_key = None;
+        }
+        if s.metrics_token.as_ref().is_some_and(|k| k.0.is_empty()) {
+            s.metrics_token = None;
         }
         s.validate()?;
         Ok(s)

@@ -60,6 +60,8 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
 pub struct Node {
     /// Where the API listens, when this node runs it.
     pub api_addr: Option<SocketAddr>,
+    /// Where `/metrics` listens, when it has its own address (`metrics_listen`).
+    pub metrics_addr: Option<SocketAddr>,
     /// This node's id (in `queue_nodes`, `jobs.attempted_by`, `delivery_attempts.node_id`).
     pub node_id: String,
     tasks: JoinSet<anyhow::Result<()>>,
@@ -97,6 +99,26 @@ pub async fn start_node(
     let node_id = breakwater_worker::node_id();
     let mut tasks = JoinSet::new();
     let mut api_addr = None;
+    let mut metrics_addr = None;
+    let metrics = breakwater_api::Metrics::new(
+        session_pool(&pool, &settings.database, Side::Api),
+        settings.metrics_token.as_ref().map(|t| t.0.clone()),
+    );
+    if let Some(listen) = settings.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding /metrics to {listen} (BREAKWATER_METRICS_LISTEN)"))?;
+        let addr = listener.local_addr()?;
+        metrics_addr = Some(addr);
+        let (app, token) = (metrics.app(), shutdown.clone());
+        tasks.spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { token.cancelled().await })
+                .await
+                .context("metrics server failed")
+        });
+        tracing::info!(%addr, "metrics listening");
+    }
     if role.api() {
         let pool = session_pool(&pool, &settings.database, Side::Api);
         let key = settings
@@ -112,7 +134,8 @@ pub async fn start_node(
             settings.worker.max_attempts,
             settings.circuit.clone(),
             settings.worker.channel_limits(),
-        );
+        )
+        .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()));
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
             .with_context(|| {
@@ -160,6 +183,7 @@ pub async fn start_node(
     }
     Ok(Node {
         api_addr,
+        metrics_addr,
         node_id,
         tasks,
     })

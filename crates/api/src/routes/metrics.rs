@@ -1,34 +1,101 @@
 //! `GET /metrics`: every Breakwater metric as Prometheus text (see `breakwater-telemetry`).
 //!
-//! Unauthenticated, like `/healthz`, so a Prometheus server can scrape it without a key: it
-//! carries counts by tier, queue, state and outcome only, never a tenant, channel or delivery id.
-//! The cluster-wide gauges (channels per circuit state, parked deliveries, queue depth and age)
-//! are read from Postgres at most once per [`GAUGES_MAX_AGE`] whatever the scrape rate (one
+//! Where it is served and who may read it is the operator's choice ([`Metrics`]):
+//! - on the API's own address (the default), or only on a separate address
+//!   (`BREAKWATER_METRICS_LISTEN`, the usual production setup: a port that only the Prometheus
+//!   network reaches), which also works on a node that runs only workers;
+//! - open, or behind a bearer token (`BREAKWATER_METRICS_TOKEN`): `Authorization: Bearer <token>`,
+//!   compared in constant time; anything else is 401 with a problem body.
+//!
+//! It carries counts by tier, queue, state and outcome only, never a tenant, channel or delivery
+//! id. The cluster-wide gauges (channels per circuit state, parked deliveries, queue depth and
+//! age) are read from Postgres at most once per [`GAUGES_MAX_AGE`] whatever the scrape rate (one
 //! reader at a time; concurrent scrapes wait for it and serve its values), so scraping in a loop
 //! costs the database nothing more.
 
-use crate::AppState;
+use crate::error::ApiError;
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-
-pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(metrics))
-}
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 /// The oldest the cluster-wide gauges may be when served.
-pub const GAUGES_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+pub const GAUGES_MAX_AGE: Duration = Duration::from_secs(5);
 
-async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+/// The `/metrics` endpoint: the pool its gauges are read from, the optional bearer token, and
+/// when the gauges were last read. Cheap to clone; every router made from one shares the cache.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: PgPool,
+    token: Option<String>,
+    gauges_read_at: tokio::sync::Mutex<Option<Instant>>,
+}
+
+impl Metrics {
+    /// `/metrics` reading its gauges from `pool`; with `token`, only requests that present it as
+    /// a bearer token are answered.
+    pub fn new(pool: PgPool, token: Option<String>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                token: token.filter(|t| !t.is_empty()),
+                gauges_read_at: tokio::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A router with only `GET /metrics` (and problem+json 404s), to serve on its own address.
+    pub fn app(&self) -> Router {
+        self.router()
+            .fallback(|| async { ApiError::not_found("route") })
+    }
+
+    /// The `/metrics` route, for any router state.
+    pub(crate) fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        Router::new()
+            .route("/metrics", get(metrics))
+            .with_state(self.clone())
+    }
+
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.inner.token else {
+            return true;
+        };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
+    }
+}
+
+async fn metrics(State(m): State<Metrics>, headers: HeaderMap) -> Response {
+    if !m.authorized(&headers) {
+        let mut e = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "/metrics needs the metrics bearer token",
+        );
+        e.headers
+            .push((header::WWW_AUTHENTICATE, "Bearer".to_string()));
+        return e.into_response();
+    }
     {
-        let mut read_at = state.inner.gauges_read_at.lock().await;
+        let mut read_at = m.inner.gauges_read_at.lock().await;
         if read_at.is_none_or(|t| t.elapsed() >= GAUGES_MAX_AGE) {
             // A failed read leaves the previous gauge values in place; the counters are still
             // served, and the next scrape past the age tries again.
-            match breakwater_core::overview::refresh_metrics(state.pool()).await {
-                Ok(()) => *read_at = Some(std::time::Instant::now()),
+            match breakwater_core::overview::refresh_metrics(&m.inner.pool).await {
+                Ok(()) => *read_at = Some(Instant::now()),
                 Err(e) => tracing::warn!(error = %e,
                     "metrics: reading the cluster gauges from the database failed"),
             }
@@ -41,4 +108,5 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         )],
         breakwater_telemetry::render(),
     )
+        .into_response()
 }
