@@ -12,7 +12,8 @@ use crate::http::is_blocked;
 use breakwater_core::circuit::{self, Admission};
 use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
 use breakwater_core::outcome::{
-    classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
+    classify, honours_retry_after, is_configuration_problem, is_redirect, parse_retry_after,
+    redirect_note, Class, Observed,
 };
 use breakwater_core::ratelimit::{self, Budget};
 use breakwater_core::{signing, targets, Result};
@@ -358,6 +359,13 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let redirect = is_redirect(status).then(|| {
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        redirect_note(status, location.as_deref(), &d.url)
+    });
     // Keep only the first bytes of the body; stop reading past the cap.
     let mut buf: Vec<u8> = Vec::new();
     let mut read_error = None;
@@ -385,7 +393,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         _ => Sent {
             observed: Observed::Status(status),
             excerpt,
-            error: None,
+            error: redirect,
             retry_after,
         },
     }
