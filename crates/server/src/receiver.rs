@@ -39,6 +39,9 @@ pub struct Received {
     pub webhook_id: Option<String>,
     /// `webhook-timestamp` header (Unix seconds).
     pub webhook_timestamp: Option<i64>,
+    /// `webhook-signature` header, as sent (one or more space-separated `v1,…`), so a test can
+    /// verify it with any secret.
+    pub webhook_signature: Option<String>,
     /// Arrival time, Unix seconds (wall clock).
     pub received_unix: i64,
     /// Whether the signature verified (None when no secret is registered for the endpoint).
@@ -197,6 +200,10 @@ async fn handle(
             .get("webhook-timestamp")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok()),
+        webhook_signature: headers
+            .get("webhook-signature")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         received_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)

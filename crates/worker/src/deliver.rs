@@ -317,7 +317,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
-/// Sends one signed request for `d` (signature and timestamp made now, at the attempt).
+/// Sends one signed request for `d` (signature and timestamp made now, at the attempt): its
+/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
+/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
+/// `v1,<previous>` after it. A redirect is not followed (the client's policy is `none`); the
+/// answer is recorded with where it pointed ([`redirect_note`]).
 pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
     let body = body(d);
     let failed = |observed, error: String| Sent {
@@ -332,9 +336,12 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
             return failed(Observed::Blocked, e);
         }
     }
-    let headers = match signing::sign(
-        &d.signing_secret,
-        &d.id.to_string(),
+    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
+        .chain(d.previous_signing_secret.as_deref())
+        .collect();
+    let headers = match signing::sign_all(
+        &secrets,
+        &d.webhook_id.to_string(),
         Utc::now().timestamp(),
         &body,
     ) {
