@@ -24,6 +24,11 @@ const NOT_AUDITED: &[(&str, &str, &str)] = &[
         "/api/v1/channels/{id}/deliveries/batch",
         "an enqueue: the delivery rows are their own record",
     ),
+    (
+        "POST",
+        "/api/v1/messages",
+        "an enqueue (fan-out): the message and delivery rows are their own record",
+    ),
 ];
 
 /// Every path registered with `.route("…")` in the API's route modules.
@@ -257,6 +262,16 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
             body: Some(json!({})),
             operator: false,
             action: "deliveries.replayed",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/channels/{id}/secret/rotate",
+            path: format!("/api/v1/channels/{channel}/secret/rotate"),
+            key: key.clone(),
+            body: Some(json!({"grace_ms": 60000})),
+            operator: false,
+            action: "channel.secret_rotated",
             changed: &[],
         },
         Case {

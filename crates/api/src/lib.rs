@@ -31,9 +31,12 @@ pub struct ApiConfig {
     /// Largest accepted batch request body, bytes. Larger → 413.
     pub max_batch_body_bytes: usize,
     /// Requests per second each tenant API key may make (GCRA, `governor`); over it → 429 with
-    /// `Retry-After`. 0 turns the limit off.
+    /// `Retry-After`. 0 turns the limit off. A request counts once whatever it carries: a batch
+    /// of 1000 deliveries or a message fanned out to 1000 channels is one request. Default 1000
+    /// (was 100, which capped a sender of single messages at about 100/s while the service
+    /// delivers several hundred per second; peers set no such low cap).
     pub ingress_per_second: u32,
-    /// Requests a key may make at once above that rate.
+    /// Requests a key may make at once above that rate (default 2000).
     pub ingress_burst: u32,
 }
 
@@ -43,8 +46,8 @@ impl Default for ApiConfig {
             max_payload_bytes: 256 * 1024,
             max_batch_size: 1_000,
             max_batch_body_bytes: 16 * 1024 * 1024,
-            ingress_per_second: 100,
-            ingress_burst: 200,
+            ingress_per_second: 1_000,
+            ingress_burst: 2_000,
         }
     }
 }
@@ -137,6 +140,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::tenants::router())
         .merge(routes::channels::router(&state.inner.config))
         .merge(routes::deliveries::router())
+        .merge(routes::messages::router(&state.inner.config))
+        .merge(routes::secrets::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
         .merge(routes::queues::router())

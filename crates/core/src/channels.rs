@@ -20,6 +20,13 @@ pub struct Channel {
     pub url: String,
     /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), null = unlimited.
     pub rate_limit: Option<String>,
+    /// The event types the channel receives from `POST /api/v1/messages` (exact match, see
+    /// [`canonical_event_types`]); null = every type.
+    pub event_types: Option<Vec<String>>,
+    /// Until when the signing secret rotated out by the last [`rotate_secret`] still signs each
+    /// request (a second signature); in the past once that grace period is over, null when the
+    /// secret was never rotated or rotated without a grace period.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
     /// `closed` | `open` | `half_open` | `paused`.
     pub circuit_state: String,
     /// When the circuit last changed state.
@@ -57,7 +64,8 @@ pub struct Channel {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, rate_limited_total, circuit_state, circuit_changed_at, \
+const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, event_types, previous_secret_expires_at, \
+    rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, max_in_flight, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
@@ -91,6 +99,8 @@ pub struct NewChannel {
     pub rate_limit: Option<String>,
     /// Ceiling of the adaptive concurrency limit (1–10000); `None` = the global ceiling.
     pub max_in_flight: Option<i32>,
+    /// Event types the channel subscribes to ([`canonical_event_types`]); `None` = every type.
+    pub event_types: Option<Vec<String>>,
 }
 
 /// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
@@ -106,11 +116,13 @@ pub async fn create(
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
+    let event_types = canonical_event_types(new.event_types.as_deref())?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
-                               replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11) RETURNING {COLUMNS}"
+                               replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
+                               event_types)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -123,6 +135,7 @@ pub async fn create(
     .bind(new.replay_window_ms)
     .bind(canonical_rate_limit(new.rate_limit.as_deref())?)
     .bind(new.max_in_flight)
+    .bind(event_types)
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
@@ -167,6 +180,51 @@ pub struct ChannelPatch {
     pub rate_limit: Option<Option<String>>,
     /// Concurrency ceiling (`Some(None)` clears it back to the global ceiling).
     pub max_in_flight: Option<Option<i32>>,
+    /// Event-type filter (`Some(None)` clears it: the channel then receives every type).
+    pub event_types: Option<Option<Vec<String>>>,
+}
+
+/// Most event types in one channel's filter.
+pub const MAX_EVENT_TYPES: usize = 100;
+/// Longest event type in a channel's filter, in characters.
+pub const MAX_FILTER_EVENT_TYPE_LEN: usize = 100;
+
+/// The canonical form of a channel's event-type filter (sorted, without repeats), or the field
+/// error. `None` (no filter: every type) stays `None`. Each entry is 1–100 characters of ASCII
+/// letters, digits and `.` `_` `-` `:` `/` (e.g. `invoice.paid`, `orders/v2:created`); there
+/// are 1–100 entries (an empty list would receive nothing: send `null` for every type). A
+/// message matches a channel when its event type equals one of the entries exactly (no
+/// wildcards), as with Svix's `filterTypes`.
+pub fn canonical_event_types(types: Option<&[String]>) -> Result<Option<Vec<String>>> {
+    let Some(types) = types else {
+        return Ok(None);
+    };
+    if types.is_empty() || types.len() > MAX_EVENT_TYPES {
+        return Err(Error::invalid(
+            "event_types",
+            format!(
+                "must hold 1 to {MAX_EVENT_TYPES} event types, not {} (null receives every type)",
+                types.len()
+            ),
+        ));
+    }
+    for (i, t) in types.iter().enumerate() {
+        let ok_char =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/');
+        if t.is_empty() || t.len() > MAX_FILTER_EVENT_TYPE_LEN || !t.chars().all(ok_char) {
+            return Err(Error::invalid(
+                "event_types",
+                format!(
+                    "event_types[{i}] must be 1 to {MAX_FILTER_EVENT_TYPE_LEN} characters of \
+                     ASCII letters, digits, '.', '_', '-', ':' and '/'"
+                ),
+            ));
+        }
+    }
+    let mut v = types.to_vec();
+    v.sort();
+    v.dedup();
+    Ok(Some(v))
 }
 
 fn check_max_in_flight(m: Option<i32>) -> Result<()> {
@@ -228,6 +286,7 @@ pub fn audited_settings(c: &Channel) -> serde_json::Value {
         "failure_threshold": c.failure_threshold,
         "cooldown_ms": c.cooldown_ms,
         "max_in_flight": c.max_in_flight,
+        "event_types": c.event_types,
         "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
         "replay_window_ms": c.replay_window_ms,
     })
@@ -252,6 +311,7 @@ pub async fn update(
     )?;
     check_replay_window(patch.replay_window_ms)?;
     check_max_in_flight(patch.max_in_flight.flatten())?;
+    let event_types = canonical_event_types(patch.event_types.clone().flatten().as_deref())?;
     let old: Channel = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE"
     ))
@@ -272,6 +332,7 @@ pub async fn update(
             rate_tat = CASE WHEN $12 THEN NULL ELSE rate_tat END,
             rate_queue_tat = CASE WHEN $12 THEN NULL ELSE rate_queue_tat END,
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
+            event_types = CASE WHEN $16 THEN $17 ELSE event_types END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2
          RETURNING {COLUMNS}"
@@ -293,6 +354,8 @@ pub async fn update(
     )?)
     .bind(patch.max_in_flight.is_some())
     .bind(patch.max_in_flight.flatten())
+    .bind(patch.event_types.is_some())
+    .bind(event_types)
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
@@ -333,6 +396,90 @@ async fn retime_rate_limited(conn: &mut PgConnection, channel_id: Uuid) -> Resul
     .fetch_all(&mut *conn)
     .await?;
     Ok(breakwater_queue::make_due(conn, &keys).await?)
+}
+
+/// Default grace period of a secret rotation: 24 h, in ms (as Svix).
+pub const DEFAULT_ROTATION_GRACE_MS: i64 = 86_400_000;
+/// Longest grace period of a secret rotation: 7 days, in ms.
+pub const MAX_ROTATION_GRACE_MS: i64 = 7 * 86_400_000;
+
+/// The result of [`rotate_secret`]: the new secret, shown once.
+#[derive(Debug, Clone, Serialize)]
+pub struct RotatedSecret {
+    /// The channel.
+    pub channel_id: Uuid,
+    /// The new Standard Webhooks secret (`whsec_…`), which signs every request from now on.
+    pub signing_secret: String,
+    /// Until when requests also carry a signature made with the old secret (database time);
+    /// `None` with a zero grace period (the old secret stops at once).
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Rotates `tenant_id`'s channel `id` to a fresh signing secret ([`Error::NotFound`] for another
+/// tenant's). For `grace_ms` (0 to [`MAX_ROTATION_GRACE_MS`], else [`Error::Invalid`] naming
+/// `grace_ms`) the old secret keeps signing too: each request's `webhook-signature` carries
+/// `v1,<new> v1,<old>` (Standard Webhooks allows several space-separated signatures, and its
+/// verifiers accept a request if any one verifies), so receivers can switch at their own pace.
+/// After it, only `v1,<new>`. The period is measured on the database clock.
+///
+/// Only one old secret is kept: rotating again within a grace period drops the oldest at once
+/// (the secret being replaced becomes the old one). Writes one `channel.secret_rotated` audit row
+/// by `actor` with the grace period and its end, never a secret; in the caller's transaction.
+/// An attempt already in flight was signed before the rotation and still verifies with the old
+/// secret; one that starts later signs with both.
+pub async fn rotate_secret(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    id: Uuid,
+    grace_ms: i64,
+    actor: &str,
+) -> Result<RotatedSecret> {
+    if !(0..=MAX_ROTATION_GRACE_MS).contains(&grace_ms) {
+        return Err(Error::invalid(
+            "grace_ms",
+            format!("must be between 0 and {MAX_ROTATION_GRACE_MS} (7 days)"),
+        ));
+    }
+    let secret = signing::generate_secret();
+    // One conditional UPDATE: the row lock orders it with any concurrent rotation, so two
+    // rotations at once each keep the secret they replaced, never a lost one.
+    let expires: Option<(Option<DateTime<Utc>>,)> = sqlx::query_as(
+        "UPDATE channels SET
+            previous_signing_secret = CASE WHEN $3 > 0 THEN signing_secret END,
+            previous_secret_expires_at = CASE WHEN $3 > 0
+                THEN now() + $3 * interval '1 millisecond' END,
+            signing_secret = $4,
+            updated_at = now()
+         WHERE id = $1 AND tenant_id = $2
+         RETURNING previous_secret_expires_at",
+    )
+    .bind(id)
+    .bind(tenant_id)
+    .bind(grace_ms)
+    .bind(&secret)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (expires,) = expires.ok_or(Error::NotFound("channel"))?;
+    audit::record(
+        &mut *conn,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(id),
+            actor,
+            action: "channel.secret_rotated",
+            details: serde_json::json!({
+                "grace_ms": grace_ms,
+                "previous_secret_expires_at": expires,
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(RotatedSecret {
+        channel_id: id,
+        signing_secret: secret,
+        previous_secret_expires_at: expires,
+    })
 }
 
 /// Jobs of the channel held by its parked job group (open, half-open or paused circuit).

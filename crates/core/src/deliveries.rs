@@ -28,7 +28,17 @@ pub struct NewDelivery {
 
 /// Checks a delivery's fields; errors name the field.
 pub fn validate(d: &NewDelivery) -> Result<()> {
-    let et = d.event_type.trim();
+    check_event_type(&d.event_type)?;
+    if let Some(k) = &d.idempotency_key {
+        check_idempotency_key(k)?;
+    }
+    Ok(())
+}
+
+/// Checks an event type (of a delivery or a message): 1–200 characters once trimmed, no control
+/// characters. Errors name `event_type`.
+pub fn check_event_type(event_type: &str) -> Result<()> {
+    let et = event_type.trim();
     if et.is_empty() {
         return Err(Error::invalid("event_type", "must not be empty"));
     }
@@ -38,16 +48,20 @@ pub fn validate(d: &NewDelivery) -> Result<()> {
             "must be at most 200 characters without control characters",
         ));
     }
-    if let Some(k) = &d.idempotency_key {
-        if k.is_empty()
-            || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN
-            || k.chars().any(char::is_control)
-        {
-            return Err(Error::invalid(
-                "idempotency_key",
-                "must be 1 to 200 characters without control characters",
-            ));
-        }
+    Ok(())
+}
+
+/// Checks an idempotency key: 1–200 characters, no control characters. Errors name
+/// `idempotency_key`.
+pub fn check_idempotency_key(k: &str) -> Result<()> {
+    if k.is_empty()
+        || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN
+        || k.chars().any(char::is_control)
+    {
+        return Err(Error::invalid(
+            "idempotency_key",
+            "must be 1 to 200 characters without control characters",
+        ));
     }
     Ok(())
 }
@@ -199,10 +213,13 @@ pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempt
 /// A delivery as the API shows it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct Delivery {
-    /// Delivery id (= `webhook-id`).
+    /// Delivery id (the `webhook-id` of a delivery enqueued to its channel directly).
     pub id: Uuid,
     /// Channel.
     pub channel_id: Uuid,
+    /// The message this delivery fans out, if it was made by `POST /api/v1/messages`; its id is
+    /// then the `webhook-id` (see [`crate::messages`]).
+    pub message_id: Option<Uuid>,
     /// Event type.
     pub event_type: String,
     /// Event data.
@@ -212,7 +229,8 @@ pub struct Delivery {
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
-    /// Idempotency key, if one was given.
+    /// Idempotency key, if one was given to the per-channel enqueue (a message's key is on the
+    /// message).
     pub idempotency_key: Option<String>,
     /// Last error, if any.
     pub last_error: Option<String>,
@@ -245,13 +263,19 @@ pub struct Attempt {
     pub response_excerpt: Option<String>,
 }
 
+/// The `SELECT … FROM` that reads [`Delivery`] rows (alias `d`; append `WHERE …`): a delivery of
+/// a message has no payload of its own and shows its message's (stored once for all channels), so
+/// every query that reads a delivery's payload goes through this join.
+pub const DELIVERY_SELECT: &str = "SELECT d.id, d.channel_id, d.message_id, d.event_type,
+        coalesce(d.payload, m.payload) AS payload, d.status, d.attempts, d.idempotency_key,
+        d.last_error, d.created_at, d.updated_at, d.delivered_at
+    FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id";
+
 /// Loads `tenant_id`'s delivery `id` ([`Error::NotFound`] for another tenant's).
 pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Delivery> {
-    sqlx::query_as(
-        "SELECT id, channel_id, event_type, payload, status, attempts, idempotency_key, last_error,
-                created_at, updated_at, delivered_at
-         FROM deliveries WHERE id = $1 AND tenant_id = $2",
-    )
+    sqlx::query_as(&format!(
+        "{DELIVERY_SELECT} WHERE d.id = $1 AND d.tenant_id = $2"
+    ))
     .bind(id)
     .bind(tenant_id)
     .fetch_optional(exec)
@@ -275,6 +299,10 @@ pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Ve
 pub struct Dispatch {
     /// Delivery id.
     pub id: Uuid,
+    /// The `webhook-id` header: the message id for a delivery of a message (the same on every
+    /// channel it fans out to), else the delivery id; the same on every attempt either way
+    /// (Standard Webhooks: "the same when the same webhook is being resent").
+    pub webhook_id: Uuid,
     /// Tenant.
     pub tenant_id: Uuid,
     /// Channel.
@@ -291,10 +319,14 @@ pub struct Dispatch {
     pub url: String,
     /// Channel secret (`whsec_…`); never log it.
     pub signing_secret: String,
+    /// The channel's previous secret while its rotation's grace period lasts (database time),
+    /// else `None`: the request then carries a second signature made with it. Never log it.
+    pub previous_signing_secret: Option<String>,
 }
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
 /// the delivery is gone or already final (delivered or dead): the job then has nothing to do.
+/// A delivery of a message reads the message's payload (stored once for all its channels).
 pub async fn begin_attempt(
     exec: impl PgExecutor<'_>,
     delivery_id: Uuid,
@@ -304,8 +336,13 @@ pub async fn begin_attempt(
         UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
         FROM channels c
         WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead')
-        RETURNING d.id, d.tenant_id, d.channel_id, d.event_type, d.payload, d.created_at,
-                  d.attempts, c.url, c.signing_secret
+        RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
+                  d.event_type,
+                  coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
+                      AS payload,
+                  d.created_at, d.attempts, c.url, c.signing_secret,
+                  CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
+                      AS previous_signing_secret
         "#,
     )
     .bind(delivery_id)

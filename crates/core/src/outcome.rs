@@ -1,10 +1,17 @@
 //! Classifying what happened to one HTTP attempt, and reading `Retry-After`.
 //!
 //! Pure functions, unit-tested without a network. The rules (DESIGN.md, "The channel circuit"):
-//! 2xx is success; connect errors, timeouts, 408, 429 and 5xx are transient (retried, and they
-//! count towards the channel's circuit); every other status is permanent (the delivery is dead at
-//! once and the circuit does not move). 401 and 403 are also flagged as a configuration problem
-//! of the channel.
+//! 2xx is success; connect errors, timeouts, 3xx, 408, 429 and 5xx are transient (retried, and
+//! they count towards the channel's circuit); every other status is permanent (the delivery is
+//! dead at once and the circuit does not move). 401 and 403 are also flagged as a configuration
+//! problem of the channel.
+//!
+//! A redirect is never followed (the delivery client's redirect policy is `none`: a `Location`
+//! could point anywhere, including inside the network) and is a transient failure, as peers
+//! treat it: an endpoint that moved answers 301 to every request, and a permanent class would
+//! dead-letter its whole backlog at once; as a transient one it is retried with backoff, opens
+//! the channel's circuit (which parks the backlog until the tenant fixes the URL), and the
+//! attempt log shows the status and where it pointed (see [`redirect_note`]).
 
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
@@ -52,10 +59,35 @@ pub fn classify(observed: Observed) -> Class {
     match observed {
         Observed::Status(s) if (200..300).contains(&s) => Class::Success,
         Observed::Status(408 | 429) => Class::Transient,
+        Observed::Status(s) if is_redirect(s) => Class::Transient,
         Observed::Status(s) if (500..600).contains(&s) => Class::Transient,
         Observed::Status(_) => Class::Permanent,
         Observed::Connect | Observed::Timeout | Observed::Other => Class::Transient,
         Observed::Blocked => Class::Permanent,
+    }
+}
+
+/// Whether `status` is a redirect (3xx).
+pub fn is_redirect(status: u16) -> bool {
+    (300..400).contains(&status)
+}
+
+/// How an attempt log names a redirect that was not followed: `HTTP 301 redirect to
+/// https://host:port/… (not followed)`. The `Location` (absolute, or relative to the endpoint
+/// `endpoint`) is cut to its origin, as every URL in attempt errors, circuit reasons, alerts and
+/// the audit log is: its path or query may carry a token.
+pub fn redirect_note(status: u16, location: Option<&str>, endpoint: &str) -> String {
+    let target = location.map(|l| {
+        url::Url::parse(endpoint)
+            .and_then(|base| base.join(l.trim()))
+            .ok()
+            .filter(|u| u.has_host())
+            .map(|u| format!("{}/…", u.origin().ascii_serialization()))
+    });
+    match target {
+        Some(Some(t)) => format!("HTTP {status} redirect to {t} (not followed)"),
+        Some(None) => format!("HTTP {status} redirect to an unusable Location (not followed)"),
+        None => format!("HTTP {status} redirect without a Location (not followed)"),
     }
 }
 
@@ -97,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn transient_outcomes_are_connect_timeout_408_429_and_5xx() {
+    fn transient_outcomes_are_connect_timeout_3xx_408_429_and_5xx() {
         for o in [
             Observed::Connect,
             Observed::Timeout,
@@ -109,6 +141,11 @@ mod tests {
             Observed::Status(503),
             Observed::Status(504),
             Observed::Status(599),
+            Observed::Status(300),
+            Observed::Status(301),
+            Observed::Status(302),
+            Observed::Status(307),
+            Observed::Status(308),
         ] {
             assert_eq!(classify(o), Class::Transient, "{o:?}");
         }
@@ -117,8 +154,6 @@ mod tests {
     #[test]
     fn other_statuses_and_blocked_targets_are_permanent() {
         for o in [
-            Observed::Status(301),
-            Observed::Status(302),
             Observed::Status(400),
             Observed::Status(401),
             Observed::Status(403),
@@ -130,6 +165,31 @@ mod tests {
         ] {
             assert_eq!(classify(o), Class::Permanent, "{o:?}");
         }
+    }
+
+    #[test]
+    fn redirect_notes_name_the_origin_only() {
+        let ep = "https://hooks.example.com/in/secret-token?x=1";
+        assert_eq!(
+            redirect_note(
+                301,
+                Some("https://new.example.com:8443/v2/secret?t=abc"),
+                ep
+            ),
+            "HTTP 301 redirect to https://new.example.com:8443/… (not followed)"
+        );
+        assert_eq!(
+            redirect_note(308, Some("/moved/token"), ep),
+            "HTTP 308 redirect to https://hooks.example.com/… (not followed)"
+        );
+        assert_eq!(
+            redirect_note(302, None, ep),
+            "HTTP 302 redirect without a Location (not followed)"
+        );
+        assert_eq!(
+            redirect_note(302, Some("mailto:a@b.c"), ep),
+            "HTTP 302 redirect to an unusable Location (not followed)"
+        );
     }
 
     #[test]

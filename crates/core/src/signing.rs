@@ -25,11 +25,12 @@ pub fn generate_secret() -> String {
 /// The three headers of a signed request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedHeaders {
-    /// `webhook-id`: the delivery id (stable across attempts, for the receiver's dedup).
+    /// `webhook-id`: the message id of a fanned-out message, else the delivery id (stable across
+    /// attempts, for the receiver's dedup).
     pub id: String,
     /// `webhook-timestamp`: seconds since the Unix epoch, at signing.
     pub timestamp: i64,
-    /// `webhook-signature`: `v1,<base64>`.
+    /// `webhook-signature`: `v1,<base64>`, or several space-separated (see [`sign_all`]).
     pub signature: String,
 }
 
@@ -52,6 +53,33 @@ pub fn sign(
     })
 }
 
+/// Signs `body` for message `msg_id` at `timestamp` with each of `secrets` (the channel's
+/// current secret first, then, during a rotation's grace period, the previous one): the
+/// signatures are joined with a space, `v1,<new> v1,<old>`, as the Standard Webhooks spec allows
+/// ("the signature header can contain multiple space delimited signatures"); a verifier accepts
+/// the request if any of them verifies, so a receiver holding either secret accepts it.
+///
+/// Errors as [`sign`] on the first secret that is not valid base64.
+///
+/// # Panics
+/// If `secrets` is empty.
+pub fn sign_all(
+    secrets: &[&str],
+    msg_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Result<SignedHeaders, standardwebhooks::WebhookError> {
+    let (first, rest) = secrets.split_first().expect("at least one secret");
+    let mut headers = sign(first, msg_id, timestamp, body)?;
+    for s in rest {
+        headers.signature.push(' ');
+        headers
+            .signature
+            .push_str(&sign(s, msg_id, timestamp, body)?.signature);
+    }
+    Ok(headers)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +97,25 @@ mod tests {
         assert_eq!(
             h.signature,
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn two_secrets_give_the_new_signature_then_the_old() {
+        let (new, old) = (generate_secret(), generate_secret());
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let h = sign_all(&[&new, &old], "msg_1", ts, b"{}").unwrap();
+        let parts: Vec<&str> = h.signature.split(' ').collect();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0], sign(&new, "msg_1", ts, b"{}").unwrap().signature);
+        assert_eq!(parts[1], sign(&old, "msg_1", ts, b"{}").unwrap().signature);
+        // (That a Standard Webhooks verifier accepts either is tested end to end, tests/e2e.)
+        assert_eq!(
+            sign_all(&[&new], "msg_1", ts, b"{}").unwrap(),
+            sign(&new, "msg_1", ts, b"{}").unwrap()
         );
     }
 

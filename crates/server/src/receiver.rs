@@ -23,6 +23,11 @@ pub enum Behavior {
     Hang,
     /// Wait this long, then answer with the status (a slow endpoint).
     Delay(Duration, u16),
+    /// Answer with this status (a 3xx) and this `Location` header (an endpoint that moved).
+    Redirect(u16, String),
+    /// Answer the endpoint's n-th request (from 0) as the n-th behavior, and every later one as
+    /// the last (e.g. a 301, then 200s). Nested sequences answer as their first behavior.
+    Sequence(Vec<Behavior>),
 }
 
 /// One received request.
@@ -34,6 +39,9 @@ pub struct Received {
     pub webhook_id: Option<String>,
     /// `webhook-timestamp` header (Unix seconds).
     pub webhook_timestamp: Option<i64>,
+    /// `webhook-signature` header, as sent (one or more space-separated `v1,…`), so a test can
+    /// verify it with any secret.
+    pub webhook_signature: Option<String>,
     /// Arrival time, Unix seconds (wall clock).
     pub received_unix: i64,
     /// Whether the signature verified (None when no secret is registered for the endpoint).
@@ -155,11 +163,19 @@ async fn handle(
     let at = Instant::now();
     let (behavior, secret) = {
         let g = inner.lock().unwrap();
+        let behavior = match g.behaviors.get(&name) {
+            Some(Behavior::Sequence(steps)) => {
+                let n = g.received.iter().filter(|r| r.endpoint == name).count();
+                let step = steps.get(n).or(steps.last()).cloned();
+                match step {
+                    Some(Behavior::Sequence(inner)) => inner.first().cloned(),
+                    other => other,
+                }
+            }
+            other => other.cloned(),
+        };
         (
-            g.behaviors
-                .get(&name)
-                .cloned()
-                .unwrap_or(Behavior::Status(200, None)),
+            behavior.unwrap_or(Behavior::Status(200, None)),
             g.secrets.get(&name).cloned(),
         )
     };
@@ -169,8 +185,10 @@ async fn handle(
             .unwrap_or(false)
     });
     let answered = match &behavior {
-        Behavior::Status(code, _) | Behavior::Delay(_, code) => Some(*code),
-        Behavior::Hang => None,
+        Behavior::Status(code, _) | Behavior::Delay(_, code) | Behavior::Redirect(code, _) => {
+            Some(*code)
+        }
+        Behavior::Hang | Behavior::Sequence(_) => None,
     };
     inner.lock().unwrap().received.push(Received {
         endpoint: name,
@@ -182,6 +200,10 @@ async fn handle(
             .get("webhook-timestamp")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok()),
+        webhook_signature: headers
+            .get("webhook-signature")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         received_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -200,7 +222,16 @@ async fn handle(
             }
             resp
         }
-        Behavior::Hang => {
+        Behavior::Redirect(code, location) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::MOVED_PERMANENTLY);
+            let mut resp = (status, format!("receiver answered {code}")).into_response();
+            if let Ok(v) = location.parse() {
+                resp.headers_mut().insert("location", v);
+            }
+            resp
+        }
+        // (A nested sequence was resolved to its first step above.)
+        Behavior::Hang | Behavior::Sequence(_) => {
             std::future::pending::<()>().await;
             unreachable!()
         }

@@ -12,7 +12,8 @@ use crate::http::is_blocked;
 use breakwater_core::circuit::{self, Admission};
 use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
 use breakwater_core::outcome::{
-    classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
+    classify, honours_retry_after, is_configuration_problem, is_redirect, parse_retry_after,
+    redirect_note, Class, Observed,
 };
 use breakwater_core::ratelimit::{self, Budget};
 use breakwater_core::{signing, targets, Result};
@@ -316,7 +317,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
-/// Sends one signed request for `d` (signature and timestamp made now, at the attempt).
+/// Sends one signed request for `d` (signature and timestamp made now, at the attempt): its
+/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
+/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
+/// `v1,<previous>` after it. A redirect is not followed (the client's policy is `none`); the
+/// answer is recorded with where it pointed ([`redirect_note`]).
 pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
     let body = body(d);
     let failed = |observed, error: String| Sent {
@@ -331,9 +336,12 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
             return failed(Observed::Blocked, e);
         }
     }
-    let headers = match signing::sign(
-        &d.signing_secret,
-        &d.id.to_string(),
+    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
+        .chain(d.previous_signing_secret.as_deref())
+        .collect();
+    let headers = match signing::sign_all(
+        &secrets,
+        &d.webhook_id.to_string(),
         Utc::now().timestamp(),
         &body,
     ) {
@@ -358,6 +366,13 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let redirect = is_redirect(status).then(|| {
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        redirect_note(status, location.as_deref(), &d.url)
+    });
     // Keep only the first bytes of the body; stop reading past the cap.
     let mut buf: Vec<u8> = Vec::new();
     let mut read_error = None;
@@ -385,7 +400,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
         _ => Sent {
             observed: Observed::Status(status),
             excerpt,
-            error: None,
+            error: redirect,
             retry_after,
         },
     }

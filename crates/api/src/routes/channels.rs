@@ -49,6 +49,8 @@ struct CreateChannel {
     replay_window_ms: Option<i64>,
     rate_limit: Option<String>,
     max_in_flight: Option<i32>,
+    /// Event types the channel receives from `POST /api/v1/messages`; absent/null = every type.
+    event_types: Option<Vec<String>>,
 }
 
 async fn create(
@@ -71,6 +73,7 @@ async fn create(
             replay_window_ms: body.replay_window_ms,
             rate_limit: body.rate_limit,
             max_in_flight: body.max_in_flight,
+            event_types: body.event_types,
         },
         &audit::tenant_actor(key.key_id),
     )
@@ -219,6 +222,9 @@ struct PatchChannel {
     rate_limit: Option<Option<String>>,
     #[serde(default, deserialize_with = "super::nullable")]
     max_in_flight: Option<Option<i32>>,
+    /// `null` clears the filter (every type).
+    #[serde(default, deserialize_with = "super::nullable")]
+    event_types: Option<Option<Vec<String>>>,
 }
 
 async fn update(
@@ -243,6 +249,7 @@ async fn update(
         replay_window_ms: body.replay_window_ms,
         rate_limit: body.rate_limit,
         max_in_flight: body.max_in_flight,
+        event_types: body.event_types,
     };
     let actor = audit::tenant_actor(key.key_id);
     let mut tx = state.begin_audited(&request).await?;
@@ -270,7 +277,7 @@ struct Accepted {
     idempotent_replay: bool,
 }
 
-fn check_payload_size(
+pub(crate) fn check_payload_size(
     cfg: &ApiConfig,
     payload: &RawValue,
     field: &'static str,
@@ -291,7 +298,7 @@ fn check_payload_size(
     Ok(())
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     match headers.get("idempotency-key") {
         None => Ok(None),
         Some(v) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {

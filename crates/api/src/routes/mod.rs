@@ -5,9 +5,11 @@ pub mod audit;
 pub mod channels;
 pub mod deliveries;
 pub mod health;
+pub mod messages;
 pub mod metrics;
 pub mod operator;
 pub mod queues;
+pub mod secrets;
 pub mod tenants;
 
 use crate::error::ApiError;

@@ -1,0 +1,121 @@
+//! Tenant routes for messages: `POST /api/v1/messages` fans one event out to every subscribed
+//! channel; `GET /api/v1/messages/{id}` shows each channel's delivery. See
+//! [`breakwater_core::messages`] for the rules (subscriptions, one transaction, `webhook-id`).
+
+use super::channels::{check_payload_size, idempotency_key};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, Path};
+use crate::{ApiConfig, AppState};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use breakwater_core::messages::{self, FannedOut, Message, NewMessage};
+use breakwater_core::tenants;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+pub fn router(cfg: &ApiConfig) -> Router<AppState> {
+    // A payload of max_payload_bytes plus its envelope and up to 1000 channel ids (≈ 40 KiB).
+    let limit = cfg.max_payload_bytes + 64 * 1024;
+    Router::new()
+        .route(
+            "/api/v1/messages",
+            post(send).layer(DefaultBodyLimit::max(limit)),
+        )
+        .route("/api/v1/messages/{id}", get(read))
+}
+
+/// Body of `POST /api/v1/messages`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendMessage {
+    event_type: String,
+    payload: Box<RawValue>,
+    /// Only these channels (of those whose filter matches); absent = every subscribed channel.
+    channels: Option<Vec<Uuid>>,
+}
+
+/// Response of `POST /api/v1/messages`.
+#[derive(Serialize)]
+struct MessageAccepted {
+    /// The message id: the `webhook-id` of every delivery of it.
+    id: Uuid,
+    event_type: String,
+    created_at: DateTime<Utc>,
+    /// True when the `Idempotency-Key` matched an earlier message, whose id and deliveries
+    /// (with their current status) these are; nothing new was enqueued.
+    idempotent_replay: bool,
+    /// `{channel_id, delivery_id, status}` per subscribed channel, by channel id.
+    deliveries: Vec<FannedOut>,
+}
+
+/// `POST /api/v1/messages` (tenant key; optional `Idempotency-Key` header, up to 200 visible
+/// ASCII characters, unique per tenant among messages): 202 with the message id and one delivery
+/// per channel whose `event_types` filter matches (channels without a filter get every type),
+/// limited to `channels` when given. No subscribed channel: 202 with no deliveries. Errors: 422
+/// for a bad field or a `channels` id that is not one of the tenant's channels (field
+/// `channels`; the same for another tenant's id as for a missing one), 413 for a payload over
+/// `api.max_payload_bytes`, 409 for an idempotency key reused with another request. One
+/// transaction, a bounded number of statements whatever the number of channels; it counts as
+/// one request against the key's ingress limit. Not audited: like an enqueue, the message and
+/// its deliveries are their own record.
+async fn send(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<SendMessage>,
+) -> Result<(StatusCode, axum::Json<MessageAccepted>), ApiError> {
+    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    let message = NewMessage {
+        event_type: body.event_type,
+        payload: body.payload,
+        idempotency_key: idempotency_key(&headers)?,
+        channels: body.channels,
+    };
+    messages::validate(&message)?;
+    let mut tx = state.pool().begin().await?;
+    let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    let sent = messages::send(
+        &mut tx,
+        tenant.id,
+        tenant.tier,
+        &message,
+        state.inner.max_attempts,
+    )
+    .await?;
+    tx.commit().await?;
+    if sent.created {
+        tracing::info!(
+            tenant_id = %key.tenant_id, message_id = %sent.id, deliveries = sent.deliveries.len(),
+            "message fanned out"
+        );
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(MessageAccepted {
+            id: sent.id,
+            event_type: message.event_type.trim().to_string(),
+            created_at: sent.created_at,
+            idempotent_replay: !sent.created,
+            deliveries: sent.deliveries,
+        }),
+    ))
+}
+
+/// `GET /api/v1/messages/{id}`: the message (event type, payload, idempotency key, the channels
+/// it named) and each channel's delivery with its status, attempts and last error. 404 for
+/// another tenant's message.
+async fn read(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Message>, ApiError> {
+    let mut conn = state.pool().acquire().await?;
+    Ok(axum::Json(
+        messages::get(&mut conn, key.tenant_id, id).await?,
+    ))
+}

@@ -1,0 +1,82 @@
+//! Tenant route for a channel's signing secret: `POST /api/v1/channels/{id}/secret/rotate`.
+
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, RequestId};
+use crate::AppState;
+use axum::extract::{FromRequest, Request, State};
+use axum::routing::post;
+use axum::Router;
+use breakwater_core::audit;
+use breakwater_core::channels::{self, RotatedSecret, DEFAULT_ROTATION_GRACE_MS};
+use serde::Deserialize;
+use uuid::Uuid;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/channels/{id}/secret/rotate", post(rotate))
+}
+
+/// Body of `POST /api/v1/channels/{id}/secret/rotate` (optional: no body, or `{}`, is the
+/// default grace period).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Rotate {
+    /// How long the old secret keeps signing too, ms: 0 to 604 800 000 (7 days); default
+    /// 86 400 000 (24 h).
+    grace_ms: Option<i64>,
+}
+
+/// A JSON body that may be absent: an empty body is `T::default()`; anything else goes through
+/// [`Json`] (415 without a JSON content type, 400 malformed, 422 wrong shape).
+struct OptionalJson<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, 64 * 1024).await.map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "request body is larger than this route accepts",
+            )
+        })?;
+        if bytes.is_empty() {
+            return Ok(OptionalJson(T::default()));
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        let Json(v) = Json::<T>::from_request(req, state).await?;
+        Ok(OptionalJson(v))
+    }
+}
+
+/// `POST /api/v1/channels/{id}/secret/rotate {grace_ms?}`: a fresh signing secret, shown once in
+/// the answer (200 `{channel_id, signing_secret, previous_secret_expires_at}`). For the grace
+/// period every request carries `webhook-signature: v1,<new> v1,<old>`, so a receiver holding
+/// either secret verifies; after it only `v1,<new>`. Audited as `channel.secret_rotated` (the
+/// grace period, never a secret). 404 for another tenant's channel; 422 for a `grace_ms` out of
+/// range. See [`channels::rotate_secret`].
+async fn rotate(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+    OptionalJson(body): OptionalJson<Rotate>,
+) -> Result<axum::Json<RotatedSecret>, ApiError> {
+    // 404 before validating, so another tenant's id reveals nothing.
+    channels::get(state.pool(), key.tenant_id, id).await?;
+    let grace_ms = body.grace_ms.unwrap_or(DEFAULT_ROTATION_GRACE_MS);
+    let mut tx = state.begin_audited(&request).await?;
+    let rotated = channels::rotate_secret(
+        &mut tx,
+        key.tenant_id,
+        id,
+        grace_ms,
+        &audit::tenant_actor(key.key_id),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(tenant_id = %key.tenant_id, channel_id = %id, grace_ms, "signing secret rotated");
+    Ok(axum::Json(rotated))
+}
