@@ -99,6 +99,32 @@ pub async fn discard(
     Ok(r.rows_affected() == 1)
 }
 
+/// Ends a claimed job as cancelled: its handler found that the work it stood for was called off
+/// while it ran (for Breakwater: the delivery was cancelled, or its channel deleted). Final, uses
+/// no further attempt, is never retried; `reason` is appended to `errors`. Returns false if the
+/// claim is no longer held.
+pub async fn cancel(
+    exec: impl PgExecutor<'_>,
+    id: i64,
+    claim_token: Uuid,
+    reason: &str,
+) -> Result<bool> {
+    let r = sqlx::query(
+        r#"
+        UPDATE jobs
+        SET state = 'cancelled', finalized_at = now(), claim_token = NULL,
+            errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $3::text)
+        WHERE id = $1 AND claim_token = $2 AND state = 'executing'
+        "#,
+    )
+    .bind(id)
+    .bind(claim_token)
+    .bind(reason)
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// Puts the job back to run after `delay` without using an attempt (the fetch's increment is
 /// undone). With `priority`, the job also moves to that priority (e.g.
 /// [`crate::PRIORITY_PARKED`] to park it). A zero delay makes it available at once and wakes
