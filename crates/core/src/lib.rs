@@ -13,6 +13,7 @@ pub mod deliveries;
 pub mod doctor;
 mod error;
 pub mod keys;
+pub mod lifecycle;
 pub mod outcome;
 pub mod overview;
 pub mod ratelimit;
