@@ -137,6 +137,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::tenants::router())
         .merge(routes::channels::router(&state.inner.config))
         .merge(routes::deliveries::router())
+        .merge(routes::lifecycle::router())
+        .merge(routes::keys::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
         .merge(routes::queues::router())
