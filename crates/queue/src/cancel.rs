@@ -16,6 +16,10 @@ use crate::Result;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
+/// What a cancel sets: final, with the reason (`$2`) appended to the job's `errors`.
+const CANCELLED: &str = "state = 'cancelled', finalized_at = now(), \
+    errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text)";
+
 /// Cancels every waiting job of the groups `group_ids` (one indexed UPDATE), appending `reason`
 /// to each job's `errors`. Returns how many were cancelled. Runs in the caller's transaction.
 pub async fn cancel_groups(
@@ -26,14 +30,9 @@ pub async fn cancel_groups(
     if group_ids.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query(
-        r#"
-        UPDATE jobs
-        SET state = 'cancelled', finalized_at = now(),
-            errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text)
-        WHERE group_id = ANY($1) AND state IN ('available', 'scheduled')
-        "#,
-    )
+    let r = sqlx::query(&format!(
+        "UPDATE jobs SET {CANCELLED} WHERE group_id = ANY($1) AND state IN ('available', 'scheduled')"
+    ))
     .bind(group_ids)
     .bind(reason)
     .execute(exec)
@@ -52,14 +51,9 @@ pub async fn cancel_keys(
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query(
-        r#"
-        UPDATE jobs
-        SET state = 'cancelled', finalized_at = now(),
-            errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text)
-        WHERE unique_key = ANY($1) AND state IN ('available', 'scheduled')
-        "#,
-    )
+    let r = sqlx::query(&format!(
+        "UPDATE jobs SET {CANCELLED} WHERE unique_key = ANY($1) AND state IN ('available', 'scheduled')"
+    ))
     .bind(unique_keys)
     .bind(reason)
     .execute(exec)
