@@ -827,3 +827,43 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     assert_eq!(purge(waiting, key.clone()).await.0, 204);
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_job_that_outlives_its_channels_deletion_is_cancelled_without_a_request(pool: PgPool) {
+    // The rare case the deletion skips (a delivery row a worker held at that instant, whose
+    // retry then lands on a deleted channel), made by hand: a paused channel's parked backlog
+    // whose channel row is marked deleted with the jobs left live. The reconciler releases the
+    // deleted channel's parked group; the worker's gate finds the channel gone and cancels each
+    // delivery and job without sending anything.
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "orphans").await;
+    let (s, _) = app
+        .post(&format!("/api/v1/channels/{ch}/pause"), &key, &json!({}))
+        .await;
+    assert_eq!(s, 200);
+    let ids = app.deliver_many(&key, ch, 3).await;
+    sqlx::query("UPDATE channels SET deleted_at = now() WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM deliveries
+                 WHERE id = ANY($1) AND status = 'cancelled' AND last_error = 'cancelled: channel deleted'",
+            )
+            .bind(&ids)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+                == 3
+        })
+        .await,
+        "every orphan ends cancelled"
+    );
+    assert_eq!(live_jobs(&pool, ch).await, 0);
+    assert_eq!(app.receiver.count("orphans"), 0, "and nothing was sent");
+    app.stop().await;
+}

@@ -356,7 +356,8 @@ pub struct AttemptRecord<'a> {
 /// and the caller must let the result change nothing else (no circuit, no retry). Also false
 /// when the delivery no longer exists. The delivery's row lock makes this exact: a cancel
 /// either committed before (seen here) or waits for this transaction and then finds the
-/// delivery final.
+/// delivery final (a channel deletion skips a locked row instead; the worker's gate cancels it
+/// later, see [`crate::lifecycle`]).
 pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<bool> {
     let applied: Option<bool> = sqlx::query_scalar(
         r#"
