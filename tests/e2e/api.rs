@@ -319,6 +319,8 @@ async fn api_keys_are_stored_only_as_digests(pool: PgPool) {
             "created_at",
             "id",
             "key_hash",
+            "last_used_at",
+            "name",
             "prefix",
             "revoked_at",
             "tenant_id"

@@ -137,6 +137,38 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
         .await,
         "the delivery to a 410 endpoint went dead"
     );
+    // Lifecycle fixtures: a channel to delete, a parked delivery to cancel, a delivered one to
+    // purge, keys to revoke, a tenant to delete.
+    let doomed_channel = app.channel(&key, "doomed").await;
+    let held = app.channel(&key, "held").await;
+    let (s, _) = app
+        .post(&format!("/api/v1/channels/{held}/pause"), &key, &json!({}))
+        .await;
+    assert_eq!(s, 200);
+    let cancellable = app.deliver(&key, held, json!({"n": 2})).await;
+    let purgeable = app.deliver(&key, channel, json!({"n": 3})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(purgeable).await == "delivered"
+        })
+        .await
+    );
+    let key_id = |v: Value| v["id"].as_str().unwrap().to_string();
+    let (s, spare) = app
+        .post("/api/v1/tenant/keys", &key, &json!({"name": "spare"}))
+        .await;
+    assert_eq!(s, 201, "{spare}");
+    let spare = key_id(spare);
+    let (s, spare_op) = app
+        .post(
+            &format!("/api/v1/tenants/{tenant}/keys"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 201, "{spare_op}");
+    let spare_op = key_id(spare_op);
+    let (doomed_tenant, _) = app.tenant("doomed", "default").await;
 
     let cases = vec![
         Case {
@@ -272,6 +304,86 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
             body: Some(json!({"grace_ms": 60000})),
             operator: false,
             action: "channel.secret_rotated",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/tenant/keys",
+            path: "/api/v1/tenant/keys".into(),
+            key: key.clone(),
+            body: Some(json!({"name": "ci"})),
+            operator: false,
+            action: "key.created",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tenant/keys/{id}",
+            path: format!("/api/v1/tenant/keys/{spare}"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "key.revoked",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/tenants/{id}/keys",
+            path: format!("/api/v1/tenants/{tenant}/keys"),
+            key: OPERATOR_KEY.into(),
+            body: Some(json!({})),
+            operator: true,
+            action: "key.created",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tenants/{id}/keys/{key_id}",
+            path: format!("/api/v1/tenants/{tenant}/keys/{spare_op}"),
+            key: OPERATOR_KEY.into(),
+            body: None,
+            operator: true,
+            action: "key.revoked",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/deliveries/{id}/cancel",
+            path: format!("/api/v1/deliveries/{cancellable}/cancel"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "delivery.cancelled",
+            changed: &["status"],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/deliveries/{id}/payload",
+            path: format!("/api/v1/deliveries/{purgeable}/payload"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "delivery.payload_purged",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/channels/{id}",
+            path: format!("/api/v1/channels/{doomed_channel}"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "channel.deleted",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tenants/{id}",
+            path: format!("/api/v1/tenants/{doomed_tenant}"),
+            key: OPERATOR_KEY.into(),
+            body: None,
+            operator: true,
+            action: "tenant.deleted",
             changed: &[],
         },
         Case {

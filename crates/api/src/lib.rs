@@ -142,6 +142,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::deliveries::router())
         .merge(routes::messages::router(&state.inner.config))
         .merge(routes::secrets::router())
+        .merge(routes::lifecycle::router())
+        .merge(routes::keys::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
         .merge(routes::queues::router())

@@ -1,4 +1,7 @@
 //! Channels: a tenant's endpoints, each with its own circuit (table `channels`).
+//!
+//! A deleted channel ([`crate::lifecycle::delete_channel`]) keeps its row for history but is
+//! not found by anything here.
 
 use crate::{audit, signing, Error, Result};
 use chrono::{DateTime, Utc};
@@ -313,7 +316,7 @@ pub async fn update(
     check_max_in_flight(patch.max_in_flight.flatten())?;
     let event_types = canonical_event_types(patch.event_types.clone().flatten().as_deref())?;
     let old: Channel = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 FOR NO KEY UPDATE"
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE"
     ))
     .bind(id)
     .bind(tenant_id)
@@ -334,7 +337,7 @@ pub async fn update(
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             event_types = CASE WHEN $16 THEN $17 ELSE event_types END,
             updated_at = now()
-         WHERE id = $1 AND tenant_id = $2
+         WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
     ))
     .bind(id)
@@ -491,7 +494,7 @@ pub async fn parked_count(exec: impl PgExecutor<'_>, id: Uuid) -> Result<i64> {
 /// like a missing one.
 pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Channel> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2"
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL"
     ))
     .bind(id)
     .bind(tenant_id)
@@ -510,7 +513,7 @@ pub async fn list(
 ) -> Result<Vec<Channel>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM channels
-         WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2)
+         WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::uuid IS NULL OR id > $2)
          ORDER BY id LIMIT $3"
     ))
     .bind(tenant_id)
@@ -555,7 +558,7 @@ pub async fn list_all(
                      ELSE (SELECT count(*) FROM jobs j
                            WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')) END AS parked
          FROM channels c JOIN tenants t ON t.id = c.tenant_id
-         WHERE ($1::text IS NULL OR c.circuit_state = $1)
+         WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
            AND ($2::uuid IS NULL OR c.tenant_id = $2)
            AND ($3::uuid IS NULL OR c.id > $3)
          ORDER BY c.id LIMIT $4"
@@ -570,9 +573,11 @@ pub async fn list_all(
 
 /// Loads any channel by id (operator), or [`Error::NotFound`].
 pub async fn get_any(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Channel> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM channels WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(exec)
-        .await?
-        .ok_or(Error::NotFound("channel"))
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("channel"))
 }

@@ -16,6 +16,10 @@
 //!
 //! Every transition bumps `circuit_generation`; a probe's result names the generation it was
 //! started under, so a result that arrives after the circuit moved on changes nothing.
+//!
+//! A deleted channel (`deleted_at` set, see [`crate::lifecycle`]) has no circuit any more: every
+//! statement here is conditional on `deleted_at IS NULL`, so a result that arrives after the
+//! deletion (an attempt that was in flight) moves nothing, and the gate calls it gone.
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::ratelimit::RateLimit;
@@ -214,7 +218,7 @@ pub enum Admission {
     Wait(Duration),
     /// Half-open with no probe chosen: try to become the probe.
     ClaimProbe(i64),
-    /// The channel no longer exists.
+    /// The channel no longer exists, or was deleted.
     Gone,
 }
 
@@ -254,13 +258,14 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
 /// Reads the gate under a `FOR SHARE` lock, in the caller's transaction: a transition of this
 /// channel (which updates the row) waits for the caller to commit, and the caller, if it came
 /// second, sees the transition's committed state. Parking on pickup uses it so that a job cannot
-/// park itself just after a closing transition released the backlog.
+/// park itself just after a closing transition released the backlog. `None` for a missing or
+/// deleted channel (a deletion that commits while the caller waits for the lock included).
 pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<GateRow>> {
     Ok(sqlx::query_as(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
                 consecutive_failures, NULL::text AS rate_limit, NULL::timestamptz AS rate_slot_at,
                 now() AS now
-         FROM channels WHERE id = $1 FOR SHARE",
+         FROM channels WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
     )
     .bind(channel_id)
     .fetch_optional(&mut *tx)
@@ -279,7 +284,7 @@ pub async fn admit(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
                 consecutive_failures, rate_limit,
                 (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now
-         FROM channels WHERE id = $1",
+         FROM channels WHERE id = $1 AND deleted_at IS NULL",
     )
     .bind(channel_id)
     .bind(delivery_id)
@@ -376,7 +381,7 @@ pub async fn record_failure(
         "UPDATE channels
          SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
              last_failure_reason = $2, updated_at = now()
-         WHERE id = $1 AND circuit_state = 'closed'
+         WHERE id = $1 AND circuit_state = 'closed' AND deleted_at IS NULL
          RETURNING consecutive_failures,
                    coalesce(failure_threshold, (SELECT failure_threshold FROM circuit_defaults), $3)",
     )
@@ -402,7 +407,7 @@ pub async fn record_failure(
 pub async fn record_success(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<()> {
     sqlx::query(
         "UPDATE channels SET consecutive_failures = 0
-         WHERE id = $1 AND circuit_state = 'closed' AND consecutive_failures > 0",
+         WHERE id = $1 AND circuit_state = 'closed' AND consecutive_failures > 0 AND deleted_at IS NULL",
     )
     .bind(channel_id)
     .execute(exec)
@@ -420,7 +425,7 @@ pub async fn set_retry_after(
     sqlx::query(
         "UPDATE channels
          SET retry_after_until = greatest(coalesce(retry_after_until, now()), now() + ($2::float8 * interval '1 millisecond'))
-         WHERE id = $1",
+         WHERE id = $1 AND deleted_at IS NULL",
     )
     .bind(channel_id)
     .bind(wait.as_millis() as i64)
@@ -445,7 +450,7 @@ pub async fn open_from_closed(
              next_probe_at = greatest(now() + (coalesce(cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $2)::float8 * interval '1 millisecond'),
                                       coalesce(retry_after_until, now())),
              updated_at = now()
-         WHERE id = $1 AND circuit_state = 'closed'
+         WHERE id = $1 AND circuit_state = 'closed' AND deleted_at IS NULL
          RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
     )
     .bind(channel_id)
@@ -527,7 +532,7 @@ pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<
 /// What [`reconcile_parking`] repaired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reconciled {
-    /// Closed channels whose job group was still parked: released.
+    /// Closed (or deleted) channels whose job group was still parked: released.
     pub released: u64,
     /// Open, half-open or paused channels whose job group was not parked: parked.
     pub parked: u64,
@@ -540,14 +545,17 @@ pub struct Reconciled {
 /// (a partial index) and the channels that are not closed (another), never a job.
 pub async fn reconcile_parking(conn: &mut PgConnection) -> Result<Reconciled> {
     let parked = breakwater_queue::parked_groups(&mut *conn).await?;
+    // A deleted channel's group is released too: a job that outlived the deletion (a retry
+    // recorded by an attempt that was in flight) must reach the worker, which cancels it.
     let closed: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels WHERE id = ANY($1) AND circuit_state = 'closed'",
+        "SELECT id FROM channels WHERE id = ANY($1) AND (circuit_state = 'closed' OR deleted_at IS NOT NULL)",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
     .await?;
     let held: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels WHERE circuit_state <> 'closed' AND NOT (id = ANY($1))",
+        "SELECT id FROM channels
+         WHERE circuit_state <> 'closed' AND deleted_at IS NULL AND NOT (id = ANY($1))",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
@@ -564,13 +572,15 @@ async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) 
     let mut repaired = 0;
     for &channel_id in channels {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let state: Option<String> =
-            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR UPDATE")
-                .bind(channel_id)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT CASE WHEN deleted_at IS NULL THEN circuit_state ELSE 'deleted' END
+             FROM channels WHERE id = $1 FOR UPDATE",
+        )
+        .bind(channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
         let needs = match state.as_deref() {
-            Some("closed") => !park,
+            Some("closed" | "deleted") => !park,
             Some(_) => park,
             None => false,
         };
@@ -588,6 +598,11 @@ async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) 
     Ok(repaired)
 }
 
+/// The unique key of channel `channel_id`'s probe watcher job.
+pub fn probe_key(channel_id: Uuid) -> String {
+    format!("probe:{channel_id}")
+}
+
 /// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.
 async fn schedule_probe(
     tx: &mut PgConnection,
@@ -600,7 +615,7 @@ async fn schedule_probe(
         serde_json::json!({ "channel_id": channel_id }),
     )
     .priority(PRIORITY_URGENT)
-    .unique_key(format!("probe:{channel_id}"))
+    .unique_key(probe_key(channel_id))
     .max_attempts(1_000);
     job.scheduled_at = at;
     breakwater_queue::schedule_unique(&mut *tx, &job).await?;
@@ -644,7 +659,7 @@ pub async fn probe_step(
     cfg: &CircuitConfig,
 ) -> Result<ProbeStep> {
     let claimed: Option<(Uuid, i64, DateTime<Utc>, String, i32)> = sqlx::query_as(
-        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 FOR UPDATE)
+        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
          UPDATE channels c
          SET circuit_state = 'half_open', circuit_changed_at = now(),
              circuit_generation = c.circuit_generation + 1, probe_delivery_id = NULL,
@@ -661,7 +676,8 @@ pub async fn probe_step(
     .await?;
     let Some((tenant_id, generation, deadline, before, probe_failures)) = claimed else {
         let row: Option<WatchRow> = sqlx::query_as(
-            "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels WHERE id = $1",
+            "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels
+             WHERE id = $1 AND deleted_at IS NULL",
         )
         .bind(channel_id)
         .fetch_optional(&mut *tx)
@@ -738,7 +754,7 @@ pub async fn probe_succeeded(
              consecutive_failures = 0, probe_failures = 0, next_probe_at = NULL,
              probe_delivery_id = NULL, probe_deadline = NULL, health_unhealthy = false,
              updated_at = now()
-         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL
          RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
     )
     .bind(channel_id)
@@ -889,7 +905,7 @@ pub async fn apply_manual(
 ) -> Result<Option<Transition>> {
     let to = change.target();
     let row: Option<ManualRow> = sqlx::query_as(
-        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 FOR UPDATE)
+        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
          UPDATE channels c
          SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = c.circuit_generation + 1,
              probe_delivery_id = NULL, probe_deadline = NULL,
@@ -985,7 +1001,7 @@ pub async fn probe_failed(
                           * interval '1 millisecond'),
                  coalesce(retry_after_until, now())),
              updated_at = now()
-         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL
          RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
     )
     .bind(channel_id)
@@ -1055,7 +1071,7 @@ pub async fn health_check(conn: &mut PgConnection, cfg: &CircuitConfig) -> Resul
          JOIN delivery_attempts a
            ON a.channel_id = c.id
           AND a.started_at > greatest(now() - ($1::float8 * interval '1 millisecond'), c.circuit_changed_at)
-         WHERE c.circuit_state = 'closed'
+         WHERE c.circuit_state = 'closed' AND c.deleted_at IS NULL
          GROUP BY c.id",
     )
     .bind(cfg.health_window_ms)

@@ -222,10 +222,12 @@ pub struct Delivery {
     pub message_id: Option<Uuid>,
     /// Event type.
     pub event_type: String,
-    /// Event data.
+    /// Event data (`null` once purged, see `payload_purged_at`).
     #[sqlx(try_from = "String")]
     pub payload: RawJson,
-    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead`.
+    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
+    /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
+    /// `last_error`). `delivered`, `dead` and `cancelled` are final.
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
@@ -240,6 +242,9 @@ pub struct Delivery {
     pub updated_at: DateTime<Utc>,
     /// Delivered at.
     pub delivered_at: Option<DateTime<Utc>>,
+    /// When the tenant purged the payload ([`crate::lifecycle::purge_payload`]), if it did.
+    #[sqlx(default)]
+    pub payload_purged_at: Option<DateTime<Utc>>,
 }
 
 /// One HTTP attempt as the API shows it.
@@ -268,7 +273,7 @@ pub struct Attempt {
 /// every query that reads a delivery's payload goes through this join.
 pub const DELIVERY_SELECT: &str = "SELECT d.id, d.channel_id, d.message_id, d.event_type,
         coalesce(d.payload, m.payload) AS payload, d.status, d.attempts, d.idempotency_key,
-        d.last_error, d.created_at, d.updated_at, d.delivered_at
+        d.last_error, d.created_at, d.updated_at, d.delivered_at, d.payload_purged_at
     FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id";
 
 /// Loads `tenant_id`'s delivery `id` ([`Error::NotFound`] for another tenant's).
@@ -325,8 +330,9 @@ pub struct Dispatch {
 }
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
-/// the delivery is gone or already final (delivered or dead): the job then has nothing to do.
-/// A delivery of a message reads the message's payload (stored once for all its channels).
+/// the delivery is gone or already final (delivered, dead or cancelled): the job then has
+/// nothing to do. A delivery of a message reads the message's payload (stored once for all its
+/// channels).
 pub async fn begin_attempt(
     exec: impl PgExecutor<'_>,
     delivery_id: Uuid,
@@ -335,7 +341,7 @@ pub async fn begin_attempt(
         r#"
         UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
         FROM channels c
-        WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead')
+        WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead', 'cancelled')
         RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
                   d.event_type,
                   coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
@@ -381,23 +387,34 @@ pub struct AttemptRecord<'a> {
 
 /// Records an attempt row and moves the delivery to its new status, in the caller's
 /// transaction. The attempt number is the delivery's `attempts + 1`.
-pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<()> {
-    sqlx::query(
+///
+/// Returns false when the delivery was cancelled while the attempt was in flight (by its tenant,
+/// or its channel was deleted): the attempt is still logged, but the delivery stays `cancelled`
+/// and the caller must let the result change nothing else (no circuit, no retry). Also false
+/// when the delivery no longer exists. The delivery's row lock makes this exact: a cancel
+/// either committed before (seen here) or waits for this transaction and then finds the
+/// delivery final (a channel deletion skips a locked row instead; the worker's gate cancels it
+/// later, see [`crate::lifecycle`]).
+pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<bool> {
+    let applied: Option<bool> = sqlx::query_scalar(
         r#"
         WITH d AS (
             UPDATE deliveries
             SET attempts = attempts + 1,
-                status = $9,
-                last_error = $7,
-                updated_at = now(),
-                delivered_at = CASE WHEN $9 = 'delivered' THEN now() ELSE delivered_at END
+                status = CASE WHEN status = 'cancelled' THEN status ELSE $9 END,
+                last_error = CASE WHEN status = 'cancelled' THEN last_error ELSE $7 END,
+                updated_at = CASE WHEN status = 'cancelled' THEN updated_at ELSE now() END,
+                delivered_at = CASE WHEN status <> 'cancelled' AND $9 = 'delivered' THEN now()
+                                    ELSE delivered_at END
             WHERE id = $1
-            RETURNING attempts
+            RETURNING attempts, status
+        ), logged AS (
+            INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
+                                           status_code, error_kind, error, response_excerpt, node_id,
+                                           channel_id, probe)
+            SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         )
-        INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
-                                       status_code, error_kind, error, response_excerpt, node_id,
-                                       channel_id, probe)
-        SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
+        SELECT status <> 'cancelled' FROM d
         "#,
     )
     .bind(r.delivery_id)
@@ -412,9 +429,28 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
     .bind(r.node_id)
     .bind(r.channel_id)
     .bind(r.probe)
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
-    Ok(())
+    Ok(applied.unwrap_or(false))
+}
+
+/// Ends a delivery whose channel is gone (deleted while its job waited or ran): `cancelled`
+/// with `reason` in `last_error`, unless it is already final. Returns whether it changed. For
+/// the worker, which then ends the job itself.
+pub async fn cancel_orphan(
+    exec: impl PgExecutor<'_>,
+    delivery_id: Uuid,
+    reason: &str,
+) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE deliveries SET status = 'cancelled', last_error = $2, updated_at = now()
+         WHERE id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')",
+    )
+    .bind(delivery_id)
+    .bind(reason)
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() == 1)
 }
 
 /// Which dead deliveries to replay.
@@ -445,7 +481,8 @@ pub enum ReplaySelector {
 pub const MAX_REPLAY: i64 = 10_000;
 
 /// Re-enqueues dead deliveries (dead letters): each goes back to `pending` with a fresh job on
-/// its tenant's tier queue (`max_attempts` attempts). Only `dead` deliveries move, and the job's
+/// its tenant's tier queue (`max_attempts` attempts). Only `dead` deliveries move whose payload
+/// was not purged and whose channel was not deleted, and the job's
 /// unique key is the delivery, so a replay never creates a second live job for a delivery, and
 /// replaying twice replays once. In the caller's transaction. Returns the ids replayed.
 pub async fn replay(
@@ -469,7 +506,8 @@ pub async fn replay(
         r#"
         WITH picked AS (
             SELECT id FROM deliveries
-            WHERE tenant_id = $1 AND status = 'dead'
+            WHERE tenant_id = $1 AND status = 'dead' AND payload_purged_at IS NULL
+              AND channel_id IN (SELECT id FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL)
               AND ($2::uuid IS NULL OR id = $2)
               AND ($3::uuid IS NULL OR (channel_id = $3 AND updated_at BETWEEN $4 AND $5))
             ORDER BY updated_at

@@ -16,8 +16,8 @@ use uuid::Uuid;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Finding {
     /// A delivery waiting (`pending`, `delivering`, `paused`, `failed`) with no live job: nothing
-    /// would ever send it. Repair: dead (with the reason) if its last job was discarded, else a
-    /// fresh job.
+    /// would ever send it. Repair: cancelled if its channel was deleted, dead (with the reason)
+    /// if its last job was discarded, else a fresh job.
     Stranded {
         /// The delivery.
         delivery_id: Uuid,
@@ -26,9 +26,9 @@ pub enum Finding {
         /// The state of its newest job, if it has any.
         last_job_state: Option<String>,
     },
-    /// A live job of a delivery that is already final (`delivered`, `dead`): it would send a
-    /// finished delivery again. Repair: the waiting job is cancelled (an executing one finishes
-    /// and changes nothing).
+    /// A live job of a delivery that is already final (`delivered`, `dead`, `cancelled`): it
+    /// would send a finished delivery again. Repair: the waiting job is cancelled (an executing
+    /// one finishes and changes nothing).
     Orphaned {
         /// The delivery.
         delivery_id: Uuid,
@@ -86,7 +86,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
         "SELECT d.id, d.status, j.id
          FROM jobs j
          JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
-         WHERE j.state IN ('available', 'scheduled') AND d.status IN ('delivered', 'dead')
+         WHERE j.state IN ('available', 'scheduled') AND d.status IN ('delivered', 'dead', 'cancelled')
          LIMIT $1",
     )
     .bind(limit)
@@ -207,8 +207,10 @@ async fn repair_stranded(
     max_attempts: i32,
 ) -> Result<bool> {
     // Re-check under the delivery's row lock.
-    let row: Option<(Uuid, String)> = sqlx::query_as(
-        "SELECT d.channel_id, t.tier FROM deliveries d JOIN tenants t ON t.id = d.tenant_id
+    let row: Option<(Uuid, String, bool)> = sqlx::query_as(
+        "SELECT d.channel_id, t.tier,
+                EXISTS (SELECT 1 FROM channels c WHERE c.id = d.channel_id AND c.deleted_at IS NOT NULL)
+         FROM deliveries d JOIN tenants t ON t.id = d.tenant_id
          WHERE d.id = $1 AND d.status IN ('pending', 'delivering', 'paused', 'failed')
            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
                            AND j.state IN ('available', 'scheduled', 'executing'))
@@ -217,9 +219,17 @@ async fn repair_stranded(
     .bind(delivery_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((channel_id, tier)) = row else {
+    let Some((channel_id, tier, channel_deleted)) = row else {
         return Ok(false);
     };
+    if channel_deleted {
+        return crate::deliveries::cancel_orphan(
+            &mut *tx,
+            delivery_id,
+            crate::lifecycle::REASON_CHANNEL_DELETED,
+        )
+        .await;
+    }
     let last: Option<(String, Option<String>)> = sqlx::query_as(
         "SELECT state, errors->-1->>'error' FROM jobs WHERE unique_key = 'delivery:' || $1::text
          ORDER BY id DESC LIMIT 1",

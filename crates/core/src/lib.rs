@@ -14,6 +14,7 @@ pub mod doctor;
 mod error;
 pub mod keys;
 pub mod messages;
+pub mod lifecycle;
 pub mod outcome;
 pub mod overview;
 pub mod ratelimit;

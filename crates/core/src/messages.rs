@@ -166,7 +166,7 @@ pub async fn send(
     let rows: Vec<(Uuid, String, bool)> = sqlx::query_as(
         "SELECT id, circuit_state, (event_types IS NULL OR $3 = ANY (event_types)) AS subscribed
          FROM channels
-         WHERE tenant_id = $1
+         WHERE tenant_id = $1 AND deleted_at IS NULL
            AND ($2::uuid[] IS NULL OR id = ANY ($2))
            AND ($2::uuid[] IS NOT NULL OR event_types IS NULL OR $3 = ANY (event_types))
          ORDER BY id

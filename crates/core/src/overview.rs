@@ -44,7 +44,9 @@ pub async fn queues(pool: &PgPool) -> Result<Vec<QueueStats>> {
 /// Channels per circuit state, every state present (0 when empty).
 pub async fn channels_by_state(pool: &PgPool) -> Result<Vec<(String, i64)>> {
     let rows: Vec<(String, i64)> =
-        sqlx::query_as("SELECT circuit_state, count(*) FROM channels GROUP BY circuit_state")
+        sqlx::query_as(
+            "SELECT circuit_state, count(*) FROM channels WHERE deleted_at IS NULL GROUP BY circuit_state",
+        )
             .fetch_all(pool)
             .await?;
     Ok(CIRCUIT_STATES

@@ -112,37 +112,56 @@ pub async fn create(
     })
 }
 
-/// Finds the tenant of a presented API key (by its digest; revoked keys do not match).
+/// Finds the tenant of a presented API key (by its digest; revoked keys do not match) and
+/// records that the key was used: `last_used_at` is written at most once a minute per key
+/// ([`keys::LAST_USED_RESOLUTION_S`]), so a busy key costs no write per request.
+///
+/// One statement. The write is conditional on the row's own `last_used_at`, so of many requests
+/// racing at the minute's turn one writes and the others, re-checking the row after its lock,
+/// write nothing.
 pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Option<TenantKey>> {
     let row: Option<(Uuid, Uuid)> = sqlx::query_as(
-        "SELECT tenant_id, id FROM api_keys
-         WHERE key_hash = $1 AND revoked_at IS NULL AND tenant_id IS NOT NULL",
+        "WITH k AS (
+             SELECT tenant_id, id FROM api_keys
+             WHERE key_hash = $1 AND revoked_at IS NULL AND tenant_id IS NOT NULL
+         ), touched AS (
+             UPDATE api_keys a SET last_used_at = now()
+             FROM k
+             WHERE a.id = k.id AND a.revoked_at IS NULL
+               AND (a.last_used_at IS NULL OR a.last_used_at < now() - $2::float8 * interval '1 second')
+         )
+         SELECT tenant_id, id FROM k",
     )
     .bind(keys::hash_key(api_key))
+    .bind(keys::LAST_USED_RESOLUTION_S as f64)
     .fetch_optional(exec)
     .await?;
     Ok(row.map(|(tenant_id, key_id)| TenantKey { tenant_id, key_id }))
 }
 
-/// Loads a tenant.
+/// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
-    sqlx::query_as("SELECT id, name, tier, alert_url, created_at FROM tenants WHERE id = $1")
+    sqlx::query_as(
+        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+    )
         .bind(id)
         .fetch_optional(exec)
         .await?
         .ok_or(Error::NotFound("tenant"))
 }
 
-/// Where a tenant's alerts go and the secret that signs them (`None` if it has no alert URL).
+/// Where a tenant's alerts go and the secret that signs them (`None` if it has no alert URL, or
+/// was deleted: a deleted tenant hears nothing more).
 pub async fn alert_target(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
 ) -> Result<Option<(String, String)>> {
-    let row: Option<(Option<String>, String)> =
-        sqlx::query_as("SELECT alert_url, alert_secret FROM tenants WHERE id = $1")
-            .bind(tenant_id)
-            .fetch_optional(exec)
-            .await?;
+    let row: Option<(Option<String>, String)> = sqlx::query_as(
+        "SELECT alert_url, alert_secret FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+    )
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?;
     Ok(row.and_then(|(url, secret)| url.map(|u| (u, secret))))
 }
 
@@ -187,7 +206,8 @@ pub async fn update(
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(
-        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
+        "SELECT id, name, tier, alert_url, created_at FROM tenants
+         WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
     )
     .bind(id)
     .fetch_optional(&mut *tx)
@@ -238,7 +258,9 @@ pub async fn update(
 /// caller's transaction so the two happen together.
 pub async fn rotate_alert_secret(conn: &mut PgConnection, id: Uuid, actor: &str) -> Result<String> {
     let secret = signing::generate_secret();
-    let n = sqlx::query("UPDATE tenants SET alert_secret = $2, updated_at = now() WHERE id = $1")
+    let n = sqlx::query(
+        "UPDATE tenants SET alert_secret = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL",
+    )
         .bind(id)
         .bind(&secret)
         .execute(&mut *conn)

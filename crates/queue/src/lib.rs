@@ -28,6 +28,9 @@
 //! - **Rescue**: nodes heartbeat into `queue_nodes`; [`maintenance::rescue`] makes jobs left
 //!   `executing` by a node whose heartbeat is stale available again. A node that still
 //!   heartbeats never has its jobs rescued.
+//! - **Cancel**: [`cancel_groups`] and [`cancel_keys`] end waiting jobs (parked ones included)
+//!   as `cancelled` in the caller's transaction; a running job keeps its claim and its handler
+//!   may end it with [`cancel`].
 //! - **Runner** ([`runner::run_pool`]): a fixed number of concurrent handlers per queue, graceful
 //!   shutdown that stops fetching, lets in-flight jobs finish within a grace period and hands the
 //!   rest back without using an attempt.
@@ -35,6 +38,7 @@
 //! Delivery is at-least-once: a job may run again after a crash, never zero times.
 
 mod backoff;
+mod cancel;
 mod enqueue;
 mod error;
 mod fetch;
@@ -47,6 +51,7 @@ pub mod stats;
 mod wake;
 
 pub use backoff::Backoff;
+pub use cancel::{cancel_groups, cancel_keys};
 pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
@@ -55,5 +60,5 @@ pub use group::{
     release_group, set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
-pub use outcome::{complete, discard, hand_back, retry, snooze, RetryOutcome};
+pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

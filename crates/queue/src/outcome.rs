@@ -5,7 +5,7 @@
 //! changes nothing and returns `false` / `None`. That is the fence that makes a late result from
 //! a rescued run harmless.
 
-use crate::{notify_queues, Result};
+use crate::{notify_queues, JobState, Result};
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 use std::time::Duration;
@@ -83,10 +83,22 @@ pub async fn discard(
     claim_token: Uuid,
     error: &str,
 ) -> Result<bool> {
+    end_claim(exec, id, claim_token, JobState::Discarded, error).await
+}
+
+/// Ends a claimed job in the final `state` (discarded or cancelled), appending `error` to its
+/// `errors`. Returns false if the claim is no longer held.
+async fn end_claim(
+    exec: impl PgExecutor<'_>,
+    id: i64,
+    claim_token: Uuid,
+    state: JobState,
+    error: &str,
+) -> Result<bool> {
     let r = sqlx::query(
         r#"
         UPDATE jobs
-        SET state = 'discarded', finalized_at = now(), claim_token = NULL,
+        SET state = $4, finalized_at = now(), claim_token = NULL,
             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $3::text)
         WHERE id = $1 AND claim_token = $2 AND state = 'executing'
         "#,
@@ -94,9 +106,23 @@ pub async fn discard(
     .bind(id)
     .bind(claim_token)
     .bind(error)
+    .bind(state.as_str())
     .execute(exec)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+/// Ends a claimed job as cancelled: its handler found that the work it stood for was called off
+/// while it ran (for Breakwater: the delivery was cancelled, or its channel deleted). Final, uses
+/// no further attempt, is never retried; `reason` is appended to `errors`. Returns false if the
+/// claim is no longer held.
+pub async fn cancel(
+    exec: impl PgExecutor<'_>,
+    id: i64,
+    claim_token: Uuid,
+    reason: &str,
+) -> Result<bool> {
+    end_claim(exec, id, claim_token, JobState::Cancelled, reason).await
 }
 
 /// Puts the job back to run after `delay` without using an attempt (the fetch's increment is

@@ -16,7 +16,7 @@ use breakwater_core::outcome::{
     redirect_note, Class, Observed,
 };
 use breakwater_core::ratelimit::{self, Budget};
-use breakwater_core::{signing, targets, Result};
+use breakwater_core::{lifecycle, signing, targets, Result};
 use breakwater_queue::{Feedback, Job, RetryOutcome};
 use chrono::Utc;
 use rand::Rng;
@@ -138,7 +138,26 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
                 .await?;
             return Ok(());
         }
-        Admission::Gone | Admission::ClaimProbe(_) => {
+        Admission::Gone => {
+            // The channel was deleted (this job outlived the deletion: a retry recorded by an
+            // attempt that was in flight then). No request: the delivery and the job end
+            // cancelled, together.
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            deliveries::cancel_orphan(&mut *tx, delivery_id, lifecycle::REASON_CHANNEL_DELETED)
+                .await?;
+            if breakwater_queue::cancel(
+                &mut *tx,
+                job.id,
+                job.claim_token,
+                lifecycle::REASON_CHANNEL_DELETED,
+            )
+            .await?
+            {
+                tx.commit().await?;
+            }
+            return Ok(());
+        }
+        Admission::ClaimProbe(_) => {
             breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
             return Ok(());
         }
@@ -182,7 +201,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     }
 
     let Some(d) = deliveries::begin_attempt(&mut *conn, delivery_id).await? else {
-        // Deleted, or already delivered/dead: nothing to send.
+        // Deleted, or already final (delivered, dead, cancelled): nothing to send.
         breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
         return Ok(());
     };
@@ -233,7 +252,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         Observed::Blocked => (None, Some("blocked")),
         Observed::Other => (None, Some("other")),
     };
-    deliveries::record_attempt(
+    let applied = deliveries::record_attempt(
         &mut tx,
         &AttemptRecord {
             delivery_id: d.id,
@@ -251,6 +270,28 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         },
     )
     .await?;
+    if !applied {
+        // Cancelled while in flight (by its tenant, or its channel was deleted): the attempt is
+        // logged, and nothing else changes — no circuit, no concurrency feedback, no retry.
+        if breakwater_queue::cancel(
+            &mut *tx,
+            job.id,
+            job.claim_token,
+            "cancelled while in flight",
+        )
+        .await?
+        {
+            tx.commit().await?;
+        } else {
+            tx.rollback().await?;
+        }
+        tracing::debug!(
+            outcome = class.as_str(),
+            duration_ms,
+            "attempt of a cancelled delivery recorded; nothing else changes"
+        );
+        return Ok(());
+    }
 
     // The circuit. Each call is a conditional UPDATE; only a winner parks, releases, audits.
     if let Some(wait) = retry_after {

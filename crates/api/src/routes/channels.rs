@@ -321,8 +321,11 @@ async fn enqueue(
     // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
     // start `paused` (their jobs are held by the channel's parked job group), and a transition
     // waits for this insert, so a release never misses them.
-    let gate = circuit::lock_gate(&mut tx, channel.id).await?;
-    let paused = gate.is_some_and(|g| g.circuit_state == "open" || g.circuit_state == "paused");
+    // No gate: the channel was deleted while this request waited for its row.
+    let gate = circuit::lock_gate(&mut tx, channel.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("channel"))?;
+    let paused = gate.circuit_state == "open" || gate.circuit_state == "paused";
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,

@@ -61,13 +61,20 @@ async fn replay(
     )
     .await?;
     if ids.is_empty() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::CONFLICT,
-            "not_dead",
+        let detail = if delivery.status != "dead" {
             format!(
                 "delivery is {}; only dead deliveries can be replayed",
                 delivery.status
-            ),
+            )
+        } else if delivery.payload_purged_at.is_some() {
+            "its payload was purged; a purged delivery cannot be replayed".to_string()
+        } else {
+            "its channel was deleted; nothing can be sent to it".to_string()
+        };
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "not_dead",
+            detail,
         ));
     }
     audit::record(

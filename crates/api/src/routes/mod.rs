@@ -5,6 +5,8 @@ pub mod audit;
 pub mod channels;
 pub mod deliveries;
 pub mod health;
+pub mod keys;
+pub mod lifecycle;
 pub mod messages;
 pub mod metrics;
 pub mod operator;

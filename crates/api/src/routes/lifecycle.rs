@@ -1,0 +1,88 @@
+//! Lifecycle routes: deleting a channel (tenant) or a tenant (operator), cancelling a delivery
+//! and purging its payload (tenant). The rules are in `breakwater_core::lifecycle`; each call
+//! is one transaction with one audit row.
+
+use crate::auth::{Operator, Tenant};
+use crate::error::ApiError;
+use crate::extract::{Path, RequestId};
+use crate::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, post};
+use axum::Router;
+use breakwater_core::audit::{self, ACTOR_OPERATOR};
+use breakwater_core::deliveries::{self, Delivery};
+use breakwater_core::lifecycle;
+use uuid::Uuid;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/channels/{id}", delete(delete_channel))
+        .route("/api/v1/tenants/{id}", delete(delete_tenant))
+        .route("/api/v1/deliveries/{id}/cancel", post(cancel_delivery))
+        .route("/api/v1/deliveries/{id}/payload", delete(purge_payload))
+}
+
+/// `DELETE /api/v1/channels/{id}`: 204. The channel's waiting deliveries (parked ones too) are
+/// cancelled with their jobs in the same transaction; an attempt in flight finishes and changes
+/// nothing; from then on the channel is 404 everywhere and its endpoint gets no request.
+async fn delete_channel(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    lifecycle::delete_channel(&mut tx, key.tenant_id, id, &actor).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/v1/tenants/{id}` (operator): 204. Every channel of the tenant is deleted as
+/// above and every key of it revoked, in one transaction.
+async fn delete_tenant(
+    _: Operator,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let mut tx = state.begin_audited(&request).await?;
+    lifecycle::delete_tenant(&mut tx, id, ACTOR_OPERATOR).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/v1/deliveries/{id}/cancel`: 200 with the cancelled delivery. Allowed while it is
+/// `pending`, `paused`, `failed` (waiting for a retry) or `delivering` (the attempt in flight
+/// finishes and changes nothing); 409 once `delivered`, `dead` or already `cancelled`.
+async fn cancel_delivery(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Delivery>, ApiError> {
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    lifecycle::cancel_delivery(&mut tx, key.tenant_id, id, &actor).await?;
+    tx.commit().await?;
+    Ok(axum::Json(
+        deliveries::get(state.pool(), key.tenant_id, id).await?,
+    ))
+}
+
+/// `DELETE /api/v1/deliveries/{id}/payload`: 204; the payload becomes `null` and
+/// `payload_purged_at` is set. Only for a final delivery (`delivered`, `dead`, `cancelled`):
+/// 409 otherwise (cancel it first). Purging twice is fine (the second changes nothing).
+async fn purge_payload(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    lifecycle::purge_payload(&mut tx, key.tenant_id, id, &actor).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,326 @@
+//! Ending things: deleting a channel or a tenant, cancelling a delivery, purging a delivery's
+//! payload.
+//!
+//! Deletion is soft: the row stays (with `deleted_at`) so its deliveries, attempts and audit
+//! rows remain readable history, but nothing finds it any more (every read in
+//! [`crate::channels`] and [`crate::tenants`] skips it), no worker sends to it, and its circuit
+//! never moves again (every statement in [`crate::circuit`] is conditional on `deleted_at IS
+//! NULL`).
+//!
+//! A deletion, in one transaction: the channel rows are marked deleted (this takes their row
+//! locks, so an enqueue holding a channel `FOR SHARE` finishes first and its deliveries are
+//! cancelled too, and one that comes after finds no channel), their waiting jobs — parked ones
+//! included — and probe watchers are cancelled through the queue ([`breakwater_queue::cancel_groups`]),
+//! and every delivery that is not final becomes `cancelled` with the reason in `last_error`.
+//!
+//! An attempt already in flight finishes; its result changes nothing: the worker's
+//! [`crate::deliveries::record_attempt`] finds the delivery cancelled, logs the attempt, leaves
+//! the status, skips the circuit and ends the job as cancelled. Two rare paths are closed as
+//! well: a delivery row locked by a worker recording a result at the very moment of the delete
+//! is skipped (`SKIP LOCKED`: waiting for it could deadlock, as that worker may be waiting for
+//! the channel row this transaction holds) and ends `failed` with a retry; when that retry is
+//! fetched, the gate finds the channel gone and the worker cancels it without a request
+//! ([`crate::deliveries::cancel_orphan`]). A job group left parked (the channel was open or
+//! paused) is released by the parking reconciler so such a retry can reach the worker.
+
+use crate::{audit, circuit, keys, Error, Result};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// `last_error` of the deliveries cancelled by their channel's deletion.
+pub const REASON_CHANNEL_DELETED: &str = "cancelled: channel deleted";
+/// `last_error` of the deliveries cancelled by their tenant's deletion.
+pub const REASON_TENANT_DELETED: &str = "cancelled: tenant deleted";
+/// `last_error` of a delivery its tenant cancelled.
+pub const REASON_CANCELLED: &str = "cancelled by request";
+
+/// What retiring channels cancelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Retired {
+    /// Channels deleted.
+    pub channels: u64,
+    /// Deliveries that were not final, now `cancelled`.
+    pub deliveries_cancelled: u64,
+    /// Waiting jobs (deliveries and probe watchers) cancelled.
+    pub jobs_cancelled: u64,
+}
+
+/// The effects of deleting `channel_ids`, whose rows the caller has just marked deleted (and
+/// holds locked): cancels their waiting jobs and probe watchers, and their deliveries that are
+/// not final. See the module docs for the in-flight and racing cases.
+async fn retire_channels(
+    tx: &mut PgConnection,
+    channel_ids: &[Uuid],
+    reason: &str,
+) -> Result<Retired> {
+    let mut jobs = breakwater_queue::cancel_groups(&mut *tx, channel_ids, reason).await?;
+    let probes: Vec<String> = channel_ids.iter().map(|c| circuit::probe_key(*c)).collect();
+    jobs += breakwater_queue::cancel_keys(&mut *tx, &probes, reason).await?;
+    // SKIP LOCKED: a row locked now belongs to a worker recording an attempt's result, which may
+    // be waiting for a channel row this transaction holds; waiting for it would deadlock. Its
+    // delivery is cancelled by the worker's gate instead (module docs).
+    let deliveries = sqlx::query(
+        "UPDATE deliveries d SET status = 'cancelled', last_error = $2, updated_at = now()
+         FROM (SELECT id FROM deliveries
+               WHERE channel_id = ANY($1) AND status NOT IN ('delivered', 'dead', 'cancelled')
+               FOR UPDATE SKIP LOCKED) w
+         WHERE d.id = w.id",
+    )
+    .bind(channel_ids)
+    .bind(reason)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok(Retired {
+        channels: channel_ids.len() as u64,
+        deliveries_cancelled: deliveries,
+        jobs_cancelled: jobs,
+    })
+}
+
+/// Deletes `tenant_id`'s channel `channel_id` by `actor`, in the caller's transaction: marks it
+/// deleted, cancels its waiting jobs and its deliveries that are not final (module docs), and
+/// writes one `channel.deleted` audit row (name, URL as [`audit::url_summary`], counts).
+/// Another tenant's channel, a missing one and one already deleted are [`Error::NotFound`].
+pub async fn delete_channel(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    channel_id: Uuid,
+    actor: &str,
+) -> Result<Retired> {
+    let row: Option<(Option<String>, String)> = sqlx::query_as(
+        "UPDATE channels SET deleted_at = now(), updated_at = now()
+         WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
+         RETURNING name, url",
+    )
+    .bind(channel_id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (name, url) = row.ok_or(Error::NotFound("channel"))?;
+    let retired = retire_channels(tx, &[channel_id], REASON_CHANNEL_DELETED).await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor,
+            action: "channel.deleted",
+            details: serde_json::json!({
+                "old": { "name": name, "url": audit::url_summary(&url) },
+                "deliveries_cancelled": retired.deliveries_cancelled,
+                "jobs_cancelled": retired.jobs_cancelled,
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tracing::info!(%tenant_id, %channel_id, deliveries_cancelled = retired.deliveries_cancelled, "channel deleted");
+    Ok(retired)
+}
+
+/// What deleting a tenant did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TenantDeleted {
+    /// Its channels, retired.
+    #[serde(flatten)]
+    pub retired: Retired,
+    /// Its API keys, revoked.
+    pub keys_revoked: u64,
+}
+
+/// Deletes tenant `tenant_id` by `actor` (the operator), in the caller's transaction: marks it
+/// deleted, deletes every channel of it as [`delete_channel`] does, revokes all its API keys
+/// (each refused from its next request on), and writes one `tenant.deleted` audit row with the
+/// counts. A missing or already deleted tenant is [`Error::NotFound`].
+///
+/// The channel rows are locked in id order, so two transactions that lock several channels
+/// never wait for each other in a cycle.
+pub async fn delete_tenant(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    actor: &str,
+) -> Result<TenantDeleted> {
+    let name: Option<String> = sqlx::query_scalar(
+        "UPDATE tenants SET deleted_at = now(), updated_at = now()
+         WHERE id = $1 AND deleted_at IS NULL RETURNING name",
+    )
+    .bind(tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let name = name.ok_or(Error::NotFound("tenant"))?;
+    let channels: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY id FOR UPDATE",
+    )
+    .bind(tenant_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    sqlx::query("UPDATE channels SET deleted_at = now(), updated_at = now() WHERE id = ANY($1)")
+        .bind(&channels)
+        .execute(&mut *tx)
+        .await?;
+    let retired = retire_channels(tx, &channels, REASON_TENANT_DELETED).await?;
+    let keys_revoked = keys::revoke_all(&mut *tx, tenant_id).await?;
+    let deleted = TenantDeleted {
+        retired,
+        keys_revoked,
+    };
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            actor,
+            action: "tenant.deleted",
+            details: serde_json::json!({
+                "old": { "name": name },
+                "channels_deleted": retired.channels,
+                "deliveries_cancelled": retired.deliveries_cancelled,
+                "jobs_cancelled": retired.jobs_cancelled,
+                "keys_revoked": keys_revoked,
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tracing::info!(%tenant_id, channels = retired.channels, keys_revoked, "tenant deleted");
+    Ok(deleted)
+}
+
+/// Whether a delivery in `status` may still be cancelled: it has not been delivered and is not
+/// otherwise final. `pending`, `paused` (parked behind an open or paused circuit), `failed`
+/// (waiting for its retry) and `delivering` (in flight: the attempt finishes, its result changes
+/// nothing) may; `delivered`, `dead` (already given up; replay is the way back) and `cancelled`
+/// may not.
+pub fn cancellable(status: &str) -> bool {
+    matches!(status, "pending" | "paused" | "failed" | "delivering")
+}
+
+/// Cancels `tenant_id`'s delivery `delivery_id` by `actor`, in the caller's transaction: the
+/// delivery becomes `cancelled` ([`REASON_CANCELLED`] in `last_error`), its waiting job is
+/// cancelled, and one `delivery.cancelled` audit row is written (with the status it left).
+/// Errors: another tenant's or a missing delivery → [`Error::NotFound`]; one that is not
+/// [`cancellable`] → [`Error::Conflict`] naming its status.
+///
+/// The delivery's row is locked first: a worker recording a result for it either finished
+/// before (its new status is what is checked) or waits and then finds it cancelled
+/// ([`crate::deliveries::record_attempt`]).
+pub async fn cancel_delivery(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    delivery_id: Uuid,
+    actor: &str,
+) -> Result<()> {
+    let row: Option<(Uuid, String)> = sqlx::query_as(
+        "SELECT channel_id, status FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    )
+    .bind(delivery_id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (channel_id, status) = row.ok_or(Error::NotFound("delivery"))?;
+    if !cancellable(&status) {
+        return Err(Error::Conflict(format!(
+            "delivery is {status}; only a delivery that is pending, paused, failed (waiting for \
+             a retry) or delivering can be cancelled"
+        )));
+    }
+    sqlx::query(
+        "UPDATE deliveries SET status = 'cancelled', last_error = $2, updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(delivery_id)
+    .bind(REASON_CANCELLED)
+    .execute(&mut *tx)
+    .await?;
+    let jobs = breakwater_queue::cancel_keys(
+        &mut *tx,
+        &[format!("delivery:{delivery_id}")],
+        REASON_CANCELLED,
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor,
+            action: "delivery.cancelled",
+            details: serde_json::json!({
+                "delivery_id": delivery_id,
+                "old": { "status": status },
+                "new": { "status": "cancelled" },
+                "jobs_cancelled": jobs,
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Purges the payload of `tenant_id`'s delivery `delivery_id` by `actor`, in the caller's
+/// transaction: `payload` becomes the JSON `null` and `payload_purged_at` is set, with one
+/// `delivery.payload_purged` audit row (the purged size in bytes, never the payload). Returns
+/// false, changing and auditing nothing, when it was already purged.
+///
+/// Only a final delivery (`delivered`, `dead`, `cancelled`) may be purged: one that may still
+/// be sent needs its payload ([`Error::Conflict`]: cancel it first). A purged dead delivery can
+/// no longer be replayed. Attempts keep their response excerpts (the receiver's answers, not
+/// the payload). Another tenant's or a missing delivery → [`Error::NotFound`].
+pub async fn purge_payload(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    delivery_id: Uuid,
+    actor: &str,
+) -> Result<bool> {
+    let row: Option<(Uuid, String, bool, i32)> = sqlx::query_as(
+        "SELECT channel_id, status, payload_purged_at IS NOT NULL, octet_length(payload)
+         FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    )
+    .bind(delivery_id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (channel_id, status, purged, bytes) = row.ok_or(Error::NotFound("delivery"))?;
+    if !matches!(status.as_str(), "delivered" | "dead" | "cancelled") {
+        return Err(Error::Conflict(format!(
+            "delivery is {status} and may still be sent, so it needs its payload; cancel it \
+             first (POST /api/v1/deliveries/{delivery_id}/cancel)"
+        )));
+    }
+    if purged {
+        return Ok(false);
+    }
+    sqlx::query("UPDATE deliveries SET payload = 'null', payload_purged_at = now() WHERE id = $1")
+        .bind(delivery_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor,
+            action: "delivery.payload_purged",
+            details: serde_json::json!({ "delivery_id": delivery_id, "bytes": bytes }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cancellable;
+
+    #[test]
+    fn only_undelivered_live_deliveries_are_cancellable() {
+        for s in ["pending", "paused", "failed", "delivering"] {
+            assert!(cancellable(s), "{s}");
+        }
+        for s in ["delivered", "dead", "cancelled", "nonsense"] {
+            assert!(!cancellable(s), "{s}");
+        }
+    }
+}
