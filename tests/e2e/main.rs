@@ -7,4 +7,5 @@ mod circuit;
 mod delivery;
 mod limits;
 mod observe;
+mod openapi;
 mod operate;

@@ -197,7 +197,7 @@ pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempt
 }
 
 /// A delivery as the API shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Delivery {
     /// Delivery id (= `webhook-id`).
     pub id: Uuid,
@@ -205,10 +205,12 @@ pub struct Delivery {
     pub channel_id: Uuid,
     /// Event type.
     pub event_type: String,
-    /// Event data.
+    /// Event data: the JSON value that was sent, as it was sent (any JSON value).
     #[sqlx(try_from = "String")]
+    #[schema(value_type = serde_json::Value)]
     pub payload: RawJson,
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead`.
+    #[schema(example = "delivered")]
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
@@ -225,7 +227,7 @@ pub struct Delivery {
 }
 
 /// One HTTP attempt as the API shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Attempt {
     /// Attempt number of the delivery, from 1.
     pub attempt: i32,

@@ -6,6 +6,7 @@ pub mod channels;
 pub mod deliveries;
 pub mod health;
 pub mod metrics;
+pub mod openapi;
 pub mod operator;
 pub mod queues;
 pub mod tenants;
