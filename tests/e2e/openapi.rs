@@ -226,5 +226,33 @@ async fn a_json_array_is_never_read_as_an_object(pool: PgPool) {
         assert_eq!(status, 422, "{body}: {problem}");
         assert_eq!(problem["code"], "invalid_body", "{body}: {problem}");
     }
+
+    // Nor inside a body: a batch item spelled as an array of its fields.
+    let channel = app.channel(&key, "ok").await;
+    let batch = format!("/api/v1/channels/{channel}/deliveries/batch");
+    let (status, problem) = app
+        .post(
+            &batch,
+            &key,
+            &json!({"deliveries": [["a.b", {"n": 1}, null]]}),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["code"], "invalid_body", "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("deliveries[0]"),
+        "the detail names the item: {problem}"
+    );
+    let (status, accepted) = app
+        .post(
+            &batch,
+            &key,
+            &json!({"deliveries": [{"event_type": "a.b", "payload": {"n": 1}}]}),
+        )
+        .await;
+    assert_eq!(status, 202, "{accepted}");
     app.stop().await;
 }

@@ -148,3 +148,26 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestId {
         }))
     }
 }
+
+/// A `T` (a struct) read only from a JSON object. serde's derived `Deserialize` for a struct
+/// also reads a JSON array of its fields in order (`["a.b", {}, null]` as a batch item); no
+/// client means that, so inside a body the array form is refused like any other wrong type
+/// (422 `invalid_body`, the path naming the element). [`Json`] does the same for the whole body.
+pub(crate) struct ObjectOnly<T>(pub(crate) T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Visitor(std::marker::PhantomData))
+            .map(ObjectOnly)
+    }
+}

@@ -3,7 +3,7 @@
 use super::checked_url;
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, ObjectOnly, Path, Query, RequestId};
 use crate::openapi::{BadRequest, Conflict, Invalid, JsonBody, NotFound, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
@@ -518,8 +518,8 @@ pub(crate) async fn enqueue_one(
 #[serde(deny_unknown_fields)]
 pub(crate) struct EnqueueBatch {
     /// 1 to `api.max_batch_size` (1000) deliveries.
-    #[schema(min_items = 1, max_items = 1000)]
-    deliveries: Vec<BatchItem>,
+    #[schema(value_type = Vec<BatchItem>, min_items = 1, max_items = 1000)]
+    deliveries: Vec<ObjectOnly<BatchItem>>,
 }
 
 /// One delivery of a batch.
@@ -592,7 +592,7 @@ pub(crate) async fn enqueue_batch(
         ));
     }
     let mut items = Vec::with_capacity(body.deliveries.len());
-    for (i, d) in body.deliveries.into_iter().enumerate() {
+    for (i, ObjectOnly(d)) in body.deliveries.into_iter().enumerate() {
         check_payload_size(cfg, &d.payload, "payload").map_err(|mut e| {
             e.detail = format!("deliveries[{i}].{}", e.detail);
             e
