@@ -45,7 +45,8 @@ fn committed_copy_is_what_the_code_generates() {
 }
 
 /// Every operation has a unique `operationId`, a tag and a summary; every error response is a
-/// problem (`application/problem+json`); every operation behind a key names its scheme.
+/// problem (`application/problem+json`); every operation behind a key names its scheme; every
+/// response link names an operation that exists.
 #[test]
 fn document_follows_the_house_rules() {
     let doc: Value = serde_json::from_str(breakwater_api::openapi::json()).unwrap();
@@ -65,6 +66,7 @@ fn document_follows_the_house_rules() {
     ]
     .into();
     let mut ids = BTreeMap::new();
+    let mut linked = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let route = format!("{} {path}", method.to_uppercase());
@@ -99,8 +101,24 @@ fn document_follows_the_house_rules() {
                         "{route} {status} is not a problem+json response: {response}"
                     );
                 }
+                if let Some(links) = response["links"].as_object() {
+                    for (name, link) in links {
+                        let target = link["operationId"].as_str();
+                        assert!(
+                            target.is_some(),
+                            "{route} {status}: link {name} has no operationId: {link}"
+                        );
+                        linked.push((route.clone(), target.unwrap().to_string()));
+                    }
+                }
             }
         }
+    }
+    for (route, target) in linked {
+        assert!(
+            ids.contains_key(&target),
+            "{route} links to {target}, which no operation is"
+        );
     }
 }
 

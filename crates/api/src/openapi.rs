@@ -95,7 +95,7 @@ use crate::routes;
         routes::queues::list,
     ),
     components(schemas(crate::error::Problem)),
-    modifiers(&Components),
+    modifiers(&Components, &LinkKeys),
     tags(
         (name = "channels", description = "A tenant's endpoints and their circuit breakers; \
             enqueueing deliveries to one."),
@@ -124,6 +124,47 @@ pub fn json() -> &'static str {
         s
     });
     &JSON
+}
+
+/// utoipa 5.5 writes a response's Link Object with snake_case keys (`operation_id`) where
+/// OpenAPI spells them `operationId`, `operationRef`, `requestBody`; this modifier moves each
+/// into the link's (flattened) extensions under its OpenAPI name.
+struct LinkKeys;
+
+impl Modify for LinkKeys {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                for response in op.responses.responses.values_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    for link in response.links.values_mut() {
+                        let RefOr::T(link) = link else { continue };
+                        let extensions = link.extensions.get_or_insert_with(Default::default);
+                        if !link.operation_id.is_empty() {
+                            let id = std::mem::take(&mut link.operation_id);
+                            extensions.insert("operationId".into(), id.into());
+                        }
+                        if !link.operation_ref.is_empty() {
+                            let r = std::mem::take(&mut link.operation_ref);
+                            extensions.insert("operationRef".into(), r.into());
+                        }
+                        if let Some(body) = link.request_body.take() {
+                            extensions.insert("requestBody".into(), body);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// One problem response, shared by every operation that can answer it

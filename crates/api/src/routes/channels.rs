@@ -480,7 +480,15 @@ async fn enqueue(
     ),
     request_body = EnqueueOne,
     responses(
-        (status = 202, description = "Accepted (or an idempotent replay).", body = Accepted),
+        (status = 202, description = "Accepted (or an idempotent replay).", body = Accepted,
+            links(
+                ("GetDelivery" = (operation_id = "get_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "The delivery's status and attempts.")),
+                ("ReplayDelivery" = (operation_id = "replay_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "Replay it once it is dead.")),
+            )),
         JsonBody,
         NotFound,
         Conflict,
