@@ -32,7 +32,7 @@ const NOT_AUDITED: &[(&str, &str, &str)] = &[
 ];
 
 /// Every path registered with `.route("…")` in the API's route modules.
-fn router_paths() -> BTreeSet<String> {
+pub(crate) fn router_paths() -> BTreeSet<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/api/src/routes");
     let mut paths = BTreeSet::new();
     for entry in std::fs::read_dir(dir).expect("the API's route sources") {

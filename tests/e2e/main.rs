@@ -9,4 +9,5 @@ mod lifecycle;
 mod limits;
 mod messages;
 mod observe;
+mod openapi;
 mod operate;

@@ -20,14 +20,30 @@ pub struct ApiError {
     pub headers: Vec<(header::HeaderName, String)>,
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// The body of every error: an RFC 9457 problem, `application/problem+json`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Problem<'a> {
+    /// `urn:breakwater:problem:<code>`.
     #[serde(rename = "type")]
+    #[schema(example = "urn:breakwater:problem:not_found")]
     kind: String,
+    /// The HTTP status's reason phrase.
+    #[schema(example = "Not Found")]
     title: &'a str,
+    /// The HTTP status.
+    #[schema(example = 404)]
     status: u16,
+    /// What is wrong, for a person. Never a secret, never an internal address.
+    #[schema(example = "channel not found")]
     detail: &'a str,
+    /// Stable, machine-readable: `bad_request`, `malformed_json`, `invalid_path`,
+    /// `invalid_query`, `invalid_body`, `invalid_field`, `invalid_text`, `unauthorized`,
+    /// `forbidden`, `not_found`, `method_not_allowed`, `conflict`, `not_dead`,
+    /// `payload_too_large`, `unsupported_media_type`, `rate_limited`, `unavailable`,
+    /// `not_ready`, `internal`.
+    #[schema(example = "not_found")]
     code: &'a str,
+    /// The offending field, for validation errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
 }

@@ -9,9 +9,13 @@ use serde::de::DeserializeOwned;
 
 /// A JSON body whose rejections become problems: missing `Content-Type: application/json` →
 /// 415, body over the route's limit → 413, malformed JSON anywhere in the body → 400, and only
-/// then well-formed JSON of the wrong shape (missing field, wrong type, unknown field) → 422.
-/// (axum's own `Json` stops at the first error, so a type error before a syntax error would
-/// be a 422; here syntax is checked first.)
+/// then well-formed JSON of the wrong shape (not an object, missing field, wrong type, unknown
+/// field) → 422. (axum's own `Json` stops at the first error, so a type error before a syntax
+/// error would be a 422; here syntax is checked first.)
+///
+/// Every body of this API is a JSON object, and only an object is accepted: serde would also
+/// read a struct from an array of its fields in order (`[null, null]` as
+/// `{"failure_threshold": null, "cooldown_ms": null}`), which no client means.
 pub struct Json<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
@@ -54,6 +58,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 StatusCode::BAD_REQUEST,
                 "malformed_json",
                 format!("malformed JSON: {e}"),
+            ));
+        }
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "the body must be a JSON object",
             ));
         }
         let de = &mut serde_json::Deserializer::from_slice(&bytes);
@@ -135,5 +146,28 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestId {
             Some(v) => v.to_string(),
             None => uuid::Uuid::new_v4().to_string(),
         }))
+    }
+}
+
+/// A `T` (a struct) read only from a JSON object. serde's derived `Deserialize` for a struct
+/// also reads a JSON array of its fields in order (`["a.b", {}, null]` as a batch item); no
+/// client means that, so inside a body the array form is refused like any other wrong type
+/// (422 `invalid_body`, the path naming the element). [`Json`] does the same for the whole body.
+pub(crate) struct ObjectOnly<T>(pub(crate) T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Visitor(std::marker::PhantomData))
+            .map(ObjectOnly)
     }
 }

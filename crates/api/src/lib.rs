@@ -8,6 +8,7 @@
 mod auth;
 pub mod error;
 mod extract;
+pub mod openapi;
 mod routes;
 
 use axum::Router;
@@ -137,6 +138,7 @@ pub fn app(state: AppState) -> Router {
     };
     Router::new()
         .merge(routes::health::router())
+        .merge(routes::openapi::router())
         .merge(routes::tenants::router())
         .merge(routes::channels::router(&state.inner.config))
         .merge(routes::deliveries::router())

@@ -38,7 +38,8 @@ pub struct Entry<'a> {
 }
 
 /// A stored audit entry.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = AuditRecord)]
 pub struct Record {
     /// Sequence number.
     pub id: i64,

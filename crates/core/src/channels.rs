@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 /// A channel as the API shows it. The signing secret is only shown at creation
 /// ([`CreatedChannel`]).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Channel {
     /// Channel id (also the `group_id` of its jobs).
     pub id: Uuid,
@@ -22,6 +22,7 @@ pub struct Channel {
     /// The endpoint.
     pub url: String,
     /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), null = unlimited.
+    #[schema(example = "80/s")]
     pub rate_limit: Option<String>,
     /// The event types the channel receives from `POST /api/v1/messages` (exact match, see
     /// [`canonical_event_types`]); null = every type.
@@ -31,6 +32,7 @@ pub struct Channel {
     /// secret was never rotated or rotated without a grace period.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
     /// `closed` | `open` | `half_open` | `paused`.
+    #[schema(value_type = crate::circuit::State)]
     pub circuit_state: String,
     /// When the circuit last changed state.
     pub circuit_changed_at: DateTime<Utc>,
@@ -73,7 +75,7 @@ const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, event_types, previo
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedChannel {
     /// The channel.
     #[serde(flatten)]
@@ -524,7 +526,7 @@ pub async fn list(
 }
 
 /// A channel as the operator lists it: with its tenant, tier and parked count.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct OperatorChannel {
     /// The channel.
     #[sqlx(flatten)]
@@ -533,6 +535,7 @@ pub struct OperatorChannel {
     /// Tenant name.
     pub tenant_name: String,
     /// Tenant tier.
+    #[schema(value_type = crate::Tier)]
     pub tier: String,
     /// Jobs parked by the circuit.
     pub parked: i64,

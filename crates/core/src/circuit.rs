@@ -136,8 +136,9 @@ pub async fn effective_defaults(
 }
 
 /// A circuit state (the `channels.circuit_state` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = CircuitState)]
 pub enum State {
     /// Deliveries flow.
     Closed,

@@ -211,7 +211,7 @@ pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempt
 }
 
 /// A delivery as the API shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Delivery {
     /// Delivery id (the `webhook-id` of a delivery enqueued to its channel directly).
     pub id: Uuid,
@@ -222,12 +222,15 @@ pub struct Delivery {
     pub message_id: Option<Uuid>,
     /// Event type.
     pub event_type: String,
-    /// Event data (`null` once purged, see `payload_purged_at`).
+    /// Event data: the JSON value that was sent, as it was sent (any JSON value; `null` once
+    /// purged, see `payload_purged_at`).
     #[sqlx(try_from = "String")]
+    #[schema(value_type = serde_json::Value)]
     pub payload: RawJson,
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
     /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
     /// `last_error`). `delivered`, `dead` and `cancelled` are final.
+    #[schema(example = "delivered")]
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
@@ -248,7 +251,7 @@ pub struct Delivery {
 }
 
 /// One HTTP attempt as the API shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Attempt {
     /// Attempt number of the delivery, from 1.
     pub attempt: i32,

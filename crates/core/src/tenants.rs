@@ -14,7 +14,7 @@ impl TryFrom<String> for Tier {
 }
 
 /// A tenant, as the API shows it (the alert secret is never included).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Tenant {
     /// Tenant id.
     pub id: Uuid,
@@ -41,7 +41,7 @@ pub struct NewTenant {
 }
 
 /// A created tenant with its secrets, shown once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedTenant {
     /// The tenant.
     #[serde(flatten)]

@@ -5,7 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// `deliveries_high`.

@@ -7,6 +7,7 @@ use sqlx::PgExecutor;
 
 /// One queue's live jobs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, sqlx::FromRow)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QueueStats {
     /// Queue name.
     pub queue: String,

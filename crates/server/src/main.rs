@@ -1,4 +1,4 @@
-//! `breakwater`: serve | migrate | doctor | demo.
+//! `breakwater`: serve | migrate | doctor | demo | openapi.
 
 use anyhow::Context;
 use breakwater::config::Settings;
@@ -60,11 +60,19 @@ enum Command {
         #[arg(long)]
         keep_running: bool,
     },
+    /// Print the API's OpenAPI 3.1 document (JSON), exactly as `GET /api/v1/openapi.json`
+    /// serves it. Needs no database or configuration; regenerate the committed copy with
+    /// `cargo run -p breakwater -- openapi > docs/openapi.json`.
+    Openapi,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Command::Openapi = cli.command {
+        print!("{}", breakwater_api::openapi::json());
+        return Ok(());
+    }
     let settings = Settings::load(cli.config.as_deref()).map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Serve { role, no_migrate } => {
@@ -132,6 +140,7 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1)
             }
         }
+        Command::Openapi => unreachable!("handled before the settings are loaded"),
     }
 }
 

@@ -27,15 +27,47 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/admin", get(|| asset("text/html; charset=utf-8", HTML)))
-        .route(
-            "/admin/admin.js",
-            get(|| asset("text/javascript; charset=utf-8", JS)),
-        )
-        .route(
-            "/admin/admin.css",
-            get(|| asset("text/css; charset=utf-8", CSS)),
-        )
+        .route("/admin", get(page))
+        .route("/admin/admin.js", get(script))
+        .route("/admin/admin.css", get(stylesheet))
+}
+
+/// The operator's live page.
+#[utoipa::path(
+    get,
+    path = "/admin",
+    tag = "admin page",
+    operation_id = "admin_page",
+    responses((status = 200, description = "The page.", body = String, content_type = "text/html")),
+)]
+pub(crate) async fn page() -> impl IntoResponse {
+    asset("text/html; charset=utf-8", HTML).await
+}
+
+/// The admin page's script.
+#[utoipa::path(
+    get,
+    path = "/admin/admin.js",
+    tag = "admin page",
+    operation_id = "admin_page_script",
+    responses((status = 200, description = "The script.", body = String,
+        content_type = "text/javascript")),
+)]
+pub(crate) async fn script() -> impl IntoResponse {
+    asset("text/javascript; charset=utf-8", JS).await
+}
+
+/// The admin page's stylesheet.
+#[utoipa::path(
+    get,
+    path = "/admin/admin.css",
+    tag = "admin page",
+    operation_id = "admin_page_stylesheet",
+    responses((status = 200, description = "The stylesheet.", body = String,
+        content_type = "text/css")),
+)]
+pub(crate) async fn stylesheet() -> impl IntoResponse {
+    asset("text/css; charset=utf-8", CSS).await
 }
 
 async fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {

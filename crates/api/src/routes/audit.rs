@@ -3,6 +3,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::Query;
+use crate::openapi::{BadRequest, Invalid, TenantAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -16,18 +17,26 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Filters and paging of audit reads: newest first; pass `next_before` as `?before=`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct AuditQuery {
+    /// Only this channel's entries.
     pub(crate) channel_id: Option<Uuid>,
+    /// Only this tenant's entries (a tenant may only name itself).
     pub(crate) tenant_id: Option<Uuid>,
+    /// Entries older than this id (the previous page's `next_before`).
     pub(crate) before: Option<i64>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub(crate) limit: Option<i64>,
 }
 
 /// A page of audit entries.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct AuditPage {
+    /// The entries, newest first.
     data: Vec<Record>,
+    /// The id to pass as `?before=` for the next page; null on the last page.
     next_before: Option<i64>,
 }
 
@@ -48,7 +57,22 @@ pub(crate) async fn page(
     Ok(AuditPage { data, next_before })
 }
 
-async fn list(
+/// Reads the tenant's audit log (its own channels and itself), newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    tag = "audit",
+    operation_id = "list_audit",
+    params(AuditQuery),
+    responses(
+        (status = 200, description = "A page of audit entries.", body = AuditPage),
+        BadRequest,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Query(q): Query<AuditQuery>,

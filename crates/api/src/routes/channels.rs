@@ -3,7 +3,8 @@
 use super::checked_url;
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, ObjectOnly, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Conflict, Invalid, JsonBody, NotFound, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -37,23 +38,60 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
 }
 
 /// Body of `POST /api/v1/channels`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateChannel {
+pub(crate) struct CreateChannel {
+    /// The endpoint: an absolute `http` or `https` URL without credentials, at most 2048
+    /// characters, whose host resolves to public addresses only (unless
+    /// `allow_private_targets`).
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        example = "https://example.com/hooks"
+    )]
     url: String,
+    /// Display name.
+    #[schema(max_length = 200)]
     name: Option<String>,
+    /// Consecutive transient failures that open the circuit (null = the cluster default).
+    #[schema(minimum = 1, maximum = 10000)]
     failure_threshold: Option<i32>,
+    /// First cooldown of an open circuit before a probe, ms (null = the cluster default).
+    #[schema(minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<i64>,
+    /// Replay the channel's recent dead letters when a probe closes its circuit.
     #[serde(default)]
     replay_dead_letters_on_close: bool,
+    /// How far back that replay reaches, ms (default 1 h, at most 30 days).
+    #[schema(minimum = 1, maximum = 2592000000_i64)]
     replay_window_ms: Option<i64>,
+    /// Strict cluster-wide rate limit: `N/s`, `N/m` or `N/h` with N from 1 to 1 000 000
+    /// (null = none).
+    #[schema(example = "80/s")]
     rate_limit: Option<String>,
+    /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
+    #[schema(minimum = 1, maximum = 10000)]
     max_in_flight: Option<i32>,
     /// Event types the channel receives from `POST /api/v1/messages`; absent/null = every type.
     event_types: Option<Vec<String>>,
 }
 
-async fn create(
+/// Creates a channel. Its signing secret is in the response, shown once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels",
+    tag = "channels",
+    operation_id = "create_channel",
+    request_body = CreateChannel,
+    responses(
+        (status = 201, description = "The channel, with its `signing_secret` (shown once).",
+            body = CreatedChannel),
+        JsonBody,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn create(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -83,20 +121,42 @@ async fn create(
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
+/// Paging of `GET /api/v1/channels`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Start after this channel id (the previous page's `next_after`).
     after: Option<Uuid>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
 /// A page of channels; pass `next_after` as `?after=` for the next one.
-#[derive(Serialize)]
-struct ChannelPage {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ChannelPage {
+    /// The channels, by id.
     data: Vec<Channel>,
+    /// The id to pass as `?after=` for the next page; null on the last page.
     next_after: Option<Uuid>,
 }
 
-async fn list(
+/// Lists the tenant's channels, by id.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels",
+    tag = "channels",
+    operation_id = "list_channels",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of channels.", body = ChannelPage),
+        BadRequest,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
@@ -113,30 +173,35 @@ async fn list(
 }
 
 /// A channel with its circuit spelled out.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct ChannelView {
+    /// The channel's fields.
     #[serde(flatten)]
     channel: Channel,
+    /// Its circuit breaker.
     circuit: CircuitView,
+    /// Its cluster-wide concurrency.
     concurrency: ConcurrencyView,
 }
 
 /// The channel's cluster-wide concurrency, as the scheduler sees it now.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ConcurrencyView {
     /// Deliveries of the channel in flight now, on every node.
     in_flight: i32,
     /// The adaptive limit in force (AIMD), whole deliveries.
     limit: u32,
-    /// Its bounds: the floor and the ceiling (the channel's `max_in_flight`, or the global one).
+    /// Its lower bound.
     floor: u32,
+    /// Its upper bound: the channel's `max_in_flight`, or the global ceiling.
     ceiling: u32,
 }
 
 /// The circuit as an operator reads it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct CircuitView {
     /// `closed` | `open` | `half_open` | `paused`.
+    #[schema(value_type = circuit::State)]
     state: String,
     /// In this state since.
     since: chrono::DateTime<chrono::Utc>,
@@ -196,7 +261,22 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     })
 }
 
-async fn read(
+/// Reads a channel: its settings, its circuit and its concurrency.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{id}",
+    tag = "channels",
+    operation_id = "get_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    responses(
+        (status = 200, description = "The channel.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn read(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
@@ -206,28 +286,60 @@ async fn read(
 }
 
 /// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PatchChannel {
+pub(crate) struct PatchChannel {
+    /// Display name (null removes it).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, max_length = 200)]
     name: Option<Option<String>>,
+    /// The endpoint (same rules as at creation).
+    #[schema(format = "uri", max_length = 2048)]
     url: Option<String>,
+    /// Failure threshold override (null = the cluster default).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     failure_threshold: Option<Option<i32>>,
+    /// Cooldown override, ms (null = the cluster default).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<Option<i64>>,
+    /// Replay recent dead letters when a probe closes the circuit.
     replay_dead_letters_on_close: Option<bool>,
+    /// How far back that replay reaches, ms.
+    #[schema(minimum = 1, maximum = 2592000000_i64)]
     replay_window_ms: Option<i64>,
+    /// Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
+    /// deliveries).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, example = "80/s")]
     rate_limit: Option<Option<String>>,
+    /// Concurrency ceiling (null = the global one).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     max_in_flight: Option<Option<i32>>,
     /// `null` clears the filter (every type).
     #[serde(default, deserialize_with = "super::nullable")]
     event_types: Option<Option<Vec<String>>>,
 }
 
-async fn update(
+/// Changes a channel's settings; absent fields stay as they are.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/channels/{id}",
+    tag = "channels",
+    operation_id = "update_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = PatchChannel,
+    responses(
+        (status = 200, description = "The channel as it is now.", body = ChannelView),
+        JsonBody,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn update(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -259,16 +371,26 @@ async fn update(
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct EnqueueOne {
+pub(crate) struct EnqueueOne {
+    /// The event's type, 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    #[schema(example = "invoice.paid")]
     event_type: String,
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` (256 KiB) as sent.
+    #[schema(value_type = serde_json::Value)]
     payload: Box<RawValue>,
 }
 
 /// Response of an accepted delivery.
-#[derive(Serialize)]
-struct Accepted {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Accepted {
+    /// The delivery id (also its `webhook-id`).
     id: Uuid,
     /// `pending` (or `paused` behind an open circuit) when new; the earlier delivery's status on
     /// an idempotent replay.
@@ -296,6 +418,19 @@ pub(crate) fn check_payload_size(
         return Err(e);
     }
     Ok(())
+}
+
+/// The `Idempotency-Key` header of `POST /api/v1/channels/{id}/deliveries` (documentation only:
+/// [`idempotency_key`] reads it).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub(crate) struct IdempotencyKey {
+    /// A repeat with the same key (per tenant) returns the first delivery and enqueues nothing;
+    /// 1 to 200 visible ASCII characters.
+    #[param(rename = "Idempotency-Key", value_type = String, required = false)]
+    #[param(min_length = 1, max_length = 200)]
+    idempotency_key: Option<String>,
 }
 
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
@@ -340,9 +475,38 @@ async fn enqueue(
     Ok(out)
 }
 
+/// Enqueues one delivery to the channel.
+///
 /// 202 with the delivery id. With an `Idempotency-Key` already used by this tenant, 202 with the
 /// earlier delivery's id and nothing new enqueued.
-async fn enqueue_one(
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/deliveries",
+    tag = "channels",
+    operation_id = "enqueue_delivery",
+    params(
+        ("id" = Uuid, Path, description = "Channel id."),
+        IdempotencyKey,
+    ),
+    request_body = EnqueueOne,
+    responses(
+        (status = 202, description = "Accepted (or an idempotent replay).", body = Accepted,
+            links(
+                ("GetDelivery" = (operation_id = "get_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "The delivery's status and attempts.")),
+                ("ReplayDelivery" = (operation_id = "replay_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "Replay it once it is dead.")),
+            )),
+        JsonBody,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn enqueue_one(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(channel_id): Path<Uuid>,
@@ -368,28 +532,67 @@ async fn enqueue_one(
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct EnqueueBatch {
-    deliveries: Vec<BatchItem>,
+pub(crate) struct EnqueueBatch {
+    /// 1 to `api.max_batch_size` (1000) deliveries.
+    #[schema(value_type = Vec<BatchItem>, min_items = 1, max_items = 1000)]
+    deliveries: Vec<ObjectOnly<BatchItem>>,
 }
 
-#[derive(Deserialize)]
+/// One delivery of a batch.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct BatchItem {
+pub(crate) struct BatchItem {
+    /// The event's type, 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    #[schema(example = "invoice.paid")]
     event_type: String,
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` as sent.
+    #[schema(value_type = serde_json::Value)]
     payload: Box<RawValue>,
+    /// Like the `Idempotency-Key` header: 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     idempotency_key: Option<String>,
 }
 
-#[derive(Serialize)]
-struct BatchAccepted {
+/// The result of a batch: one entry per input, in order.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct BatchAccepted {
+    /// One `{id, status, idempotent_replay}` per input, in order.
     data: Vec<Accepted>,
 }
 
+/// Enqueues up to 1000 deliveries to the channel in one transaction.
+///
 /// 202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
 /// invalid item refuses the whole batch (422 naming the item).
-async fn enqueue_batch(
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/deliveries/batch",
+    tag = "channels",
+    operation_id = "enqueue_delivery_batch",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = EnqueueBatch,
+    responses(
+        (status = 202, description = "Accepted, one result per input in order.",
+            body = BatchAccepted),
+        JsonBody,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn enqueue_batch(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(channel_id): Path<Uuid>,
@@ -407,7 +610,7 @@ async fn enqueue_batch(
         ));
     }
     let mut items = Vec::with_capacity(body.deliveries.len());
-    for (i, d) in body.deliveries.into_iter().enumerate() {
+    for (i, ObjectOnly(d)) in body.deliveries.into_iter().enumerate() {
         check_payload_size(cfg, &d.payload, "payload").map_err(|mut e| {
             e.detail = format!("deliveries[{i}].{}", e.detail);
             e
@@ -437,8 +640,11 @@ async fn enqueue_batch(
 }
 
 /// `?reason=` on manual circuit actions (optional; goes to the audit log and the alert).
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ReasonQuery {
+    /// Why, for the audit log and the alert; at most 500 characters.
+    #[param(max_length = 500)]
     pub(crate) reason: Option<String>,
 }
 
@@ -474,9 +680,26 @@ pub(crate) async fn manual(
     view(state, channel).await
 }
 
-/// `POST /api/v1/channels/{id}/pause`: parks the backlog and pauses the circuit (never probed;
-/// new deliveries are accepted and parked). 200 with the channel.
-async fn pause(
+/// Pauses the channel: parks the backlog and pauses the circuit.
+///
+/// Never probed while paused; new deliveries are accepted and parked. Idempotent. 200 with the
+/// channel.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/pause",
+    tag = "channels",
+    operation_id = "pause_channel",
+    params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
+    responses(
+        (status = 200, description = "The channel, paused.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn pause(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -498,9 +721,25 @@ async fn pause(
     ))
 }
 
-/// `POST /api/v1/channels/{id}/resume`: closes a paused circuit and releases every parked job in
-/// one UPDATE. 200 with the channel.
-async fn resume(
+/// Resumes a paused channel: closes its circuit and releases every parked delivery.
+///
+/// One UPDATE releases the whole backlog. Idempotent. 200 with the channel.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/resume",
+    tag = "channels",
+    operation_id = "resume_channel",
+    params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
+    responses(
+        (status = 200, description = "The channel, resumed.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn resume(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -524,22 +763,44 @@ async fn resume(
 
 /// Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
 /// (RFC 3339; default: the last 24 h up to now).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ReplayWindow {
+pub(crate) struct ReplayWindow {
+    /// Start (default: 24 h before `to`).
     from: Option<chrono::DateTime<chrono::Utc>>,
+    /// End (default: now); not before `from`.
     to: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-#[derive(Serialize)]
-struct Replayed {
+/// The deliveries a replay re-enqueued.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Replayed {
+    /// How many.
     replayed: usize,
+    /// Their ids.
     ids: Vec<Uuid>,
 }
 
-/// Re-enqueues the channel's dead deliveries from a window (at most 10 000 per call). 200 with
-/// the count and ids.
-async fn replay_window(
+/// Replays the channel's dead deliveries from a window.
+///
+/// Re-enqueues the deliveries that went dead in the window (at most 10 000 per call). 200 with
+/// the count and ids. Send `{}` for the last 24 h.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/replay",
+    tag = "channels",
+    operation_id = "replay_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = ReplayWindow,
+    responses(
+        (status = 200, description = "The replayed deliveries.", body = Replayed),
+        JsonBody,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn replay_window(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,

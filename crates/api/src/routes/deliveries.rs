@@ -3,6 +3,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Path, RequestId};
+use crate::openapi::{BadRequest, Conflict, NotFound, TenantAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -21,14 +22,32 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-#[derive(Serialize)]
-struct DeliveryView {
+/// A delivery with every HTTP attempt made for it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct DeliveryView {
+    /// The delivery's fields.
     #[serde(flatten)]
     delivery: Delivery,
+    /// Its attempts, oldest first.
     attempt_log: Vec<Attempt>,
 }
 
-async fn read(
+/// Reads a delivery: its status and every attempt.
+#[utoipa::path(
+    get,
+    path = "/api/v1/deliveries/{id}",
+    tag = "deliveries",
+    operation_id = "get_delivery",
+    params(("id" = Uuid, Path, description = "Delivery id (its `webhook-id`).")),
+    responses(
+        (status = 200, description = "The delivery and its attempts.", body = DeliveryView),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn read(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
@@ -41,9 +60,27 @@ async fn read(
     }))
 }
 
-/// `POST /api/v1/deliveries/{id}/replay`: re-enqueues one dead delivery. 202 with the delivery;
-/// 409 if it is not dead (a delivery never gets a second live job).
-async fn replay(
+/// Replays one dead delivery.
+///
+/// Re-enqueues it with a fresh set of attempts. 202 with the delivery; 409 if it is not dead (a
+/// delivery never gets a second live job).
+#[utoipa::path(
+    post,
+    path = "/api/v1/deliveries/{id}/replay",
+    tag = "deliveries",
+    operation_id = "replay_delivery",
+    params(("id" = Uuid, Path, description = "Delivery id.")),
+    responses(
+        (status = 202, description = "Re-enqueued; the delivery as it is now.",
+            body = DeliveryView),
+        BadRequest,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn replay(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,

@@ -5,12 +5,13 @@
 //! [`READY_CHECK_TIMEOUT`]) and answers every other request from that result.
 
 use crate::error::ApiError;
+use crate::openapi::Unavailable;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::time::{Duration, Instant};
 
 pub fn router() -> Router<AppState> {
@@ -19,8 +20,24 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(readyz))
 }
 
-async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+/// The body of `/healthz` and `/readyz`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Health {
+    /// `ok` (`/healthz`) or `ready` (`/readyz`).
+    #[schema(example = "ok")]
+    status: &'static str,
+}
+
+/// Liveness: the process is up and serving HTTP.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "health",
+    operation_id = "healthz",
+    responses((status = 200, description = "`{\"status\": \"ok\"}`.", body = Health)),
+)]
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// How long one readiness result is served.
@@ -28,7 +45,18 @@ pub const READY_MAX_AGE: Duration = Duration::from_secs(1);
 /// The longest one readiness check may take before it counts as a failure.
 pub const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// Readiness: the database answered (checked at most once a second).
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "health",
+    operation_id = "readyz",
+    responses(
+        (status = 200, description = "`{\"status\": \"ready\"}`.", body = Health),
+        Unavailable,
+    ),
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     let ready = {
         let mut last = state.inner.ready.lock().await;
         match *last {
@@ -58,5 +86,5 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> 
             "database unreachable",
         ));
     }
-    Ok(Json(json!({ "status": "ready" })))
+    Ok(Json(Health { status: "ready" }))
 }

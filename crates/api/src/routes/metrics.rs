@@ -78,7 +78,25 @@ impl Metrics {
     }
 }
 
-async fn metrics(State(m): State<Metrics>, headers: HeaderMap) -> Response {
+/// Every Breakwater metric, as Prometheus text.
+///
+/// Open unless `BREAKWATER_METRICS_TOKEN` is set; then `Authorization: Bearer <token>`. Served
+/// here unless `BREAKWATER_METRICS_LISTEN` gives it an address of its own.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "observability",
+    operation_id = "metrics",
+    responses(
+        (status = 200, description = "Prometheus text exposition format 0.0.4.", body = String,
+            content_type = "text/plain"),
+        (status = 401, description = "A metrics token is configured and was not presented \
+            (`unauthorized`).", body = crate::error::Problem,
+            content_type = "application/problem+json"),
+    ),
+    security((), ("metrics_token" = [])),
+)]
+pub(crate) async fn metrics(State(m): State<Metrics>, headers: HeaderMap) -> Response {
     if !m.authorized(&headers) {
         let mut e = ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod lifecycle;
 pub mod messages;
 pub mod metrics;
+pub mod openapi;
 pub mod operator;
 pub mod queues;
 pub mod secrets;

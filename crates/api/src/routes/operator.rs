@@ -6,6 +6,7 @@ use super::channels::{manual, view, ChannelView, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -28,22 +29,48 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/admin/audit", get(audit_log))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
+/// Filters and paging of `GET /api/v1/admin/channels`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Only channels whose circuit is in this state.
+    #[param(value_type = Option<breakwater_core::circuit::State>)]
     state: Option<String>,
+    /// Only this tenant's channels.
     tenant_id: Option<Uuid>,
+    /// Start after this channel id (the previous page's `next_after`).
     after: Option<Uuid>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
-#[derive(Serialize)]
-struct Page {
+/// A page of every tenant's channels; pass `next_after` as `?after=` for the next one.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = OperatorChannelPage)]
+pub(crate) struct Page {
+    /// The channels, by id.
     data: Vec<OperatorChannel>,
+    /// The id to pass as `?after=` for the next page; null on the last page.
     next_after: Option<Uuid>,
 }
 
-/// `GET /api/v1/admin/channels?state=&tenant_id=&after=&limit=`: every channel's breaker.
-async fn list(
+/// Lists every tenant's channels and their breakers.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/channels",
+    tag = "operator",
+    operation_id = "admin_list_channels",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of channels.", body = Page),
+        BadRequest,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn list(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
@@ -71,7 +98,22 @@ async fn list(
     Ok(axum::Json(Page { data, next_after }))
 }
 
-async fn read(
+/// Reads any tenant's channel.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/channels/{id}",
+    tag = "operator",
+    operation_id = "admin_get_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    responses(
+        (status = 200, description = "The channel.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn read(
     _: Operator,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
@@ -80,8 +122,45 @@ async fn read(
     Ok(axum::Json(view(&state, channel).await?))
 }
 
+/// A manual action on a channel's circuit, by the operator.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the `{action}` path segment, which the handler matches as text
+pub(crate) enum AdminAction {
+    /// Force the circuit open: park the backlog; probes follow as usual.
+    Open,
+    /// Force the circuit closed: release the backlog.
+    Close,
+    /// Pause: park the backlog, never probe.
+    Pause,
+    /// Resume a paused channel.
+    Resume,
+}
+
+/// Forces a channel's circuit open or closed, or pauses or resumes it.
+///
 /// `POST /api/v1/admin/channels/{id}/{open|close|pause|resume}?reason=`: audited as `operator`.
-async fn act(
+/// Idempotent. Any other action is 404.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/channels/{id}/{action}",
+    tag = "operator",
+    operation_id = "admin_channel_action",
+    params(
+        ("id" = Uuid, Path, description = "Channel id."),
+        ("action" = inline(AdminAction), Path, description = "What to do."),
+        ReasonQuery,
+    ),
+    responses(
+        (status = 200, description = "The channel as it is now.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn act(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -107,12 +186,16 @@ async fn act(
 
 /// The cluster-wide circuit defaults: the database's value where an operator set one, else the
 /// configuration's.
-#[derive(Serialize)]
-struct Defaults {
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = CircuitDefaults)]
+pub(crate) struct Defaults {
+    /// Consecutive transient failures that open a circuit.
     failure_threshold: i32,
+    /// First cooldown of an open circuit, ms.
     cooldown_ms: i64,
-    /// Whether each value comes from an operator's edit (true) or the configuration (false).
+    /// Whether `failure_threshold` comes from an operator's edit (true) or the configuration.
     failure_threshold_overridden: bool,
+    /// Whether `cooldown_ms` comes from an operator's edit (true) or the configuration.
     cooldown_ms_overridden: bool,
 }
 
@@ -127,7 +210,19 @@ async fn read_defaults(state: &AppState) -> Result<Defaults, ApiError> {
     })
 }
 
-async fn defaults(
+/// Reads the cluster-wide circuit defaults.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/circuit-defaults",
+    tag = "operator",
+    operation_id = "get_circuit_defaults",
+    responses(
+        (status = 200, description = "The defaults in force.", body = Defaults),
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn defaults(
     _: Operator,
     State(state): State<AppState>,
 ) -> Result<axum::Json<Defaults>, ApiError> {
@@ -135,16 +230,36 @@ async fn defaults(
 }
 
 /// Body of `PATCH /api/v1/admin/circuit-defaults`; `null` returns a value to the configuration's.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SetDefaults {
+pub(crate) struct SetDefaults {
+    /// Failure threshold (null = the configuration's).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     failure_threshold: Option<Option<i32>>,
+    /// First cooldown, ms (null = the configuration's).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<Option<i64>>,
 }
 
-async fn set_defaults(
+/// Changes the cluster-wide circuit defaults, at run time.
+///
+/// They apply to every channel without its own override.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/admin/circuit-defaults",
+    tag = "operator",
+    operation_id = "update_circuit_defaults",
+    request_body = SetDefaults,
+    responses(
+        (status = 200, description = "The defaults in force now.", body = Defaults),
+        JsonBody,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn set_defaults(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -203,8 +318,24 @@ async fn set_defaults(
     Ok(axum::Json(read_defaults(&state).await?))
 }
 
-/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&before=&limit=`: the whole audit log.
-async fn audit_log(
+/// Reads the whole audit log, newest first.
+///
+/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&before=&limit=`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/audit",
+    tag = "operator",
+    operation_id = "admin_list_audit",
+    params(AuditQuery),
+    responses(
+        (status = 200, description = "A page of audit entries.", body = AuditPage),
+        BadRequest,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn audit_log(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<AuditQuery>,

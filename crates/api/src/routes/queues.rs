@@ -3,6 +3,7 @@
 
 use crate::auth::Operator;
 use crate::error::ApiError;
+use crate::openapi::OperatorAuth;
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -18,12 +19,28 @@ pub fn router() -> Router<AppState> {
 /// "oldest_available_ms"}, …]}`: the tier queues (highest first), `circuit`, `alerts`, then any
 /// other queue with live jobs. `available` is the depth (due, waiting for a worker),
 /// `executing` the jobs in flight on all nodes.
-#[derive(Serialize)]
-struct Queues {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Queues {
+    /// One entry per queue.
     data: Vec<QueueStats>,
 }
 
-async fn list(_: Operator, State(state): State<AppState>) -> Result<axum::Json<Queues>, ApiError> {
+/// Every queue's live jobs across the cluster.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/queues",
+    tag = "operator",
+    operation_id = "list_queues",
+    responses(
+        (status = 200, description = "Every queue's counts.", body = Queues),
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn list(
+    _: Operator,
+    State(state): State<AppState>,
+) -> Result<axum::Json<Queues>, ApiError> {
     let data = breakwater_core::overview::queues(state.pool()).await?;
     Ok(axum::Json(Queues { data }))
 }

@@ -1,9 +1,11 @@
-//! Operator routes for tenants: `POST /api/v1/tenants`.
+//! Tenants: the operator creates, reads and changes any tenant (`/api/v1/tenants…`); a tenant
+//! reads and changes itself (`/api/v1/tenant…`).
 
 use super::checked_url;
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, RequestId};
+use crate::openapi::{BadRequest, JsonBody, NotFound, OperatorAuth, TenantAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -31,16 +33,38 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Body of `POST /api/v1/tenants`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateTenant {
+pub(crate) struct CreateTenant {
+    /// Display name, 1 to 200 characters (trimmed).
+    #[schema(min_length = 1, max_length = 200, example = "acme")]
     name: String,
+    /// Tier (default `default`): picks the queue of the tenant's deliveries.
+    #[schema(value_type = Option<Tier>)]
     tier: Option<String>,
+    /// Where circuit alerts are sent (same rules as a channel URL); empty or null = none.
+    #[schema(max_length = 2048)]
     alert_url: Option<String>,
 }
 
+/// Creates a tenant and its first API key.
+///
 /// 201 with the tenant, its `api_key` (shown once, stored hashed) and `alert_secret`.
-async fn create(
+#[utoipa::path(
+    post,
+    path = "/api/v1/tenants",
+    tag = "tenants",
+    operation_id = "create_tenant",
+    request_body = CreateTenant,
+    responses(
+        (status = 201, description = "The tenant, with its `api_key` and `alert_secret` (shown \
+            once).", body = CreatedTenant),
+        JsonBody,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn create(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -72,20 +96,28 @@ async fn create(
 
 /// Body of `PATCH /api/v1/tenants/{id}` (operator): every field optional; `alert_url: null`
 /// removes it. A tier change moves the tenant's waiting deliveries to the new tier's queue.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct OperatorPatch {
+pub(crate) struct OperatorPatch {
+    /// Display name, 1 to 200 characters (trimmed).
+    #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
+    /// Tier; a change moves the tenant's waiting deliveries to the new tier's queue.
+    #[schema(value_type = Option<Tier>)]
     tier: Option<String>,
+    /// Alert URL (null or empty removes it).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
 }
 
 /// A tenant and, after a tier change, how many waiting jobs moved queue.
-#[derive(serde::Serialize)]
-struct TenantView {
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct TenantView {
+    /// The tenant's fields.
     #[serde(flatten)]
     tenant: tenants::Tenant,
+    /// After a tier change: how many waiting jobs moved to the new tier's queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     jobs_moved: Option<u64>,
 }
@@ -103,7 +135,22 @@ async fn checked_alert_url(
     })
 }
 
-async fn operator_read(
+/// Reads a tenant.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tenants/{id}",
+    tag = "tenants",
+    operation_id = "get_tenant",
+    params(("id" = Uuid, Path, description = "Tenant id.")),
+    responses(
+        (status = 200, description = "The tenant.", body = tenants::Tenant),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_read(
     _: Operator,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
@@ -111,7 +158,23 @@ async fn operator_read(
     Ok(axum::Json(tenants::get(state.pool(), id).await?))
 }
 
-async fn operator_update(
+/// Changes a tenant's name, tier or alert URL.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/tenants/{id}",
+    tag = "tenants",
+    operation_id = "update_tenant",
+    params(("id" = Uuid, Path, description = "Tenant id.")),
+    request_body = OperatorPatch,
+    responses(
+        (status = 200, description = "The tenant as it is now.", body = TenantView),
+        JsonBody,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_update(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -132,12 +195,29 @@ async fn operator_update(
     Ok(axum::Json(TenantView { tenant, jobs_moved }))
 }
 
-#[derive(serde::Serialize)]
-struct Rotated {
+/// A new alert signing secret.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct Rotated {
+    /// The new secret (`whsec_…`), shown once; it signs every alert from now on.
     alert_secret: String,
 }
 
-async fn operator_rotate(
+/// Rotates a tenant's alert signing secret.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tenants/{id}/alert-secret",
+    tag = "tenants",
+    operation_id = "rotate_tenant_alert_secret",
+    params(("id" = Uuid, Path, description = "Tenant id.")),
+    responses(
+        (status = 200, description = "The new secret, shown once.", body = Rotated),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_rotate(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -150,21 +230,49 @@ async fn operator_rotate(
 }
 
 /// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it).
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SelfPatch {
+pub(crate) struct SelfPatch {
+    /// Alert URL (null or empty removes it).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
 }
 
-async fn self_read(
+/// Reads the calling tenant.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tenant",
+    tag = "tenant",
+    operation_id = "get_own_tenant",
+    responses(
+        (status = 200, description = "The tenant.", body = tenants::Tenant),
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_read(
     Tenant(key): Tenant,
     State(state): State<AppState>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
     Ok(axum::Json(tenants::get(state.pool(), key.tenant_id).await?))
 }
 
-async fn self_update(
+/// Changes the calling tenant's alert URL.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/tenant",
+    tag = "tenant",
+    operation_id = "update_own_tenant",
+    request_body = SelfPatch,
+    responses(
+        (status = 200, description = "The tenant as it is now.", body = tenants::Tenant),
+        JsonBody,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_update(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -182,8 +290,19 @@ async fn self_update(
     Ok(axum::Json(tenant))
 }
 
-/// `POST /api/v1/tenant/alert-secret`: a new alert signing secret, shown once.
-async fn self_rotate(
+/// Rotates the calling tenant's alert signing secret.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tenant/alert-secret",
+    tag = "tenant",
+    operation_id = "rotate_own_alert_secret",
+    responses(
+        (status = 200, description = "The new secret, shown once.", body = Rotated),
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_rotate(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
