@@ -6,5 +6,6 @@ mod browser;
 mod circuit;
 mod delivery;
 mod limits;
+mod listing;
 mod observe;
 mod operate;

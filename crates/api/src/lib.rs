@@ -8,6 +8,7 @@
 mod auth;
 pub mod error;
 mod extract;
+pub mod page;
 mod routes;
 
 use axum::Router;

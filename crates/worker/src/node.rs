@@ -34,11 +34,13 @@ pub struct NodeParams {
     pub node_id: String,
     /// Whether deliveries may go to internal addresses.
     pub allow_private_targets: bool,
+    /// Retention of finished deliveries, attempts and jobs (the pruner runs on every node).
+    pub retention: crate::RetentionConfig,
 }
 
 /// Runs a worker node until `shutdown` fires and every pool has drained (within
 /// `worker.shutdown_grace_ms`; jobs still running then are handed back): the listener, the
-/// upkeep loop, the health check, one pool per tier queue and one on the circuit queue.
+/// upkeep loop, the health check, the retention pruner, one pool per tier queue and one on the circuit queue.
 pub async fn run_node(
     pool: PgPool,
     params: NodeParams,
@@ -49,6 +51,7 @@ pub async fn run_node(
         circuit: circuit_cfg,
         node_id,
         allow_private_targets,
+        retention,
     } = params;
     let client = crate::http::client(
         Duration::from_millis(cfg.connect_timeout_ms),
@@ -103,6 +106,11 @@ pub async fn run_node(
 
     tasks.spawn(health_loop(pool.clone(), circuit_cfg, background.clone()));
     tasks.spawn(reconcile_loop(pool.clone(), background.clone()));
+    tasks.spawn(crate::retention::run(
+        pool.clone(),
+        retention,
+        background.clone(),
+    ));
 
     let mut pools = tokio::task::JoinSet::new();
     let mut queues: Vec<(&str, usize)> = Tier::ALL

@@ -1,34 +1,30 @@
-//! `GET /api/v1/audit`: a tenant reads the audit log of its own channels.
+//! `GET /api/v1/audit?channel_id=&after=&limit=`: a tenant reads the audit log of its own
+//! channels, newest first.
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::Query;
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit::{self, Record};
-use serde::{Deserialize, Serialize};
+use breakwater_core::page::Order;
+use serde::Deserialize;
 use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/v1/audit", get(list))
 }
 
-/// Filters and paging of audit reads: newest first; pass `next_before` as `?before=`.
+/// Filters and paging of audit reads: newest first, paged by cursor ([`crate::page`]).
 #[derive(Deserialize)]
 pub(crate) struct AuditQuery {
     pub(crate) channel_id: Option<Uuid>,
     pub(crate) tenant_id: Option<Uuid>,
-    pub(crate) before: Option<i64>,
-    pub(crate) limit: Option<i64>,
-}
-
-/// A page of audit entries.
-#[derive(Serialize)]
-pub(crate) struct AuditPage {
-    data: Vec<Record>,
-    next_before: Option<i64>,
+    #[serde(flatten)]
+    pub(crate) page: PageQuery,
 }
 
 /// Reads a page; `tenant_id` is forced for tenants.
@@ -36,23 +32,17 @@ pub(crate) async fn page(
     state: &AppState,
     tenant_id: Option<Uuid>,
     q: &AuditQuery,
-) -> Result<AuditPage, ApiError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = audit::list(state.pool(), tenant_id, q.channel_id, q.before, limit).await?;
-    let next_before = (data.len() as i64 == limit)
-        .then(|| data.last().map(|r| r.id))
-        .flatten();
-    Ok(AuditPage { data, next_before })
+) -> Result<Page<Record>, ApiError> {
+    let keyset = q.page.keyset::<i64>(Order::NewestFirst)?;
+    let rows = audit::list(state.pool(), tenant_id, q.channel_id, &keyset).await?;
+    Ok(Page::new(rows, &keyset, |r| r.id))
 }
 
 async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Query(q): Query<AuditQuery>,
-) -> Result<axum::Json<AuditPage>, ApiError> {
+) -> Result<axum::Json<Page<Record>>, ApiError> {
     if q.tenant_id.is_some_and(|t| t != key.tenant_id) {
         return Err(ApiError::invalid(
             "tenant_id",

@@ -4,6 +4,7 @@ use super::checked_url;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
+use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -11,6 +12,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
+use breakwater_core::page::Order;
 use breakwater_core::{audit, circuit, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -80,33 +82,16 @@ async fn create(
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    after: Option<Uuid>,
-    limit: Option<i64>,
-}
-
-/// A page of channels; pass `next_after` as `?after=` for the next one.
-#[derive(Serialize)]
-struct ChannelPage {
-    data: Vec<Channel>,
-    next_after: Option<Uuid>,
-}
-
+/// `GET /api/v1/channels?after=&limit=`: the tenant's channels in creation order (oldest
+/// first), paged by cursor ([`crate::page`]).
 async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
-) -> Result<axum::Json<ChannelPage>, ApiError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = channels::list(state.pool(), key.tenant_id, q.after, limit).await?;
-    let next_after = (data.len() as i64 == limit)
-        .then(|| data.last().map(|c| c.id))
-        .flatten();
-    Ok(axum::Json(ChannelPage { data, next_after }))
+    Query(q): Query<PageQuery>,
+) -> Result<axum::Json<Page<Channel>>, ApiError> {
+    let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = channels::list(state.pool(), key.tenant_id, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |c| c.id)))
 }
 
 /// A channel with its circuit spelled out.

@@ -1,18 +1,21 @@
 //! Operator routes (operator key): every channel's breaker across tenants, force open / close,
 //! pause / resume any channel, the cluster-wide circuit defaults, and the whole audit log.
 
-use super::audit::{page, AuditPage, AuditQuery};
+use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
+use breakwater_core::audit::Record;
 use breakwater_core::audit::{self, ACTOR_OPERATOR};
 use breakwater_core::channels::{self, OperatorChannel};
 use breakwater_core::circuit::Manual;
+use breakwater_core::page::Order;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -32,43 +35,25 @@ pub fn router() -> Router<AppState> {
 struct ListQuery {
     state: Option<String>,
     tenant_id: Option<Uuid>,
-    after: Option<Uuid>,
-    limit: Option<i64>,
+    #[serde(flatten)]
+    page: PageQuery,
 }
 
-#[derive(Serialize)]
-struct Page {
-    data: Vec<OperatorChannel>,
-    next_after: Option<Uuid>,
-}
-
-/// `GET /api/v1/admin/channels?state=&tenant_id=&after=&limit=`: every channel's breaker.
+/// `GET /api/v1/admin/channels?state=&tenant_id=&after=&limit=`: every channel's breaker, in
+/// creation order, paged by cursor ([`crate::page`]).
 async fn list(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Page>, ApiError> {
+) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
     if let Some(s) = &q.state {
         breakwater_core::circuit::State::parse(s).map_err(|_| {
             ApiError::invalid("state", "must be one of closed, open, half_open, paused")
         })?;
     }
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = channels::list_all(
-        state.pool(),
-        q.state.as_deref(),
-        q.tenant_id,
-        q.after,
-        limit,
-    )
-    .await?;
-    let next_after = (data.len() as i64 == limit)
-        .then(|| data.last().map(|c| c.channel.id))
-        .flatten();
-    Ok(axum::Json(Page { data, next_after }))
+    let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = channels::list_all(state.pool(), q.state.as_deref(), q.tenant_id, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |c| c.channel.id)))
 }
 
 async fn read(
@@ -203,11 +188,12 @@ async fn set_defaults(
     Ok(axum::Json(read_defaults(&state).await?))
 }
 
-/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&before=&limit=`: the whole audit log.
+/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&after=&limit=`: the whole audit log, newest
+/// first, paged by cursor.
 async fn audit_log(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<AuditQuery>,
-) -> Result<axum::Json<AuditPage>, ApiError> {
+) -> Result<axum::Json<Page<Record>>, ApiError> {
     Ok(axum::Json(page(&state, q.tenant_id, &q).await?))
 }
