@@ -109,6 +109,9 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         // settings); the nodes' own pruner must not start before (its first run is one interval
         // after the start: push it past any run).
         settings.retention.interval_ms = 10 * 86_400_000;
+        // Nor the queue's own job pruner (finished jobs after worker.job_retention_ms, 10 000
+        // a minute), which would delete seeded jobs during the baseline too.
+        settings.worker.job_retention_ms = 100 * 86_400_000;
         if settings.retention.deliveries_days == 0 {
             settings.retention.deliveries_days = 30;
         }

@@ -10,7 +10,7 @@
 use breakwater_core::retention;
 use serde::Deserialize;
 use sqlx::PgPool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Retention settings (`[retention]` in `config/default.toml`; environment
@@ -117,35 +117,4 @@ pub async fn prune_once(
         }
     }
     Ok(report)
-}
-
-/// Runs [`prune_once`] every `interval_ms` (the first time one interval after the start) until
-/// `shutdown`; does nothing when `deliveries_days` is 0. Errors are logged and the run is tried
-/// again next interval.
-pub async fn run(pool: PgPool, cfg: RetentionConfig, shutdown: CancellationToken) {
-    if cfg.deliveries_days == 0 {
-        return;
-    }
-    let mut tick = tokio::time::interval(Duration::from_millis(cfg.interval_ms));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let started = Instant::now();
-        match prune_once(&pool, &cfg, &shutdown).await {
-            Ok(r) if r.deliveries + r.jobs > 0 => tracing::info!(
-                deliveries = r.deliveries,
-                attempts = r.attempts,
-                jobs = r.jobs,
-                batches = r.batches,
-                ms = started.elapsed().as_millis() as u64,
-                "retention pruned finished rows"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "retention pruning failed"),
-        }
-    }
 }
