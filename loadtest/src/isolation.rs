@@ -64,6 +64,10 @@ pub struct Options {
     pub drain_timeout: Duration,
     /// Deliveries per backlog batch request (≤ 1000).
     pub backlog_batch: usize,
+    /// Old finished deliveries (each with an attempt and a completed job) seeded before the
+    /// baseline and pruned by the retention pruner while the loaded stream runs (0 = none); see
+    /// [`crate::prune`].
+    pub prune_rows: u64,
     /// Print the human summary to stdout.
     pub print: bool,
 }
@@ -83,6 +87,7 @@ impl Default for Options {
             out: None,
             drain_timeout: Duration::from_secs(60),
             backlog_batch: 1000,
+            prune_rows: 0,
             print: true,
         }
     }
@@ -98,7 +103,19 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         (1..=1000).contains(&o.backlog_batch),
         "--backlog-batch must be 1..=1000"
     );
-    let settings = service::settings(o.config.as_deref())?;
+    let mut settings = service::settings(o.config.as_deref())?;
+    if o.prune_rows > 0 {
+        // The harness runs the pruner itself, once, when the loaded stream starts (with these
+        // settings); the nodes' own pruner must not start before (its first run is one interval
+        // after the start: push it past any run).
+        settings.retention.interval_ms = 10 * 86_400_000;
+        // Nor the queue's own job pruner (finished jobs after worker.job_retention_ms, 10 000
+        // a minute), which would delete seeded jobs during the baseline too.
+        settings.worker.job_retention_ms = 100 * 86_400_000;
+        if settings.retention.deliveries_days == 0 {
+            settings.retention.deliveries_days = 30;
+        }
+    }
     let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
         with_db(o, tier, &settings, db).await
     })
@@ -310,6 +327,23 @@ async fn scenario(
         .create_channel(&tb, "healthy", &healthy.url("healthy"))
         .await?;
     let sink = &healthy.sink;
+    let prune_pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with((*pool.connect_options()).clone())
+        .await?;
+    let mut seed_s = 0.0;
+    if o.prune_rows > 0 {
+        let tc = api.create_tenant("lt-old-tenant", tier.as_str()).await?;
+        let old_ch = api.create_channel(&tc, "old", &healthy.url("old")).await?;
+        eprintln!(
+            "[{:>7.1}s] seeding {} old finished deliveries (with attempts and jobs)",
+            now_us() as f64 / 1e6,
+            o.prune_rows
+        );
+        seed_s = crate::prune::seed_old(pool, tc.id.parse()?, old_ch.parse()?, o.prune_rows)
+            .await
+            .context("seeding old rows")?;
+    }
     let log = |s: String| {
         if o.print {
             eprintln!("[{:>7.1}s] {s}", now_us() as f64 / 1e6);
@@ -380,10 +414,22 @@ async fn scenario(
         backlog_start_us,
         stop_monitor.clone(),
     ));
+    let pruner = (o.prune_rows > 0).then(|| {
+        tokio::spawn(crate::prune::run(
+            prune_pool.clone(),
+            settings.retention.clone(),
+        ))
+    });
     let loaded = stream(&api, &tb, &healthy_ch, PHASE_LOADED, o.rate, o.duration).await;
+    let loaded_end_us = now_us();
     sink.wait_for(PHASE_LOADED, loaded.accepted.len() as u64, o.drain_timeout)
         .await;
     let end_us = now_us();
+    let prune_run = match pruner {
+        Some(h) => Some(h.await.context("the pruner panicked")??),
+        None => None,
+    };
+    prune_pool.close().await;
     stop_monitor.cancel();
     stop_watch.cancel();
     let samples = mon.await.unwrap_or_default();
@@ -557,6 +603,18 @@ async fn scenario(
         "backlog_all_parked_after_s": all_parked_s,
         "transitions": transitions,
         "circuit_at_end": circuit_end,
+        "prune": prune_run.map(|run| {
+            let during = crate::prune::window(sink, PHASE_LOADED, run.start_us, run.end_us);
+            crate::prune::report(
+                o.prune_rows,
+                seed_s,
+                &settings.retention,
+                &run,
+                loaded_end_us,
+                during,
+                baseline_sum,
+            )
+        }),
         "lost": lost_total,
         "lost_detail": {"baseline": lost_base, "healthy": lost_loaded},
         "duplicates": dup_base + dup_loaded,
@@ -695,6 +753,25 @@ fn print_summary(r: &Value) {
         "  lost {}  duplicates {}  enqueue errors {}  backlog accounted {}",
         r["lost"], r["duplicates"], r["enqueue_errors"], r["backlog_accounted"]
     );
+    if !r["prune"].is_null() {
+        let p = &r["prune"];
+        println!(
+            "  pruned {} deliveries + {} attempts + {} jobs in {} s ({} rows/s, {} batches); finished within the stream: {}",
+            p["deliveries_deleted"],
+            p["attempts_deleted"],
+            p["jobs_deleted"],
+            p["seconds"],
+            p["rows_per_s"],
+            p["batches"],
+            p["finished_before_loaded_stream_ended"]
+        );
+        let during: Summary =
+            serde_json::from_value(p["healthy_while_pruning"].clone()).unwrap_or_default();
+        println!(
+            "  healthy while pruning {during}  p95 ratio to baseline: {}",
+            p["healthy_while_pruning_p95_over_baseline_p95"]
+        );
+    }
     println!("  goals: {}", r["goals"]);
 }
 

@@ -12,6 +12,8 @@
 //! - [`fairness`]: tenant A's backlog over many slow channels, then one delivery of tenant B in
 //!   the same tier to a fast endpoint: B's latency, how many of A's went first, A's drain time
 //!   and A's requests in flight at once, per endpoint and in all.
+//! - [`prune`] (`isolation --prune-rows N`): the retention pruner deleting N old rows while the
+//!   healthy stream runs.
 //! - [`throughput`]: many deliveries to fast endpoints across many channels, deliveries/s end to
 //!   end.
 //! - [`fetch_bench`]: the queue's fetch (+ complete) with 0 and with 100 000 parked jobs.
@@ -30,6 +32,7 @@ pub mod fairness;
 pub mod fetch_bench;
 pub mod isolation;
 pub mod machine;
+pub mod prune;
 pub mod receiver;
 pub mod service;
 pub mod stats;

@@ -67,6 +67,10 @@ enum Command {
         /// Deliveries per backlog batch request (≤ 1000).
         #[arg(long, default_value_t = 1000)]
         backlog_batch: usize,
+        /// Seed this many old finished deliveries (with attempts and completed jobs) before
+        /// the baseline, and prune them with the retention pruner while the loaded stream runs.
+        #[arg(long, default_value_t = 0)]
+        prune_rows: u64,
         #[command(flatten)]
         service: ServiceArgs,
     },
@@ -165,6 +169,7 @@ async fn main() -> anyhow::Result<()> {
             duration,
             drain_timeout,
             backlog_batch,
+            prune_rows,
             service,
         } => {
             isolation::run(&isolation::Options {
@@ -180,6 +185,7 @@ async fn main() -> anyhow::Result<()> {
                 out: cli.out,
                 drain_timeout: Duration::from_secs(drain_timeout),
                 backlog_batch,
+                prune_rows,
                 print: true,
             })
             .await?

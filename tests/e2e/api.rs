@@ -467,16 +467,20 @@ async fn channels_are_created_listed_and_read_by_their_tenant(pool: PgPool) {
         .unwrap()
         .iter()
         .all(|c| c.get("signing_secret").is_none()));
-    assert_eq!(list["next_after"], Value::Null);
+    assert_eq!(list["next_cursor"], Value::Null);
 
-    // Paging: one per page.
+    // Paging: one per page, in creation order, through the opaque cursor.
     let page = assert_ok(get(&app, "/api/v1/channels?limit=1", Some(&key)).await, 200).await;
     assert_eq!(page["data"].as_array().unwrap().len(), 1);
-    assert_eq!(page["next_after"], json!(id));
+    assert_eq!(page["data"][0]["id"], json!(id));
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
     let page = assert_ok(
         get(
             &app,
-            &format!("/api/v1/channels?limit=1&after={id}"),
+            &format!("/api/v1/channels?limit=1&after={cursor}"),
             Some(&key),
         )
         .await,
@@ -484,6 +488,7 @@ async fn channels_are_created_listed_and_read_by_their_tenant(pool: PgPool) {
     )
     .await;
     assert_eq!(page["data"][0]["id"], json!(second));
+    assert_eq!(page["next_cursor"], Value::Null);
     app.stop().await;
 }
 
@@ -531,14 +536,14 @@ async fn invalid_channel_fields_are_422_and_create_nothing(pool: PgPool) {
         "limit",
     )
     .await;
-    assert_problem(
+    assert_invalid(
         get(&app, "/api/v1/channels?limit=ten", Some(&key)).await,
-        400,
+        "limit",
     )
     .await;
-    assert_problem(
-        get(&app, "/api/v1/channels?after=not-a-uuid", Some(&key)).await,
-        400,
+    assert_invalid(
+        get(&app, "/api/v1/channels?after=not-a-cursor", Some(&key)).await,
+        "after",
     )
     .await;
 
@@ -911,25 +916,17 @@ async fn other_tenants_channel_is_404_and_unchanged(pool: PgPool) {
         .map(|c| &c["id"])
         .collect();
     assert_eq!(ids, [&json!(channel_b)]);
-    // Paging from A's channel id does not reveal it either.
-    let list = assert_ok(
+    // Paging from A's channel id does not reveal it either: a raw id is not a cursor.
+    assert_invalid(
         get(
             &app,
             &format!("/api/v1/channels?after={channel_a}"),
             Some(&key_b),
         )
         .await,
-        200,
+        "after",
     )
     .await;
-    assert!(
-        list["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|c| c["id"] != json!(channel_a)),
-        "{list}"
-    );
 
     // A's channel is untouched and still A's.
     assert_eq!(channel_row(&app.pool, channel_a).await, before);

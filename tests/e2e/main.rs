@@ -7,6 +7,7 @@ mod circuit;
 mod delivery;
 mod lifecycle;
 mod limits;
+mod listing;
 mod messages;
 mod observe;
 mod openapi;

@@ -189,7 +189,7 @@
       const q = after ? `&after=${encodeURIComponent(after)}` : "";
       const r = await api(`/api/v1/admin/channels?limit=1000${q}`);
       all = all.concat(r.data);
-      after = r.next_after;
+      after = r.next_cursor;
       if (!after) return { all, more: false };
     }
     return { all, more: true };

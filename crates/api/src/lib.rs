@@ -9,6 +9,7 @@ mod auth;
 pub mod error;
 mod extract;
 pub mod openapi;
+pub mod page;
 mod routes;
 
 use axum::Router;

@@ -106,29 +106,32 @@ pub async fn for_channel(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<
     .await?)
 }
 
-/// A page of audit entries, newest first: filtered by tenant (always, for a tenant) and
-/// optionally channel; `before` is the id to page from (exclusive).
+/// A page of audit entries by id, newest first (ids follow commit order closely; `at` is each
+/// transaction's start), filtered by tenant (always, for a tenant) and optionally channel; see
+/// [`crate::page`].
 pub async fn list(
     exec: impl PgExecutor<'_>,
     tenant_id: Option<Uuid>,
     channel_id: Option<Uuid>,
-    before: Option<i64>,
-    limit: i64,
+    page: &crate::page::Keyset<i64>,
 ) -> Result<Vec<Record>> {
-    Ok(sqlx::query_as(
+    let sql = format!(
         "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details, request_id
          FROM audit_log
          WHERE ($1::uuid IS NULL OR tenant_id = $1)
-           AND ($2::uuid IS NULL OR channel_id = $2)
-           AND ($3::int8 IS NULL OR id < $3)
-         ORDER BY id DESC LIMIT $4",
-    )
-    .bind(tenant_id)
-    .bind(channel_id)
-    .bind(before)
-    .bind(limit)
-    .fetch_all(exec)
-    .await?)
+           AND ($2::uuid IS NULL OR channel_id = $2){}{}
+         LIMIT $3",
+        page.seek("id", 4),
+        page.order_by("id"),
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(tenant_id)
+        .bind(channel_id)
+        .bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
 }
 
 /// Tags the current transaction with the API request's id: every audit row written in it gets

@@ -505,24 +505,23 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
     .ok_or(Error::NotFound("channel"))
 }
 
-/// Lists `tenant_id`'s channels, oldest first, at most `limit`, after channel id `after`
-/// (ids are time-ordered UUIDv7, so this pages in creation order).
+/// Lists a page of `tenant_id`'s channels by id (ids are time-ordered UUIDv7, so oldest first
+/// is creation order); see [`crate::page`].
 pub async fn list(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
-    after: Option<Uuid>,
-    limit: i64,
+    page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<Channel>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels
-         WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::uuid IS NULL OR id > $2)
-         ORDER BY id LIMIT $3"
-    ))
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(exec)
-    .await?)
+    let sql = format!(
+        "SELECT {COLUMNS} FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL{}{} LIMIT $2",
+        page.seek("id", 3),
+        page.order_by("id"),
+    );
+    let mut q = sqlx::query_as(&sql).bind(tenant_id).bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
 }
 
 /// A channel as the operator lists it: with its tenant, tier and parked count.
@@ -541,37 +540,39 @@ pub struct OperatorChannel {
     pub parked: i64,
 }
 
-/// Every tenant's channels (operator view), optionally filtered by circuit state and tenant,
-/// ordered by id, at most `limit` after `after`.
+/// A page of every tenant's channels (operator view) by id, optionally filtered by circuit
+/// state and tenant; see [`crate::page`].
 pub async fn list_all(
     exec: impl PgExecutor<'_>,
     state: Option<&str>,
     tenant_id: Option<Uuid>,
-    after: Option<Uuid>,
-    limit: i64,
+    page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<OperatorChannel>> {
     let cols: String = COLUMNS
         .split(", ")
         .map(|c| format!("c.{}", c.trim()))
         .collect::<Vec<_>>()
         .join(", ");
-    Ok(sqlx::query_as(&format!(
+    let sql = format!(
         "SELECT {cols}, t.name AS tenant_name, t.tier,
                 CASE WHEN c.circuit_state = 'closed' THEN 0
                      ELSE (SELECT count(*) FROM jobs j
                            WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')) END AS parked
          FROM channels c JOIN tenants t ON t.id = c.tenant_id
          WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
-           AND ($2::uuid IS NULL OR c.tenant_id = $2)
-           AND ($3::uuid IS NULL OR c.id > $3)
-         ORDER BY c.id LIMIT $4"
-    ))
-    .bind(state)
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(exec)
-    .await?)
+           AND ($2::uuid IS NULL OR c.tenant_id = $2){}{}
+         LIMIT $3",
+        page.seek("c.id", 4),
+        page.order_by("c.id"),
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(state)
+        .bind(tenant_id)
+        .bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
 }
 
 /// Loads any channel by id (operator), or [`Error::NotFound`].

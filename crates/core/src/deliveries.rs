@@ -541,3 +541,81 @@ pub async fn replay(
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
+
+/// Every delivery status: `pending` (waiting), `delivering` (an attempt in flight), `paused`
+/// (held by an open or paused circuit), `failed` (a retry is scheduled), and the final ones,
+/// [`FINAL_STATUSES`]. `cancelled` is a final status for the lifecycle routes.
+pub const STATUSES: &[&str] = &[
+    "pending",
+    "delivering",
+    "paused",
+    "failed",
+    "delivered",
+    "dead",
+    "cancelled",
+];
+
+/// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
+/// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
+/// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.
+pub const FINAL_STATUSES: &[&str] = &["delivered", "dead", "cancelled"];
+
+/// A delivery as a list shows it: everything but the payload (up to 256 KiB each; read one
+/// delivery for it).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct DeliverySummary {
+    /// Delivery id (= `webhook-id`).
+    pub id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Event type.
+    pub event_type: String,
+    /// One of [`STATUSES`].
+    pub status: String,
+    /// HTTP attempts made.
+    pub attempts: i32,
+    /// Idempotency key, if one was given.
+    pub idempotency_key: Option<String>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// Accepted at (the enqueue transaction's time: a batch shares it), microseconds kept.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Delivered at.
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// The list key of a delivery: `(created_at, id)`.
+pub type ListKey = (DateTime<Utc>, Uuid);
+
+/// A page of `tenant_id`'s deliveries to `channel_id`, newest first by `(created_at, id)`,
+/// optionally only those with `status` (one of [`STATUSES`], checked by the caller). Uses
+/// `deliveries_channel_list_idx`: a seek to the cursor, then index order; with a status filter
+/// the scan reads past the channel's rows of other statuses.
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    channel_id: Uuid,
+    status: Option<&str>,
+    page: &crate::page::Keyset<ListKey>,
+) -> Result<Vec<DeliverySummary>> {
+    let sql = format!(
+        "SELECT id, channel_id, event_type, status, attempts, idempotency_key, last_error,
+                created_at, updated_at, delivered_at
+         FROM deliveries
+         WHERE channel_id = $1 AND tenant_id = $2 AND ($3::text IS NULL OR status = $3){}{}
+         LIMIT $4",
+        page.seek("created_at, id", 5),
+        page.order_by("created_at, id"),
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(channel_id)
+        .bind(tenant_id)
+        .bind(status)
+        .bind(page.limit);
+    if let Some((at, id)) = page.after {
+        q = q.bind(at).bind(id);
+    }
+    Ok(q.fetch_all(exec).await?)
+}

@@ -150,6 +150,24 @@ pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
         .ok_or(Error::NotFound("tenant"))
 }
 
+/// A page of every tenant by id (time-ordered UUIDv7: oldest first is creation order); see
+/// [`crate::page`]. Operator only: the caller checks the operator key.
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    page: &crate::page::Keyset<Uuid>,
+) -> Result<Vec<Tenant>> {
+    let sql = format!(
+        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
+        page.seek("id", 2),
+        page.order_by("id"),
+    );
+    let mut q = sqlx::query_as(&sql).bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
+}
+
 /// Where a tenant's alerts go and the secret that signs them (`None` if it has no alert URL, or
 /// was deleted: a deleted tenant hears nothing more).
 pub async fn alert_target(

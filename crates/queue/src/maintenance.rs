@@ -121,14 +121,18 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
     Ok(n)
 }
 
-/// Deletes up to `limit` final jobs (completed, discarded, cancelled) finalized more than
-/// `retention` ago. Returns how many were deleted.
+/// Deletes up to `limit` finished jobs (completed, discarded, cancelled) finalized more than
+/// `retention` ago (database clock), in one short statement: live jobs (available, scheduled,
+/// executing) are never touched, and rows another transaction holds are skipped (`SKIP
+/// LOCKED`), so several nodes can prune at once. Call it repeatedly to drain a large backlog in
+/// small batches. Returns how many were deleted.
 pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -> Result<u64> {
     let r = sqlx::query(
         r#"
         DELETE FROM jobs WHERE id IN (
             SELECT id FROM jobs
             WHERE finalized_at IS NOT NULL
+              AND state IN ('completed', 'discarded', 'cancelled')
               AND finalized_at < now() - ($1::float8 * interval '1 millisecond')
             LIMIT $2
             FOR UPDATE SKIP LOCKED)

@@ -4,7 +4,7 @@
 
 use breakwater_api::ApiConfig;
 use breakwater_core::circuit::CircuitConfig;
-use breakwater_worker::WorkerConfig;
+use breakwater_worker::{RetentionConfig, WorkerConfig};
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
 use serde::Deserialize;
@@ -115,6 +115,8 @@ pub struct Settings {
     pub circuit: CircuitConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
+    /// `[retention]`.
+    pub retention: RetentionConfig,
 }
 
 impl Settings {
@@ -163,6 +165,7 @@ impl Settings {
         self.worker.validate()?;
         self.circuit.validate()?;
         self.telemetry.validate()?;
+        self.retention.validate()?;
         for (name, v) in [
             (
                 "database.statement_timeout_ms",
@@ -199,6 +202,15 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retention_defaults_to_30_days_in_batches_of_1000() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.retention.deliveries_days, 30);
+        assert_eq!(s.retention.batch_size, 1_000);
+        s.retention.batch_size = 0;
+        assert!(s.validate().unwrap_err().contains("retention.batch_size"));
+    }
 
     #[test]
     fn the_defaults_turn_otlp_off_and_an_otlp_endpoint_must_be_plain_http() {

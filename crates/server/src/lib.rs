@@ -169,6 +169,7 @@ pub async fn start_node(
             circuit: settings.circuit.clone(),
             node_id: node_id.clone(),
             allow_private_targets: settings.allow_private_targets,
+            retention: settings.retention.clone(),
         };
         // The workers get a pool of their own, so they can never take the API's connections
         // (and the other way round), with server-side bounds on every statement and

@@ -3,7 +3,7 @@
 //! A node runs one pool per tier queue (`deliveries_high`, `deliveries`, `deliveries_bulk`, sizes
 //! from configuration) plus a small pool on the `circuit` queue (probe watchers), the
 //! LISTEN/NOTIFY listener that wakes them, the health check, and the queue's upkeep (heartbeat,
-//! promotion of due jobs, rescue, pruning). Each delivery job is one signed HTTP attempt
+//! promotion of due jobs, rescue, pruning) and the retention pruner ([`retention`]). Each delivery job is one signed HTTP attempt
 //! ([`deliver`]), gated by its channel's circuit; no transaction or pooled connection is held
 //! while the request is in flight.
 
@@ -15,7 +15,9 @@ pub mod http;
 mod node;
 mod observe;
 mod probe;
+pub mod retention;
 
 pub use config::WorkerConfig;
 pub use handler::Worker;
 pub use node::{node_id, run_node, NodeParams};
+pub use retention::RetentionConfig;

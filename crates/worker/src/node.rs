@@ -1,5 +1,6 @@
 //! Running a worker node.
 
+use crate::retention::{self, RetentionConfig};
 use crate::{Worker, WorkerConfig};
 use breakwater_core::circuit::{self, CircuitConfig, QUEUE_ALERTS, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
@@ -34,11 +35,14 @@ pub struct NodeParams {
     pub node_id: String,
     /// Whether deliveries may go to internal addresses.
     pub allow_private_targets: bool,
+    /// Retention of finished deliveries, attempts and jobs (the pruner runs on every node).
+    pub retention: RetentionConfig,
 }
 
 /// Runs a worker node until `shutdown` fires and every pool has drained (within
 /// `worker.shutdown_grace_ms`; jobs still running then are handed back): the listener, the
-/// upkeep loop, the health check, one pool per tier queue and one on the circuit queue.
+/// upkeep loop, the health check, the retention pruner, one pool per tier queue and one on the
+/// circuit queue.
 pub async fn run_node(
     pool: PgPool,
     params: NodeParams,
@@ -49,6 +53,7 @@ pub async fn run_node(
         circuit: circuit_cfg,
         node_id,
         allow_private_targets,
+        retention,
     } = params;
     let client = crate::http::client(
         Duration::from_millis(cfg.connect_timeout_ms),
@@ -103,6 +108,7 @@ pub async fn run_node(
 
     tasks.spawn(health_loop(pool.clone(), circuit_cfg, background.clone()));
     tasks.spawn(reconcile_loop(pool.clone(), background.clone()));
+    tasks.spawn(retention_loop(pool.clone(), retention, background.clone()));
 
     let mut pools = tokio::task::JoinSet::new();
     let mut queues: Vec<(&str, usize)> = Tier::ALL
@@ -205,6 +211,31 @@ async fn health_loop(pool: PgPool, cfg: CircuitConfig, shutdown: CancellationTok
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "health check failed"),
+        }
+    })
+    .await
+}
+
+/// Runs the retention pruner ([`retention::prune_once`]: everything due, batch by batch) every
+/// `retention.interval_ms` until `shutdown`; nothing when `retention.deliveries_days` is 0.
+async fn retention_loop(pool: PgPool, cfg: RetentionConfig, shutdown: CancellationToken) {
+    if cfg.deliveries_days == 0 {
+        return;
+    }
+    let period = Duration::from_millis(cfg.interval_ms);
+    every(period, shutdown.clone(), || async {
+        let started = std::time::Instant::now();
+        match retention::prune_once(&pool, &cfg, &shutdown).await {
+            Ok(r) if r.deliveries + r.jobs > 0 => tracing::info!(
+                deliveries = r.deliveries,
+                attempts = r.attempts,
+                jobs = r.jobs,
+                batches = r.batches,
+                ms = started.elapsed().as_millis() as u64,
+                "retention pruned finished rows"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "retention pruning failed"),
         }
     })
     .await

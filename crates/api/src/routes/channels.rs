@@ -5,6 +5,7 @@ use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, ObjectOnly, Path, Query, RequestId};
 use crate::openapi::{BadRequest, Conflict, Invalid, JsonBody, NotFound, TenantAuth};
+use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -12,6 +13,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
+use breakwater_core::page::Order;
 use breakwater_core::{audit, circuit, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -121,35 +123,15 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
-/// Paging of `GET /api/v1/channels`.
-#[derive(Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ListQuery {
-    /// Start after this channel id (the previous page's `next_after`).
-    after: Option<Uuid>,
-    /// Page size, 1 to 1000 (default 100).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
-}
-
-/// A page of channels; pass `next_after` as `?after=` for the next one.
-#[derive(Serialize, utoipa::ToSchema)]
-pub(crate) struct ChannelPage {
-    /// The channels, by id.
-    data: Vec<Channel>,
-    /// The id to pass as `?after=` for the next page; null on the last page.
-    next_after: Option<Uuid>,
-}
-
-/// Lists the tenant's channels, by id.
+/// Lists the tenant's channels in creation order (oldest first), paged by cursor.
 #[utoipa::path(
     get,
     path = "/api/v1/channels",
     tag = "channels",
     operation_id = "list_channels",
-    params(ListQuery),
+    params(PageQuery),
     responses(
-        (status = 200, description = "A page of channels.", body = ChannelPage),
+        (status = 200, description = "A page of channels.", body = Page<Channel>),
         BadRequest,
         Invalid,
         TenantAuth,
@@ -159,17 +141,11 @@ pub(crate) struct ChannelPage {
 pub(crate) async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
-) -> Result<axum::Json<ChannelPage>, ApiError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = channels::list(state.pool(), key.tenant_id, q.after, limit).await?;
-    let next_after = (data.len() as i64 == limit)
-        .then(|| data.last().map(|c| c.id))
-        .flatten();
-    Ok(axum::Json(ChannelPage { data, next_after }))
+    Query(q): Query<PageQuery>,
+) -> Result<axum::Json<Page<Channel>>, ApiError> {
+    let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = channels::list(state.pool(), key.tenant_id, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |c| c.id)))
 }
 
 /// A channel with its circuit spelled out.

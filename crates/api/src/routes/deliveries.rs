@@ -1,16 +1,20 @@
-//! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts.
+//! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay, and
+//! a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`).
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
-use crate::extract::{Path, RequestId};
+use crate::extract::{Path, Query, RequestId};
 use crate::openapi::{BadRequest, Conflict, NotFound, TenantAuth};
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit;
-use breakwater_core::deliveries::{self, Attempt, Delivery};
-use serde::Serialize;
+use breakwater_core::channels;
+use breakwater_core::deliveries::{self, Attempt, Delivery, DeliverySummary};
+use breakwater_core::page::Order;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
@@ -20,6 +24,43 @@ pub fn router() -> Router<AppState> {
             "/api/v1/deliveries/{id}/replay",
             axum::routing::post(replay),
         )
+        // The channel's POST (enqueue) on this path is in `channels`; axum merges the methods.
+        .route("/api/v1/channels/{id}/deliveries", get(list))
+}
+
+/// `?status=&after=&limit=` of a channel's delivery list.
+#[derive(Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+    #[serde(flatten)]
+    page: PageQuery,
+}
+
+/// `GET /api/v1/channels/{id}/deliveries?status=&after=&limit=`: the channel's deliveries,
+/// newest first by `(created_at, id)`, paged by cursor ([`crate::page`]), without payloads.
+/// Another tenant's channel → 404; an unknown `status` → 422.
+async fn list(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(channel_id): Path<Uuid>,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, channel_id).await?;
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) if deliveries::STATUSES.contains(&s) => Some(s),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "status",
+                format!("must be one of {}", deliveries::STATUSES.join(", ")),
+            ))
+        }
+    };
+    let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
+    let rows = deliveries::list(state.pool(), key.tenant_id, channel.id, status, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |d| {
+        (d.created_at, d.id)
+    })))
 }
 
 /// A delivery with every HTTP attempt made for it.

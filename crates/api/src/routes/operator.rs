@@ -1,19 +1,22 @@
 //! Operator routes (operator key): every channel's breaker across tenants, force open / close,
 //! pause / resume any channel, the cluster-wide circuit defaults, and the whole audit log.
 
-use super::audit::{page, AuditPage, AuditQuery};
+use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
 use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
+use breakwater_core::audit::Record;
 use breakwater_core::audit::{self, ACTOR_OPERATOR};
 use breakwater_core::channels::{self, OperatorChannel};
 use breakwater_core::circuit::Manual;
+use breakwater_core::page::Order;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -38,21 +41,9 @@ pub(crate) struct ListQuery {
     state: Option<String>,
     /// Only this tenant's channels.
     tenant_id: Option<Uuid>,
-    /// Start after this channel id (the previous page's `next_after`).
-    after: Option<Uuid>,
-    /// Page size, 1 to 1000 (default 100).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<i64>,
-}
-
-/// A page of every tenant's channels; pass `next_after` as `?after=` for the next one.
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = OperatorChannelPage)]
-pub(crate) struct Page {
-    /// The channels, by id.
-    data: Vec<OperatorChannel>,
-    /// The id to pass as `?after=` for the next page; null on the last page.
-    next_after: Option<Uuid>,
+    #[serde(flatten)]
+    #[param(ignore)]
+    page: PageQuery,
 }
 
 /// Lists every tenant's channels and their breakers.
@@ -61,9 +52,9 @@ pub(crate) struct Page {
     path = "/api/v1/admin/channels",
     tag = "operator",
     operation_id = "admin_list_channels",
-    params(ListQuery),
+    params(ListQuery, PageQuery),
     responses(
-        (status = 200, description = "A page of channels.", body = Page),
+        (status = 200, description = "A page of channels.", body = Page<OperatorChannel>),
         BadRequest,
         Invalid,
         OperatorAuth,
@@ -74,28 +65,15 @@ pub(crate) async fn list(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Page>, ApiError> {
+) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
     if let Some(s) = &q.state {
         breakwater_core::circuit::State::parse(s).map_err(|_| {
             ApiError::invalid("state", "must be one of closed, open, half_open, paused")
         })?;
     }
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = channels::list_all(
-        state.pool(),
-        q.state.as_deref(),
-        q.tenant_id,
-        q.after,
-        limit,
-    )
-    .await?;
-    let next_after = (data.len() as i64 == limit)
-        .then(|| data.last().map(|c| c.channel.id))
-        .flatten();
-    Ok(axum::Json(Page { data, next_after }))
+    let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = channels::list_all(state.pool(), q.state.as_deref(), q.tenant_id, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |c| c.channel.id)))
 }
 
 /// Reads any tenant's channel.
@@ -320,15 +298,15 @@ pub(crate) async fn set_defaults(
 
 /// Reads the whole audit log, newest first.
 ///
-/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&before=&limit=`.
+/// `GET /api/v1/admin/audit?tenant_id=&channel_id=&after=&limit=`.
 #[utoipa::path(
     get,
     path = "/api/v1/admin/audit",
     tag = "operator",
     operation_id = "admin_list_audit",
-    params(AuditQuery),
+    params(AuditQuery, PageQuery),
     responses(
-        (status = 200, description = "A page of audit entries.", body = AuditPage),
+        (status = 200, description = "A page of audit entries.", body = Page<Record>),
         BadRequest,
         Invalid,
         OperatorAuth,
@@ -339,6 +317,6 @@ pub(crate) async fn audit_log(
     _: Operator,
     State(state): State<AppState>,
     Query(q): Query<AuditQuery>,
-) -> Result<axum::Json<AuditPage>, ApiError> {
+) -> Result<axum::Json<Page<Record>>, ApiError> {
     Ok(axum::Json(page(&state, q.tenant_id, &q).await?))
 }

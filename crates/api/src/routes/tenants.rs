@@ -1,17 +1,19 @@
-//! Tenants: the operator creates, reads and changes any tenant (`/api/v1/tenants…`); a tenant
-//! reads and changes itself (`/api/v1/tenant…`).
+//! Operator routes for tenants: `POST /api/v1/tenants`, `GET /api/v1/tenants` (list), read,
+//! update; and the tenant's own `GET`/`PATCH /api/v1/tenant`.
 
 use super::checked_url;
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
-use crate::extract::{Json, Path, RequestId};
-use crate::openapi::{BadRequest, JsonBody, NotFound, OperatorAuth, TenantAuth};
+use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth, TenantAuth};
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use breakwater_core::audit;
+use breakwater_core::page::Order;
 use breakwater_core::tenants::{self, CreatedTenant, NewTenant};
 use breakwater_core::Tier;
 use serde::Deserialize;
@@ -19,7 +21,7 @@ use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/tenants", post(create))
+        .route("/api/v1/tenants", post(create).get(operator_list))
         .route(
             "/api/v1/tenants/{id}",
             axum::routing::get(operator_read).patch(operator_update),
@@ -133,6 +135,32 @@ async fn checked_alert_url(
         Some(_) => Some(None),
         None => None,
     })
+}
+
+/// `GET /api/v1/tenants?after=&limit=` (operator): every tenant in creation order, paged by
+/// cursor ([`crate::page`]). Never shows a secret or a key.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tenants",
+    tag = "tenants",
+    operation_id = "list_tenants",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of tenants.", body = Page<tenants::Tenant>),
+        BadRequest,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_list(
+    _: Operator,
+    State(state): State<AppState>,
+    Query(q): Query<PageQuery>,
+) -> Result<axum::Json<Page<tenants::Tenant>>, ApiError> {
+    let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = tenants::list(state.pool(), &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |t| t.id)))
 }
 
 /// Reads a tenant.
