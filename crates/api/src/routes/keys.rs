@@ -6,6 +6,8 @@
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Conflict, Invalid, JsonBody, NotFound, OperatorAuth, TenantAuth};
+use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,8 +15,9 @@ use axum::routing::{delete, post};
 use axum::Router;
 use breakwater_core::audit::{self, ACTOR_OPERATOR};
 use breakwater_core::keys::{self, ApiKey, CreatedKey};
+use breakwater_core::page::Order;
 use breakwater_core::tenants;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
@@ -31,27 +34,32 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// Body of `POST …/keys`: an optional label (1–200 characters).
-#[derive(Deserialize)]
+/// Body of `POST …/keys`: an optional label.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateKey {
+pub(crate) struct CreateKey {
+    /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*\S[^\u0000-\u001F\u007F-\u009F]*$",
+        example = "ci"
+    )]
     name: Option<String>,
 }
 
-/// `?include_revoked=true&after=<key id>&limit=` (limit 1–1000, default 100).
-#[derive(Deserialize)]
-struct ListQuery {
-    #[serde(default)]
-    include_revoked: bool,
-    after: Option<Uuid>,
-    limit: Option<i64>,
-}
-
-/// A page of keys, oldest first; pass `next_after` as `?after=` for the next one.
-#[derive(Serialize)]
-struct KeyPage {
-    data: Vec<ApiKey>,
-    next_after: Option<Uuid>,
+/// Filter of a key list (paging: [`PageQuery`]): oldest first.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Also list revoked keys: `true` or `false` (default); anything else is a 422.
+    // A string, as every field beside a flattened `PageQuery` must be (serde hands flattened
+    // query values over as strings, so a `bool` would refuse `true`).
+    #[param(value_type = Option<bool>)]
+    include_revoked: Option<String>,
+    #[serde(flatten)]
+    #[param(ignore)]
+    page: PageQuery,
 }
 
 async fn create(
@@ -68,16 +76,28 @@ async fn create(
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
-async fn list(state: &AppState, tenant_id: Uuid, q: ListQuery) -> Result<KeyPage, ApiError> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
-    }
-    let data = keys::list(state.pool(), tenant_id, q.include_revoked, q.after, limit).await?;
-    let next_after = (data.len() as i64 == limit)
-        .then(|| data.last().map(|k| k.id))
-        .flatten();
-    Ok(KeyPage { data, next_after })
+/// A page of `tenant_id`'s keys, oldest first, paged by cursor ([`crate::page`]).
+async fn list(state: &AppState, tenant_id: Uuid, q: ListQuery) -> Result<Page<ApiKey>, ApiError> {
+    let include_revoked = match q.include_revoked.as_deref().map(str::trim) {
+        None | Some("") | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "include_revoked",
+                "must be true or false",
+            ))
+        }
+    };
+    let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = keys::list(
+        state.pool(),
+        tenant_id,
+        include_revoked,
+        keyset.after,
+        keyset.limit,
+    )
+    .await?;
+    Ok(Page::new(rows, &keyset, |k| k.id))
 }
 
 async fn revoke(
@@ -94,8 +114,25 @@ async fn revoke(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/v1/tenant/keys {name?}`: 201 with the key's listing and `api_key`, shown once.
-async fn self_create(
+/// Creates an API key for the calling tenant; the key is shown once.
+///
+/// `POST /api/v1/tenant/keys {name?}`: 201 with the key's listing and `api_key`, shown once. 409
+/// when the tenant already holds 100 unrevoked keys.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tenant/keys",
+    tag = "keys",
+    operation_id = "create_own_key",
+    request_body = CreateKey,
+    responses(
+        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey),
+        JsonBody,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_create(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -105,17 +142,50 @@ async fn self_create(
     create(&state, &request, key.tenant_id, body, &actor).await
 }
 
-/// `GET /api/v1/tenant/keys`: the tenant's keys.
-async fn self_list(
+/// Lists the calling tenant's API keys (never the keys themselves), oldest first.
+///
+/// `GET /api/v1/tenant/keys?include_revoked=&after=&limit=`, paged by cursor.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tenant/keys",
+    tag = "keys",
+    operation_id = "list_own_keys",
+    params(ListQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page of keys.", body = Page<ApiKey>),
+        BadRequest,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<KeyPage>, ApiError> {
+) -> Result<axum::Json<Page<ApiKey>>, ApiError> {
     Ok(axum::Json(list(&state, key.tenant_id, q).await?))
 }
 
-/// `DELETE /api/v1/tenant/keys/{id}`: 204; the key making the call may revoke itself.
-async fn self_revoke(
+/// Revokes one of the calling tenant's API keys.
+///
+/// `DELETE /api/v1/tenant/keys/{id}`: 204; the key making the call may revoke itself. 404 for a
+/// key that is not the tenant's, or already revoked.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/tenant/keys/{id}",
+    tag = "keys",
+    operation_id = "revoke_own_key",
+    params(("id" = Uuid, Path, description = "Key id.")),
+    responses(
+        (status = 204, description = "Revoked: refused (401) from its next request on."),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn self_revoke(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -125,8 +195,27 @@ async fn self_revoke(
     revoke(&state, &request, key.tenant_id, id, &actor).await
 }
 
-/// `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once.
-async fn operator_create(
+/// Creates an API key for a tenant; the key is shown once.
+///
+/// `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
+/// missing or deleted tenant; 409 when it already holds 100 unrevoked keys.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tenants/{id}/keys",
+    tag = "tenants",
+    operation_id = "create_tenant_key",
+    params(("id" = Uuid, Path, description = "Tenant id.")),
+    request_body = CreateKey,
+    responses(
+        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey),
+        JsonBody,
+        NotFound,
+        Conflict,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_create(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -136,20 +225,57 @@ async fn operator_create(
     create(&state, &request, tenant_id, body, ACTOR_OPERATOR).await
 }
 
-/// `GET /api/v1/tenants/{id}/keys` (operator): 404 for a missing or deleted tenant.
-async fn operator_list(
+/// Lists a tenant's API keys (never the keys themselves), oldest first.
+///
+/// `GET /api/v1/tenants/{id}/keys?include_revoked=&after=&limit=` (operator), paged by cursor:
+/// 404 for a missing or deleted tenant.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tenants/{id}/keys",
+    tag = "tenants",
+    operation_id = "list_tenant_keys",
+    params(("id" = Uuid, Path, description = "Tenant id."), ListQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page of keys.", body = Page<ApiKey>),
+        BadRequest,
+        NotFound,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_list(
     _: Operator,
     State(state): State<AppState>,
     Path(tenant_id): Path<Uuid>,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<KeyPage>, ApiError> {
+) -> Result<axum::Json<Page<ApiKey>>, ApiError> {
     tenants::get(state.pool(), tenant_id).await?;
     Ok(axum::Json(list(&state, tenant_id, q).await?))
 }
 
+/// Revokes a tenant's API key.
+///
 /// `DELETE /api/v1/tenants/{id}/keys/{key_id}` (operator): 204; 404 when the key is not that
 /// tenant's, or already revoked.
-async fn operator_revoke(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/tenants/{id}/keys/{key_id}",
+    tag = "tenants",
+    operation_id = "revoke_tenant_key",
+    params(
+        ("id" = Uuid, Path, description = "Tenant id."),
+        ("key_id" = Uuid, Path, description = "Key id."),
+    ),
+    responses(
+        (status = 204, description = "Revoked: refused (401) from its next request on."),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn operator_revoke(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
