@@ -409,7 +409,7 @@ pub const DEFAULT_ROTATION_GRACE_MS: i64 = 86_400_000;
 pub const MAX_ROTATION_GRACE_MS: i64 = 7 * 86_400_000;
 
 /// The result of [`rotate_secret`]: the new secret, shown once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RotatedSecret {
     /// The channel.
     pub channel_id: Uuid,

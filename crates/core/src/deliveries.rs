@@ -230,7 +230,7 @@ pub struct Delivery {
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
     /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
     /// `last_error`). `delivered`, `dead` and `cancelled` are final.
-    #[schema(example = "delivered")]
+    #[schema(value_type = StatusSchema)]
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
@@ -555,6 +555,28 @@ pub const STATUSES: &[&str] = &[
     "cancelled",
 ];
 
+/// [`STATUSES`] as an OpenAPI schema (`DeliveryStatus`): documentation only, a status is
+/// stored and passed as text.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = DeliveryStatus)]
+pub enum StatusSchema {
+    /// Waiting for its next attempt.
+    Pending,
+    /// An attempt is in flight.
+    Delivering,
+    /// Held by an open or paused circuit.
+    Paused,
+    /// A retry is scheduled.
+    Failed,
+    /// Final: the endpoint accepted it.
+    Delivered,
+    /// Final: out of attempts, or a permanent failure.
+    Dead,
+    /// Final: cancelled by its tenant, or its channel or tenant was deleted.
+    Cancelled,
+}
+
 /// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
 /// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
 /// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.
@@ -562,7 +584,7 @@ pub const FINAL_STATUSES: &[&str] = &["delivered", "dead", "cancelled"];
 
 /// A delivery as a list shows it: everything but the payload (up to 256 KiB each; read one
 /// delivery for it).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct DeliverySummary {
     /// Delivery id (= `webhook-id`).
     pub id: Uuid,
@@ -571,6 +593,7 @@ pub struct DeliverySummary {
     /// Event type.
     pub event_type: String,
     /// One of [`STATUSES`].
+    #[schema(value_type = StatusSchema)]
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,

@@ -53,7 +53,7 @@ pub const LAST_USED_RESOLUTION_S: u32 = 60;
 pub const MAX_ACTIVE_KEYS: i64 = 100;
 
 /// A key as it is listed: never the key itself or its digest.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ApiKey {
     /// Key id (the audit actor of its requests is `tenant:<id>`).
     pub id: Uuid,
@@ -72,7 +72,7 @@ pub struct ApiKey {
 }
 
 /// A created key with the key itself, shown this once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedKey {
     /// The key's listing.
     #[serde(flatten)]

@@ -55,7 +55,7 @@ pub struct NewMessage {
 }
 
 /// One channel's delivery of a message.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, sqlx::FromRow, utoipa::ToSchema)]
 pub struct FannedOut {
     /// The channel.
     pub channel_id: Uuid,
@@ -63,6 +63,7 @@ pub struct FannedOut {
     pub delivery_id: Uuid,
     /// The delivery's status: `pending`, or `paused` behind an open or paused circuit, when new;
     /// its current status on an idempotent replay.
+    #[schema(value_type = crate::deliveries::StatusSchema)]
     pub status: String,
 }
 
@@ -303,13 +304,16 @@ async fn fanned_out(exec: impl sqlx::PgExecutor<'_>, message_id: Uuid) -> Result
 }
 
 /// One channel's delivery of a message, as `GET /api/v1/messages/{id}` shows it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = MessageDelivery)]
 pub struct DeliveryStatus {
     /// The channel.
     pub channel_id: Uuid,
     /// The delivery id.
     pub delivery_id: Uuid,
-    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead`.
+    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
+    /// `cancelled`.
+    #[schema(value_type = crate::deliveries::StatusSchema)]
     pub status: String,
     /// HTTP attempts made.
     pub attempts: i32,
@@ -322,7 +326,7 @@ pub struct DeliveryStatus {
 }
 
 /// A message with each channel's delivery.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Message {
     /// Message id (= the `webhook-id` of all its deliveries).
     pub id: Uuid,
@@ -330,6 +334,7 @@ pub struct Message {
     pub event_type: String,
     /// Event data, as sent.
     #[sqlx(try_from = "String")]
+    #[schema(value_type = serde_json::Value)]
     pub payload: RawJson,
     /// Idempotency key, if one was given.
     pub idempotency_key: Option<String>,

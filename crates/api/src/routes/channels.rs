@@ -74,9 +74,19 @@ pub(crate) struct CreateChannel {
     /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
     #[schema(minimum = 1, maximum = 10000)]
     max_in_flight: Option<i32>,
-    /// Event types the channel receives from `POST /api/v1/messages`; absent/null = every type.
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
+    /// absent/null = every type.
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     event_types: Option<Vec<String>>,
 }
+
+/// One event type of a channel's `event_types` filter: 1 to 100 ASCII letters, digits, `.`,
+/// `_`, `-`, `:` and `/` (see `breakwater_core::channels::canonical_event_types`).
+/// Documentation only: the filter is read as strings and checked by core.
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^[A-Za-z0-9._:/-]{1,100}$", example = "invoice.paid")]
+#[allow(dead_code)]
+pub(crate) struct EventTypeFilter(String);
 
 /// Creates a channel. Its signing secret is in the response, shown once.
 #[utoipa::path(
@@ -294,8 +304,10 @@ pub(crate) struct PatchChannel {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     max_in_flight: Option<Option<i32>>,
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
     /// `null` clears the filter (every type).
     #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     event_types: Option<Option<Vec<String>>>,
 }
 

@@ -4,7 +4,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Path, Query, RequestId};
-use crate::openapi::{BadRequest, Conflict, NotFound, TenantAuth};
+use crate::openapi::{BadRequest, Conflict, Invalid, NotFound, TenantAuth};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -28,18 +28,39 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/channels/{id}/deliveries", get(list))
 }
 
-/// `?status=&after=&limit=` of a channel's delivery list.
-#[derive(Deserialize)]
-struct ListQuery {
+/// `?status=` of a channel's delivery list (paging: [`PageQuery`]).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Only deliveries with this status.
+    #[param(value_type = Option<breakwater_core::deliveries::StatusSchema>)]
     status: Option<String>,
     #[serde(flatten)]
+    #[param(ignore)]
     page: PageQuery,
 }
 
+/// Lists a channel's deliveries, newest first, without their payloads.
+///
 /// `GET /api/v1/channels/{id}/deliveries?status=&after=&limit=`: the channel's deliveries,
 /// newest first by `(created_at, id)`, paged by cursor ([`crate::page`]), without payloads.
 /// Another tenant's channel → 404; an unknown `status` → 422.
-async fn list(
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{id}/deliveries",
+    tag = "deliveries",
+    operation_id = "list_channel_deliveries",
+    params(("id" = Uuid, Path, description = "Channel id."), ListQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page of deliveries.", body = Page<DeliverySummary>),
+        BadRequest,
+        NotFound,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn list(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(channel_id): Path<Uuid>,

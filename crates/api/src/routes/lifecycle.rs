@@ -5,6 +5,7 @@
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Path, RequestId};
+use crate::openapi::{BadRequest, Conflict, NotFound, OperatorAuth, TenantAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -23,10 +24,26 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/deliveries/{id}/payload", delete(purge_payload))
 }
 
+/// Deletes a channel and cancels its waiting deliveries.
+///
 /// `DELETE /api/v1/channels/{id}`: 204. The channel's waiting deliveries (parked ones too) are
 /// cancelled with their jobs in the same transaction; an attempt in flight finishes and changes
 /// nothing; from then on the channel is 404 everywhere and its endpoint gets no request.
-async fn delete_channel(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/channels/{id}",
+    tag = "channels",
+    operation_id = "delete_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    responses(
+        (status = 204, description = "Deleted; its waiting deliveries are cancelled."),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn delete_channel(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -39,9 +56,25 @@ async fn delete_channel(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Deletes a tenant: its channels (as a channel delete) and its keys.
+///
 /// `DELETE /api/v1/tenants/{id}` (operator): 204. Every channel of the tenant is deleted as
 /// above and every key of it revoked, in one transaction.
-async fn delete_tenant(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/tenants/{id}",
+    tag = "tenants",
+    operation_id = "delete_tenant",
+    params(("id" = Uuid, Path, description = "Tenant id.")),
+    responses(
+        (status = 204, description = "Deleted; its channels are deleted and its keys revoked."),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn delete_tenant(
     _: Operator,
     State(state): State<AppState>,
     request: RequestId,
@@ -53,10 +86,27 @@ async fn delete_tenant(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Cancels a delivery that is not final yet.
+///
 /// `POST /api/v1/deliveries/{id}/cancel`: 200 with the cancelled delivery. Allowed while it is
 /// `pending`, `paused`, `failed` (waiting for a retry) or `delivering` (the attempt in flight
 /// finishes and changes nothing); 409 once `delivered`, `dead` or already `cancelled`.
-async fn cancel_delivery(
+#[utoipa::path(
+    post,
+    path = "/api/v1/deliveries/{id}/cancel",
+    tag = "deliveries",
+    operation_id = "cancel_delivery",
+    params(("id" = Uuid, Path, description = "Delivery id.")),
+    responses(
+        (status = 200, description = "The delivery, now `cancelled`.", body = Delivery),
+        BadRequest,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn cancel_delivery(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
@@ -71,10 +121,28 @@ async fn cancel_delivery(
     ))
 }
 
+/// Purges a final delivery's payload.
+///
 /// `DELETE /api/v1/deliveries/{id}/payload`: 204; the payload becomes `null` and
 /// `payload_purged_at` is set. Only for a final delivery (`delivered`, `dead`, `cancelled`):
 /// 409 otherwise (cancel it first). Purging twice is fine (the second changes nothing).
-async fn purge_payload(
+#[utoipa::path(
+    delete,
+    path = "/api/v1/deliveries/{id}/payload",
+    tag = "deliveries",
+    operation_id = "purge_delivery_payload",
+    params(("id" = Uuid, Path, description = "Delivery id.")),
+    responses(
+        (status = 204, description = "Purged (or already purged): the payload is `null` and \
+            `payload_purged_at` set."),
+        BadRequest,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn purge_payload(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,

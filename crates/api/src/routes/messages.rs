@@ -2,10 +2,11 @@
 //! channel; `GET /api/v1/messages/{id}` shows each channel's delivery. See
 //! [`breakwater_core::messages`] for the rules (subscriptions, one transaction, `webhook-id`).
 
-use super::channels::{check_payload_size, idempotency_key};
+use super::channels::{check_payload_size, idempotency_key, IdempotencyKey};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path};
+use crate::openapi::{BadRequest, Conflict, JsonBody, NotFound, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -30,18 +31,30 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
 }
 
 /// Body of `POST /api/v1/messages`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SendMessage {
+pub(crate) struct SendMessage {
+    /// The event's type, 1 to 200 characters without control characters (trimmed; matched
+    /// exactly against each channel's `event_types`).
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*\S[^\u0000-\u001F\u007F-\u009F]*$",
+        example = "invoice.paid"
+    )]
     event_type: String,
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` as sent.
+    #[schema(value_type = serde_json::Value)]
     payload: Box<RawValue>,
-    /// Only these channels (of those whose filter matches); absent = every subscribed channel.
+    /// Only these channels (of those whose filter matches), 1 to 1000 of the tenant's channel
+    /// ids; absent = every subscribed channel.
+    #[schema(min_items = 1, max_items = 1000)]
     channels: Option<Vec<Uuid>>,
 }
 
 /// Response of `POST /api/v1/messages`.
-#[derive(Serialize)]
-struct MessageAccepted {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct MessageAccepted {
     /// The message id: the `webhook-id` of every delivery of it.
     id: Uuid,
     event_type: String,
@@ -53,6 +66,8 @@ struct MessageAccepted {
     deliveries: Vec<FannedOut>,
 }
 
+/// Sends one event to every channel that subscribes to its type.
+///
 /// `POST /api/v1/messages` (tenant key; optional `Idempotency-Key` header, up to 200 visible
 /// ASCII characters, unique per tenant among messages): 202 with the message id and one delivery
 /// per channel whose `event_types` filter matches (channels without a filter get every type),
@@ -63,7 +78,28 @@ struct MessageAccepted {
 /// transaction, a bounded number of statements whatever the number of channels; it counts as
 /// one request against the key's ingress limit. Not audited: like an enqueue, the message and
 /// its deliveries are their own record.
-async fn send(
+#[utoipa::path(
+    post,
+    path = "/api/v1/messages",
+    tag = "messages",
+    operation_id = "send_message",
+    params(IdempotencyKey),
+    request_body = SendMessage,
+    responses(
+        (status = 202, description = "Accepted (or an idempotent replay): the message id and \
+            one delivery per subscribed channel.", body = MessageAccepted,
+            links(
+                ("GetMessage" = (operation_id = "get_message",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "The message and each channel's delivery.")),
+            )),
+        JsonBody,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn send(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -106,10 +142,26 @@ async fn send(
     ))
 }
 
+/// Reads a message and each channel's delivery of it.
+///
 /// `GET /api/v1/messages/{id}`: the message (event type, payload, idempotency key, the channels
 /// it named) and each channel's delivery with its status, attempts and last error. 404 for
 /// another tenant's message.
-async fn read(
+#[utoipa::path(
+    get,
+    path = "/api/v1/messages/{id}",
+    tag = "messages",
+    operation_id = "get_message",
+    params(("id" = Uuid, Path, description = "Message id (the `webhook-id` of its deliveries).")),
+    responses(
+        (status = 200, description = "The message and each channel's delivery.", body = Message),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn read(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     Path(id): Path<Uuid>,

@@ -3,6 +3,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, RequestId};
+use crate::openapi::{JsonBody, NotFound, TenantAuth};
 use crate::AppState;
 use axum::extract::{FromRequest, Request, State};
 use axum::routing::post;
@@ -18,17 +19,19 @@ pub fn router() -> Router<AppState> {
 
 /// Body of `POST /api/v1/channels/{id}/secret/rotate` (optional: no body, or `{}`, is the
 /// default grace period).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = RotateSecret)]
 #[serde(deny_unknown_fields)]
-struct Rotate {
+pub(crate) struct Rotate {
     /// How long the old secret keeps signing too, ms: 0 to 604 800 000 (7 days); default
     /// 86 400 000 (24 h).
+    #[schema(minimum = 0, maximum = 604800000)]
     grace_ms: Option<i64>,
 }
 
 /// A JSON body that may be absent: an empty body is `T::default()`; anything else goes through
 /// [`Json`] (415 without a JSON content type, 400 malformed, 422 wrong shape).
-struct OptionalJson<T>(T);
+pub(crate) struct OptionalJson<T>(T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
     type Rejection = ApiError;
@@ -51,13 +54,32 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> fo
     }
 }
 
+/// Rotates the channel's signing secret, with a grace period for the old one.
+///
 /// `POST /api/v1/channels/{id}/secret/rotate {grace_ms?}`: a fresh signing secret, shown once in
 /// the answer (200 `{channel_id, signing_secret, previous_secret_expires_at}`). For the grace
 /// period every request carries `webhook-signature: v1,<new> v1,<old>`, so a receiver holding
 /// either secret verifies; after it only `v1,<new>`. Audited as `channel.secret_rotated` (the
 /// grace period, never a secret). 404 for another tenant's channel; 422 for a `grace_ms` out of
 /// range. See [`channels::rotate_secret`].
-async fn rotate(
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/secret/rotate",
+    tag = "channels",
+    operation_id = "rotate_channel_secret",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body(content = Option<Rotate>, description = "Optional: no body (or `{}`) is the \
+        default grace period of 24 h."),
+    responses(
+        (status = 200, description = "The new secret (shown once) and until when the old one \
+            still signs.", body = RotatedSecret),
+        JsonBody,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn rotate(
     Tenant(key): Tenant,
     State(state): State<AppState>,
     request: RequestId,
