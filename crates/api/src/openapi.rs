@@ -68,6 +68,7 @@ use crate::routes;
         routes::admin::script,
         routes::admin::stylesheet,
         routes::tenants::create,
+        routes::tenants::operator_list,
         routes::tenants::operator_read,
         routes::tenants::operator_update,
         routes::tenants::operator_rotate,
@@ -93,13 +94,35 @@ use crate::routes;
         routes::operator::set_defaults,
         routes::operator::audit_log,
         routes::queues::list,
+        routes::deliveries::list,
+        routes::messages::send,
+        routes::messages::read,
+        routes::secrets::rotate,
+        routes::lifecycle::delete_channel,
+        routes::lifecycle::delete_tenant,
+        routes::lifecycle::cancel_delivery,
+        routes::lifecycle::purge_payload,
+        routes::keys::self_create,
+        routes::keys::self_list,
+        routes::keys::self_revoke,
+        routes::keys::operator_create,
+        routes::keys::operator_list,
+        routes::keys::operator_revoke,
     ),
-    components(schemas(crate::error::Problem)),
-    modifiers(&Components, &LinkKeys),
+    components(schemas(
+        crate::error::Problem,
+        breakwater_core::deliveries::DeliverySummary,
+        breakwater_core::keys::ApiKey,
+    )),
+    modifiers(&Components, &LinkKeys, &PageItems, &OptionalBodies),
     tags(
         (name = "channels", description = "A tenant's endpoints and their circuit breakers; \
             enqueueing deliveries to one."),
-        (name = "deliveries", description = "A tenant's deliveries and their attempts."),
+        (name = "deliveries", description = "A tenant's deliveries and their attempts; \
+            cancelling one and purging its payload."),
+        (name = "messages", description = "Events fanned out to every channel that subscribes \
+            to their type."),
+        (name = "keys", description = "The calling tenant's API keys."),
         (name = "tenant", description = "The calling tenant itself."),
         (name = "audit", description = "The tenant's audit log."),
         (name = "tenants", description = "Operator: create and manage tenants."),
@@ -161,6 +184,84 @@ impl Modify for LinkKeys {
                             extensions.insert("requestBody".into(), body);
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// utoipa 5.5 inlines the type argument of a generic schema: `Page_Channel.data.items` is a
+/// copy of the whole `Channel` schema instead of a reference to it
+/// (<https://github.com/juhaku/utoipa/issues/1586>). This modifier makes the items of each
+/// `Page_<T>` a `$ref` to `#/components/schemas/<T>`, registering `<T>` from the inlined copy
+/// when the document does not have it yet, so a page's rows and a single row share one schema.
+struct PageItems;
+
+impl Modify for PageItems {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{ArrayItems, Schema};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let mut moved = Vec::new();
+        for (name, schema) in components.schemas.iter_mut() {
+            let Some(item) = name.strip_prefix("Page_") else {
+                continue;
+            };
+            let RefOr::T(Schema::Object(page)) = schema else {
+                continue;
+            };
+            let Some(RefOr::T(Schema::Array(data))) = page.properties.get_mut("data") else {
+                continue;
+            };
+            let ArrayItems::RefOrSchema(items) = &mut data.items else {
+                continue;
+            };
+            if let RefOr::T(inlined) = items.as_mut() {
+                let inlined = std::mem::replace(inlined, Schema::default());
+                moved.push((item.to_string(), inlined));
+                **items = RefOr::Ref(Ref::from_schema_name(item));
+            }
+        }
+        for (name, schema) in moved {
+            components.schemas.entry(name).or_insert(RefOr::T(schema));
+        }
+    }
+}
+
+/// utoipa writes an optional request body (`request_body(content = Option<T>)`) as a required
+/// one of `null` or `T`; what the API means (and accepts) is no body at all or a `T`, never the
+/// JSON `null`. This modifier makes such a body `T`, not required.
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::Schema;
+        use utoipa::openapi::Required;
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.put, &mut item.post, &mut item.patch];
+            for op in operations.into_iter().flatten() {
+                let Some(body) = op.request_body.as_mut() else {
+                    continue;
+                };
+                let mut optional = false;
+                for content in body.content.values_mut() {
+                    let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema else {
+                        continue;
+                    };
+                    let is_null = |s: &RefOr<Schema>| {
+                        matches!(s, RefOr::T(Schema::Object(o))
+                            if o.schema_type == utoipa::openapi::schema::SchemaType::Type(
+                                utoipa::openapi::schema::Type::Null))
+                    };
+                    if one_of.items.len() == 2 && one_of.items.iter().any(is_null) {
+                        let inner = one_of.items.iter().find(|s| !is_null(s)).cloned();
+                        content.schema = inner;
+                        optional = true;
+                    }
+                }
+                if optional {
+                    body.required = Some(Required::False);
                 }
             }
         }
