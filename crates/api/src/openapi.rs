@@ -218,7 +218,7 @@ impl Modify for PageItems {
                 continue;
             };
             if let RefOr::T(inlined) = items.as_mut() {
-                let inlined = std::mem::replace(inlined, Schema::default());
+                let inlined = std::mem::take(inlined);
                 moved.push((item.to_string(), inlined));
                 **items = RefOr::Ref(Ref::from_schema_name(item));
             }
