@@ -137,6 +137,7 @@ pub fn report(
     run: &PruneRun,
     loaded_end_us: u64,
     during: Summary,
+    after: Summary,
     baseline: Summary,
 ) -> Value {
     let secs = (run.end_us - run.start_us) as f64 / 1e6;
@@ -159,6 +160,9 @@ pub fn report(
         "healthy_while_pruning": during,
         "healthy_while_pruning_p95_over_baseline_p95": (baseline.p95_ms > 0.0)
             .then(|| (during.p95_ms / baseline.p95_ms * 100.0).round() / 100.0),
-        "definition": "pruning = one retention pass (breakwater_worker::retention::prune_once) started with the loaded stream; healthy_while_pruning = the loaded stream's deliveries whose enqueue request was sent while it ran",
+        "healthy_after_pruning": after,
+        "healthy_while_pruning_p95_over_after_p95": (after.p95_ms > 0.0)
+            .then(|| (during.p95_ms / after.p95_ms * 100.0).round() / 100.0),
+        "definition": "pruning = one retention pass (breakwater_worker::retention::prune_once) started with the loaded stream; healthy_while_pruning = the loaded stream's deliveries whose enqueue request was sent while it ran; healthy_after_pruning = those sent after it ended (same stream, empty if pruning outlasted it)",
     })
 }
