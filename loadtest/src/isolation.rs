@@ -604,16 +604,13 @@ async fn scenario(
         "transitions": transitions,
         "circuit_at_end": circuit_end,
         "prune": prune_run.map(|run| {
-            let during = crate::prune::window(sink, PHASE_LOADED, run.start_us, run.end_us);
-            let after = crate::prune::window(sink, PHASE_LOADED, run.end_us + 1, loaded_end_us);
             crate::prune::report(
                 o.prune_rows,
                 seed_s,
                 &settings.retention,
                 &run,
                 loaded_end_us,
-                during,
-                after,
+                sink,
                 baseline_sum,
             )
         }),

@@ -10,7 +10,7 @@
 //! pruning starts exactly then and only once.
 
 use crate::clock::now_us;
-use crate::receiver::Sink;
+use crate::receiver::{Sink, PHASE_LOADED};
 use crate::stats::{new_hist, summarize, Summary};
 use breakwater_worker::retention::{prune_once, PruneReport, RetentionConfig};
 use serde_json::{json, Value};
@@ -129,17 +129,19 @@ pub fn window(sink: &Sink, phase: u8, from_us: u64, to_us: u64) -> Summary {
     })
 }
 
-/// The report's `prune` section.
+/// The report's `prune` section: what the pass did, and the loaded stream's latency while it
+/// ran and after it ended, beside the baseline's.
 pub fn report(
     rows: u64,
     seed_s: f64,
     cfg: &RetentionConfig,
     run: &PruneRun,
     loaded_end_us: u64,
-    during: Summary,
-    after: Summary,
+    sink: &Sink,
     baseline: Summary,
 ) -> Value {
+    let during = window(sink, PHASE_LOADED, run.start_us, run.end_us);
+    let after = window(sink, PHASE_LOADED, run.end_us + 1, loaded_end_us);
     let secs = (run.end_us - run.start_us) as f64 / 1e6;
     let r = run.report;
     let total = r.deliveries + r.attempts + r.jobs;
