@@ -604,14 +604,13 @@ async fn scenario(
         "transitions": transitions,
         "circuit_at_end": circuit_end,
         "prune": prune_run.map(|run| {
-            let during = crate::prune::window(sink, PHASE_LOADED, run.start_us, run.end_us);
             crate::prune::report(
                 o.prune_rows,
                 seed_s,
                 &settings.retention,
                 &run,
                 loaded_end_us,
-                during,
+                sink,
                 baseline_sum,
             )
         }),
@@ -770,6 +769,12 @@ fn print_summary(r: &Value) {
         println!(
             "  healthy while pruning {during}  p95 ratio to baseline: {}",
             p["healthy_while_pruning_p95_over_baseline_p95"]
+        );
+        let after: Summary =
+            serde_json::from_value(p["healthy_after_pruning"].clone()).unwrap_or_default();
+        println!(
+            "  healthy after pruning {after}  while ÷ after p95: {}",
+            p["healthy_while_pruning_p95_over_after_p95"]
         );
     }
     println!("  goals: {}", r["goals"]);

@@ -10,7 +10,7 @@
 //! pruning starts exactly then and only once.
 
 use crate::clock::now_us;
-use crate::receiver::Sink;
+use crate::receiver::{Sink, PHASE_LOADED};
 use crate::stats::{new_hist, summarize, Summary};
 use breakwater_worker::retention::{prune_once, PruneReport, RetentionConfig};
 use serde_json::{json, Value};
@@ -129,16 +129,19 @@ pub fn window(sink: &Sink, phase: u8, from_us: u64, to_us: u64) -> Summary {
     })
 }
 
-/// The report's `prune` section.
+/// The report's `prune` section: what the pass did, and the loaded stream's latency while it
+/// ran and after it ended, beside the baseline's.
 pub fn report(
     rows: u64,
     seed_s: f64,
     cfg: &RetentionConfig,
     run: &PruneRun,
     loaded_end_us: u64,
-    during: Summary,
+    sink: &Sink,
     baseline: Summary,
 ) -> Value {
+    let during = window(sink, PHASE_LOADED, run.start_us, run.end_us);
+    let after = window(sink, PHASE_LOADED, run.end_us + 1, loaded_end_us);
     let secs = (run.end_us - run.start_us) as f64 / 1e6;
     let r = run.report;
     let total = r.deliveries + r.attempts + r.jobs;
@@ -159,6 +162,9 @@ pub fn report(
         "healthy_while_pruning": during,
         "healthy_while_pruning_p95_over_baseline_p95": (baseline.p95_ms > 0.0)
             .then(|| (during.p95_ms / baseline.p95_ms * 100.0).round() / 100.0),
-        "definition": "pruning = one retention pass (breakwater_worker::retention::prune_once) started with the loaded stream; healthy_while_pruning = the loaded stream's deliveries whose enqueue request was sent while it ran",
+        "healthy_after_pruning": after,
+        "healthy_while_pruning_p95_over_after_p95": (after.p95_ms > 0.0)
+            .then(|| (during.p95_ms / after.p95_ms * 100.0).round() / 100.0),
+        "definition": "pruning = one retention pass (breakwater_worker::retention::prune_once) started with the loaded stream; healthy_while_pruning = the loaded stream's deliveries whose enqueue request was sent while it ran; healthy_after_pruning = those sent after it ended (same stream, empty if pruning outlasted it)",
     })
 }

@@ -1,7 +1,8 @@
 //! CI smoke test of the harness: a small isolation scenario (backlog 500, 10 s streams, dead
-//! endpoint answering 503) end to end, on its own database. It checks that the harness works
-//! (every accepted healthy delivery arrived, the breaker opened, the dead endpoint stayed within
-//! its budget, the report and chart were written), not the latency goals: those are benchmarks,
+//! endpoint answering 503, 3 000 old rows pruned during the loaded stream) end to end, on its
+//! own database. It checks that the harness works (every accepted healthy delivery arrived, the
+//! breaker opened, the dead endpoint stayed within its budget, the pruner deleted every seeded
+//! row, the report and chart were written), not the latency goals: those are benchmarks,
 //! recorded in BENCHMARKS.md, not assertions on a shared CI machine.
 
 use breakwater_loadtest::isolation::{run, Options};
@@ -20,6 +21,7 @@ async fn small_isolation_scenario_runs_end_to_end() {
         database_url: std::env::var("DATABASE_URL").ok(),
         out: Some(out.clone()),
         print: false,
+        prune_rows: 3_000,
         ..Options::default()
     };
     let r = run(&o).await.expect("the isolation scenario runs");
@@ -51,6 +53,10 @@ async fn small_isolation_scenario_runs_end_to_end() {
     assert_eq!(r["backlog_enqueued"], 500);
     assert_eq!(r["backlog_accounted"], true, "{r:#}");
     assert_eq!(r["dead_endpoint_budget"]["within"], true, "{r:#}");
+    // The retention pass during the loaded stream deleted every seeded row.
+    for k in ["deliveries_deleted", "attempts_deleted", "jobs_deleted"] {
+        assert_eq!(r["prune"][k], 3_000, "{k}: {r:#}");
+    }
     assert!(r["git_commit"].is_string() || r["git_commit"].is_null());
     assert!(r["cores"].as_u64().is_some_and(|c| c >= 1));
 

@@ -38,7 +38,7 @@ impl Default for RetentionConfig {
             deliveries_days: 30,
             batch_size: 1_000,
             interval_ms: 300_000,
-            batch_pause_ms: 10,
+            batch_pause_ms: 50,
         }
     }
 }
