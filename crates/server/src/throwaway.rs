@@ -8,12 +8,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running throwaway server; stopped and deleted on drop.
+/// A running throwaway server; stopped and deleted on drop. [`TempPostgres::stop`] and
+/// [`TempPostgres::restart`] take it down and bring it back on the same data and port (for
+/// tests of a database outage).
 pub struct TempPostgres {
     /// Connection URL (`postgres://postgres@127.0.0.1:<port>/postgres`).
     pub url: String,
     dir: PathBuf,
     child: Child,
+    /// Where `postgres` is installed.
+    bin: PathBuf,
+    /// Whether the server runs as the `postgres` user (we are root).
+    as_postgres: bool,
+    port: u16,
 }
 
 fn is_root() -> bool {
@@ -120,34 +127,64 @@ impl TempPostgres {
             let l = std::net::TcpListener::bind("127.0.0.1:0")?;
             l.local_addr()?.port()
         };
-        let child = command(&bin.join("postgres"), root)
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
-            .arg("-c")
-            .arg(format!("unix_socket_directories={}", dir.display()))
-            .args([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ])
-            .args(["-c", "max_connections=200"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting postgres")?;
+        let child = spawn_server(&bin, root, &dir, port)?;
         let me = Self {
             url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
             dir,
             child,
+            bin,
+            as_postgres: root,
+            port,
         };
+        me.wait_ready().await?;
+        Ok(me)
+    }
+
+    /// Stops the server with a fast shutdown (open sessions are ended and their transactions
+    /// rolled back), keeping its data directory and port for [`TempPostgres::restart`]. Returns
+    /// once the server has exited (within 30 s); a server already stopped is left as it is.
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        let Some(pid) = self.postmaster_pid() else {
+            bail!("the throwaway postgres is running but has no postmaster.pid");
+        };
+        let ok = Command::new("kill")
+            .args(["-INT", &pid])
+            .status()?
+            .success();
+        if !ok {
+            bail!("could not signal the throwaway postgres (pid {pid})");
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                bail!("the throwaway postgres did not stop within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    /// Starts the server again after [`TempPostgres::stop`], on the same data directory and port
+    /// (so [`TempPostgres::url`] stays valid); returns once it accepts connections (within 30 s).
+    /// Errors if it is still running, or if something else took the port meanwhile.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_none() {
+            bail!("the throwaway postgres is still running: stop it first");
+        }
+        self.child = spawn_server(&self.bin, self.as_postgres, &self.dir, self.port)?;
+        self.wait_ready().await
+    }
+
+    /// Waits until the server accepts connections (30 s at most).
+    async fn wait_ready(&self) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if sqlx::PgPool::connect(&me.url).await.is_ok() {
-                return Ok(me);
+            if let Ok(pool) = sqlx::PgPool::connect(&self.url).await {
+                pool.close().await;
+                return Ok(());
             }
             if Instant::now() > deadline {
                 bail!("the throwaway postgres did not accept connections within 30 s");
@@ -155,6 +192,39 @@ impl TempPostgres {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+
+    /// The postmaster's pid (the first line of `postmaster.pid`), while it runs. With runuser in
+    /// between, signalling our child would not reach it.
+    fn postmaster_pid(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().map(str::trim).map(str::to_string))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    }
+}
+
+/// Starts `postgres` on the cluster in `dir/data`, listening on 127.0.0.1:`port` and a socket in
+/// `dir`, tuned for speed over durability (fsync off).
+fn spawn_server(bin: &Path, as_postgres: bool, dir: &Path, port: u16) -> anyhow::Result<Child> {
+    command(&bin.join("postgres"), as_postgres)
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+        .arg("-c")
+        .arg(format!("unix_socket_directories={}", dir.display()))
+        .args([
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ])
+        .args(["-c", "max_connections=200"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting postgres")
 }
 
 fn rand_u32() -> u32 {
@@ -166,13 +236,9 @@ fn rand_u32() -> u32 {
 
 impl Drop for TempPostgres {
     fn drop(&mut self) {
-        // Stop the postmaster itself (its pid is the first line of postmaster.pid): with
-        // runuser in between, signalling our child would not reach it. SIGINT is a fast
-        // shutdown, right for throwaway data.
-        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().map(str::trim).map(str::to_string))
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        // Stop the postmaster itself (see `postmaster_pid`). SIGINT is a fast shutdown, right
+        // for throwaway data.
+        let pid = self.postmaster_pid();
         if let Some(pid) = &pid {
             let _ = Command::new("kill").args(["-INT", pid]).status();
         }

@@ -1,0 +1,617 @@
+//! The chaos harness: a Postgres cluster of the test's own ([`TempPostgres`], so stopping it
+//! touches nothing else), real `breakwater serve` processes on it, a receiver on loopback, and
+//! the API calls and database snapshots a scenario needs.
+//!
+//! A [`Cluster`] stops everything it started when it is dropped, on a panic too: nodes get
+//! SIGKILL (a frozen one as well), the receiver stops, the database is shut down and deleted.
+//! On a panic it first prints the tail of every node's log (the logs stay under
+//! `<target>/test-artifacts/chaos/<scenario>/`).
+
+use breakwater::receiver::{Behavior, Received, Receiver};
+use breakwater::throwaway::TempPostgres;
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// The operator key of every node.
+pub const OPERATOR_KEY: &str = "chaos-operator-key-0123456789";
+
+/// How long a node may take from spawn to serving (API answering, worker heartbeating).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of every node, as `breakwater` reads them from the environment. Chosen so each
+/// scenario runs in seconds: heartbeats every 200 ms and rescue after 2 s of silence; each
+/// channel's concurrency fixed at 8 (initial = ceiling, a latency target no 200-ms endpoint
+/// misses), so the number of jobs in flight is known; attempts enough (25, backoff 100 ms
+/// doubling to 1 s) that no delivery dies while a fault lasts; circuits that cool down in
+/// 0.5–1 s; no health check and no ingress limit to get in the way.
+const BASE_ENV: &[(&str, &str)] = &[
+    ("BREAKWATER_OPERATOR_KEY", OPERATOR_KEY),
+    ("BREAKWATER_ALLOW_PRIVATE_TARGETS", "true"),
+    ("BREAKWATER_LOG_FORMAT", "text"),
+    ("RUST_LOG", "info"),
+    ("NO_COLOR", "1"),
+    ("BREAKWATER_DATABASE__MAX_CONNECTIONS", "10"),
+    ("BREAKWATER_API__INGRESS_PER_SECOND", "0"),
+    ("BREAKWATER_WORKER__POOL_DEFAULT", "64"),
+    ("BREAKWATER_WORKER__POLL_INTERVAL_MS", "200"),
+    ("BREAKWATER_WORKER__HEARTBEAT_INTERVAL_MS", "200"),
+    ("BREAKWATER_WORKER__RESCUE_AFTER_MS", "2000"),
+    ("BREAKWATER_WORKER__RESCUE_INTERVAL_MS", "200"),
+    ("BREAKWATER_WORKER__CONNECT_TIMEOUT_MS", "1000"),
+    ("BREAKWATER_WORKER__REQUEST_TIMEOUT_MS", "3000"),
+    ("BREAKWATER_WORKER__SHUTDOWN_GRACE_MS", "2000"),
+    ("BREAKWATER_WORKER__MAX_ATTEMPTS", "25"),
+    ("BREAKWATER_WORKER__BACKOFF_BASE_MS", "100"),
+    ("BREAKWATER_WORKER__BACKOFF_FACTOR", "2.0"),
+    ("BREAKWATER_WORKER__BACKOFF_CAP_MS", "1000"),
+    ("BREAKWATER_WORKER__BACKOFF_JITTER", "0.0"),
+    ("BREAKWATER_WORKER__CHANNEL_CONCURRENCY_INITIAL", "8"),
+    ("BREAKWATER_WORKER__CHANNEL_CONCURRENCY_CEILING", "8"),
+    ("BREAKWATER_WORKER__CHANNEL_LATENCY_TARGET_MS", "10000"),
+    ("BREAKWATER_CIRCUIT__COOLDOWN_MS", "500"),
+    ("BREAKWATER_CIRCUIT__MAX_COOLDOWN_MS", "1000"),
+    ("BREAKWATER_CIRCUIT__PROBE_LEASE_MS", "8000"),
+    ("BREAKWATER_CIRCUIT__HEALTH_CHECK_INTERVAL_MS", "3600000"),
+];
+
+/// What a node process runs (`breakwater serve --role …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The API only.
+    Api,
+    /// The workers only.
+    Worker,
+}
+
+impl Role {
+    fn arg(self) -> &'static str {
+        match self {
+            Role::Api => "api",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+/// `target/<profile>`: the test executable is `target/<profile>/deps/chaos-<hash>`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test executable lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// The `breakwater` binary next to this test executable (`target/<profile>/breakwater`, built
+/// by `cargo nextest run --workspace`). When it is missing, or older than this test executable
+/// (so perhaps built from older sources), `cargo build -p breakwater --bin breakwater` runs
+/// once per test process, into the same target directory and profile.
+pub fn breakwater_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = profile_dir();
+        let bin = dir.join("breakwater");
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let stale = match (modified(&bin), modified(&exe)) {
+            (Some(b), Some(e)) => b < e,
+            _ => true,
+        };
+        if stale {
+            let target = dir.parent().expect("target/<profile> has a parent");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-p", "breakwater", "--bin", "breakwater"])
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+                .env("CARGO_TARGET_DIR", target);
+            match dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => {}
+                Some("release") => {
+                    cmd.arg("--release");
+                }
+                Some(profile) => {
+                    cmd.args(["--profile", profile]);
+                }
+                None => {}
+            }
+            eprintln!("chaos: building the breakwater binary: {cmd:?}");
+            let ok = cmd.status().expect("running cargo build").success();
+            assert!(ok, "cargo build -p breakwater --bin breakwater failed");
+        }
+        assert!(bin.exists(), "no breakwater binary at {}", bin.display());
+        bin
+    })
+}
+
+/// A free loopback port (bound and released; another process could take it in between, which
+/// the node's start-up would report).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// One `breakwater serve` process.
+pub struct Node {
+    /// `node-<n>-<role>`, also the name of its log file.
+    pub name: String,
+    /// What it runs.
+    pub role: Role,
+    /// API base URL (`http://127.0.0.1:<port>`), for an API node.
+    pub api: Option<String>,
+    /// Its worker node id (`<host>-<pid>-<hex>`, as in `jobs.attempted_by`), for a worker
+    /// node, read from `queue_nodes` once it heartbeats.
+    pub node_id: Option<String>,
+    /// Its stdout and stderr.
+    pub log: PathBuf,
+    child: Child,
+    /// Whether it exited (and was reaped).
+    exited: Option<ExitStatus>,
+}
+
+impl Node {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The worker node id; panics for an API node.
+    pub fn id(&self) -> &str {
+        self.node_id
+            .as_deref()
+            .expect("a worker node has a node id")
+    }
+
+    /// Sends `signal` (a `kill` name: `STOP`, `CONT`, `TERM`).
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("running kill")
+            .success();
+        assert!(ok, "kill -{signal} {} ({}) failed", self.pid(), self.name);
+    }
+
+    /// SIGKILL, and reap it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        self.exited = self.child.wait().ok();
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().ok().flatten();
+        }
+        self.exited.is_none()
+    }
+
+    /// Waits up to `timeout` for it to exit; its exit status, or `None` if it still runs.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while self.running() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.exited
+    }
+
+    /// The last `n` lines of its log.
+    pub fn tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+/// Everything one scenario runs: its database, its nodes, its receiver.
+pub struct Cluster {
+    /// The scenario's name (its artifact directory).
+    pub name: &'static str,
+    /// The nodes, in start order; [`Cluster::node`] by index.
+    nodes: Vec<Node>,
+    /// The throwaway Postgres: stop and restart it for an outage.
+    pub pg: TempPostgres,
+    /// A pool on it, for snapshots and checks (reconnects after an outage).
+    pub db: PgPool,
+    /// The receiver every channel points at.
+    pub receiver: Receiver,
+    /// HTTP client for the API.
+    pub http: reqwest::Client,
+    /// Per-scenario settings, over [`BASE_ENV`], for every node.
+    env: Vec<(String, String)>,
+    artifacts: PathBuf,
+    /// When the cluster started.
+    pub started: Instant,
+}
+
+impl Cluster {
+    /// Starts a throwaway Postgres with the schema applied and a receiver; `env` adds to or
+    /// overrides [`BASE_ENV`] for every node this cluster starts.
+    pub async fn start(name: &'static str, env: &[(&str, &str)]) -> Self {
+        let started = Instant::now();
+        let bin = breakwater_bin();
+        let artifacts = profile_dir()
+            .parent()
+            .expect("target dir")
+            .join("test-artifacts/chaos")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&artifacts);
+        std::fs::create_dir_all(&artifacts).expect("creating the artifact directory");
+        let pg = TempPostgres::start().await.expect("a throwaway postgres");
+        let db = PgPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&pg.url)
+            .await
+            .expect("connecting to the throwaway postgres");
+        breakwater::migrate(&db).await.expect("migrations");
+        eprintln!(
+            "chaos[{name}]: binary {}, postgres {}, logs {}",
+            bin.display(),
+            pg.url,
+            artifacts.display()
+        );
+        Self {
+            name,
+            nodes: Vec::new(),
+            pg,
+            db,
+            receiver: Receiver::start().await.expect("a receiver"),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(20))
+                .build()
+                .expect("an HTTP client"),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            artifacts,
+            started,
+        }
+    }
+
+    /// Spawns `breakwater serve --role <role> --no-migrate` on its own port and log file, and
+    /// waits until it serves; returns its index.
+    pub async fn spawn(&mut self, role: Role) -> usize {
+        let index = self.nodes.len();
+        let name = format!("node-{}-{}", index + 1, role.arg());
+        let log = self.artifacts.join(format!("{name}.log"));
+        let out = File::create(&log).expect("creating a node log");
+        let err = out.try_clone().expect("cloning a log handle");
+        let port = free_port();
+        let mut cmd = Command::new(breakwater_bin());
+        cmd.args(["serve", "--role", role.arg(), "--no-migrate"])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        // Nothing from the test's own environment configures the node.
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("BREAKWATER_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("DATABASE_URL", &self.pg.url)
+            .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
+        for (k, v) in BASE_ENV {
+            cmd.env(k, v);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("spawning breakwater");
+        self.nodes.push(Node {
+            name,
+            role,
+            api: (role == Role::Api).then(|| format!("http://127.0.0.1:{port}")),
+            node_id: None,
+            log,
+            child,
+            exited: None,
+        });
+        self.wait_serving(index).await;
+        index
+    }
+
+    /// Waits until node `i` serves: its API answers `/healthz`, or its worker heartbeats (then
+    /// its node id is read from `queue_nodes`: ids are `<host>-<pid>-<hex>`).
+    async fn wait_serving(&mut self, i: usize) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let node = &mut self.nodes[i];
+            assert!(
+                node.running(),
+                "{} exited at start ({:?}):\n{}",
+                node.name,
+                node.exited,
+                node.tail(40)
+            );
+            let pid = node.pid();
+            let ready = match node.role {
+                Role::Api => {
+                    let url = format!("{}/healthz", node.api.as_deref().expect("api url"));
+                    self.http
+                        .get(url)
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status().is_success())
+                }
+                Role::Worker => {
+                    let id: Option<String> = sqlx::query_scalar(
+                        "SELECT id FROM queue_nodes WHERE id ~ ('-' || $1 || '-[0-9a-f]{8}$')",
+                    )
+                    .bind(pid.to_string())
+                    .fetch_optional(&self.db)
+                    .await
+                    .expect("reading queue_nodes");
+                    let found = id.is_some();
+                    self.nodes[i].node_id = id;
+                    found
+                }
+            };
+            if ready {
+                return;
+            }
+            let node = &self.nodes[i];
+            assert!(
+                Instant::now() < deadline,
+                "{} did not serve within {START_TIMEOUT:?}:\n{}",
+                node.name,
+                node.tail(40)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Node `i`.
+    pub fn node(&mut self, i: usize) -> &mut Node {
+        &mut self.nodes[i]
+    }
+
+    /// The first API node's base URL.
+    fn api(&self) -> &str {
+        self.nodes
+            .iter()
+            .find_map(|n| n.api.as_deref())
+            .expect("the cluster runs an API node")
+    }
+
+    /// `POST {api}{path}` with `key`; status and JSON body.
+    async fn post(&self, path: &str, key: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.api()))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("an API request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Creates a tenant through the operator API; returns its API key.
+    pub async fn tenant(&self) -> String {
+        let (s, v) = self
+            .post(
+                "/api/v1/tenants",
+                OPERATOR_KEY,
+                &json!({ "name": self.name, "tier": "default" }),
+            )
+            .await;
+        assert_eq!(s, 201, "create tenant: {v}");
+        v["api_key"].as_str().expect("api_key").to_string()
+    }
+
+    /// Creates a channel to receiver endpoint `endpoint`, which answers as `behavior` and checks
+    /// the channel's signatures; returns the channel id.
+    pub async fn channel(&self, key: &str, endpoint: &str, behavior: Behavior) -> Uuid {
+        self.receiver.set(endpoint, behavior);
+        let (s, v) = self
+            .post(
+                "/api/v1/channels",
+                key,
+                &json!({ "url": self.receiver.url(endpoint) }),
+            )
+            .await;
+        assert_eq!(s, 201, "create channel: {v}");
+        self.receiver.set_secret(
+            endpoint,
+            v["signing_secret"].as_str().expect("signing_secret"),
+        );
+        v["id"].as_str().expect("id").parse().expect("a uuid")
+    }
+
+    /// A tenant with `per_channel` deliveries enqueued to each of `endpoints` (a channel each,
+    /// answering as `behavior`); returns the accepted delivery ids.
+    pub async fn load(
+        &self,
+        endpoints: &[&str],
+        behavior: Behavior,
+        per_channel: usize,
+    ) -> Vec<Uuid> {
+        let key = self.tenant().await;
+        let mut ids = Vec::new();
+        for ep in endpoints {
+            let ch = self.channel(&key, ep, behavior.clone()).await;
+            ids.extend(self.enqueue(&key, ch, per_channel).await);
+        }
+        ids
+    }
+
+    /// Enqueues `n` deliveries to `channel` through the batch API; returns the accepted ids.
+    pub async fn enqueue(&self, key: &str, channel: Uuid, n: usize) -> Vec<Uuid> {
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            let k = (n - ids.len()).min(500);
+            let items: Vec<Value> = (0..k)
+                .map(|i| json!({ "event_type": "chaos.load", "payload": { "i": ids.len() + i } }))
+                .collect();
+            let (s, v) = self
+                .post(
+                    &format!("/api/v1/channels/{channel}/deliveries/batch"),
+                    key,
+                    &json!({ "deliveries": items }),
+                )
+                .await;
+            assert_eq!(s, 202, "batch enqueue: {v}");
+            ids.extend(
+                v["data"]
+                    .as_array()
+                    .expect("data")
+                    .iter()
+                    .map(|d| d["id"].as_str().expect("id").parse::<Uuid>().expect("uuid")),
+            );
+        }
+        ids
+    }
+
+    /// Every request the receiver got, on any endpoint.
+    pub fn received(&self, endpoints: &[&str]) -> Vec<Received> {
+        endpoints
+            .iter()
+            .flat_map(|ep| self.receiver.received(ep))
+            .collect()
+    }
+
+    /// Waits until the receiver has got at least `n` requests on `endpoints` together; panics
+    /// after `timeout`.
+    pub async fn wait_received(&self, endpoints: &[&str], n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let c: usize = endpoints.iter().map(|e| self.receiver.count(e)).sum();
+            if c >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {c} of {n} requests arrived within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The deliveries whose jobs are `executing` now, on `node_id` or (None) on any node.
+    pub async fn executing(&self, node_id: Option<&str>) -> BTreeSet<Uuid> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT args->>'delivery_id' FROM jobs
+             WHERE state = 'executing' AND kind = 'deliver'
+               AND ($1::text IS NULL OR attempted_by = $1)",
+        )
+        .bind(node_id)
+        .fetch_all(&self.db)
+        .await
+        .expect("reading executing jobs");
+        ids.iter()
+            .map(|s| s.parse().expect("a delivery id"))
+            .collect()
+    }
+
+    /// Waits until worker node `node_id` holds at least `min` delivery jobs (the fetch hands a
+    /// node as many as it has room for, so one node may hold them all for a moment); returns
+    /// them. Panics after `timeout`.
+    pub async fn wait_holding(
+        &self,
+        node_id: &str,
+        min: usize,
+        timeout: Duration,
+    ) -> BTreeSet<Uuid> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let held = self.executing(Some(node_id)).await;
+            if held.len() >= min {
+                return held;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{node_id} never held {min} jobs within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Delivery counts by status.
+    pub async fn statuses(&self) -> HashMap<String, i64> {
+        sqlx::query_as::<_, (String, i64)>(
+            "SELECT status, count(*) FROM deliveries GROUP BY status",
+        )
+        .fetch_all(&self.db)
+        .await
+        .expect("counting deliveries")
+        .into_iter()
+        .collect()
+    }
+
+    /// The deliveries whose jobs were rescued (taken back from a node presumed dead, or from a
+    /// run that outlived the longest a run may take), with how often: read from the jobs'
+    /// error logs, where each rescue leaves an entry `rescued: …`.
+    pub async fn rescued(&self) -> BTreeMap<Uuid, usize> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT j.args->>'delivery_id', count(*)
+             FROM jobs j, jsonb_array_elements(j.errors) e
+             WHERE j.kind = 'deliver' AND e->>'error' LIKE 'rescued:%'
+             GROUP BY 1",
+        )
+        .fetch_all(&self.db)
+        .await
+        .expect("reading rescues");
+        rows.into_iter()
+            .map(|(id, n)| (id.parse().expect("a delivery id"), n as usize))
+            .collect()
+    }
+
+    /// SIGTERM to every node still running; each must exit with status 0 within `timeout`.
+    pub async fn stop_all(&mut self, timeout: Duration) {
+        // Nodes the scenario killed already are not judged here.
+        let live: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].running())
+            .collect();
+        for &i in &live {
+            self.nodes[i].signal("TERM");
+        }
+        for &i in &live {
+            let node = &mut self.nodes[i];
+            let status = node.wait_exit(timeout).await;
+            assert!(
+                status.is_some_and(|s| s.success()),
+                "{} did not stop cleanly on SIGTERM within {timeout:?} ({status:?}):\n{}",
+                node.name,
+                node.tail(40)
+            );
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for node in &self.nodes {
+                eprintln!(
+                    "----- chaos[{}]: last lines of {} ({}) -----\n{}",
+                    self.name,
+                    node.name,
+                    node.log.display(),
+                    node.tail(40)
+                );
+            }
+        }
+        for node in &mut self.nodes {
+            if node.running() {
+                node.kill9();
+            }
+        }
+        self.receiver.stop();
+        // `pg` is dropped after this: fast shutdown, data directory deleted.
+    }
+}

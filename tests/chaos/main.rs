@@ -1,0 +1,29 @@
+//! The chaos suite: real `breakwater serve` processes against a Postgres cluster the test starts
+//! itself, real receivers on loopback, and one fault per scenario:
+//!
+//! - [`worker_killed`]: `kill -9` of a worker node mid-load;
+//! - [`worker_frozen`]: `SIGSTOP` of a worker past the rescue time, then `SIGCONT` (with a
+//!   second worker that rescues, and as the only worker, which must take back none of its own
+//!   jobs);
+//! - [`database_down`]: Postgres stopped for [`database_down::OUTAGE`] while results are being
+//!   written;
+//! - [`worker_drained`]: `SIGTERM` of a worker with work in flight.
+//!
+//! Every scenario ends the same way ([`verdict::settle`]): every delivery the API accepted is
+//! `delivered` within a bounded wait once the fault is over (0 lost), `breakwater doctor` finds
+//! no broken invariant, and the only deliveries the receiver got more than once are among those
+//! in flight at the fault, read from the database at the fault.
+//!
+//! A scenario takes 12–20 s, the database outage 35 s (the suite about a minute on 2 cores,
+//! plus the binary's build when it is stale). Run it with
+//! `cargo nextest run -p breakwater-e2e --test chaos`; it uses the `breakwater` binary of the
+//! same target directory and profile, and builds it first when it is missing or older than the
+//! test. Node logs are kept under `<target>/test-artifacts/chaos/<scenario>/` and their tails
+//! printed when a check fails.
+
+mod cluster;
+mod database_down;
+mod verdict;
+mod worker_drained;
+mod worker_frozen;
+mod worker_killed;
