@@ -550,3 +550,35 @@ async fn a_failed_change_writes_no_audit_row(pool: PgPool) {
     );
     app.stop().await;
 }
+
+/// A client's malformed `x-request-id` (a space, markup, over 128 characters) is replaced by a
+/// fresh one, and the response and the audit row carry the same id.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_malformed_request_id_is_replaced_and_the_response_matches_the_audit_row(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("t", "default").await;
+    let channel = app.channel(&key, "ok").await;
+    for given in [
+        "has space",
+        "<img src=x onerror=alert(1)>",
+        &"x".repeat(300),
+    ] {
+        let before = last_id(&pool).await;
+        let r = app
+            .http
+            .patch(format!("{}/api/v1/channels/{channel}", app.api))
+            .bearer_auth(&key)
+            .header("x-request-id", given)
+            .json(&json!({"name": format!("n{}", given.len())}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let answered = r.headers()["x-request-id"].to_str().unwrap().to_string();
+        assert_ne!(answered, given);
+        let rows = rows_after(&pool, before).await;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].3.as_deref(), Some(answered.as_str()), "{given}");
+    }
+    app.stop().await;
+}

@@ -867,3 +867,40 @@ async fn a_job_that_outlives_its_channels_deletion_is_cancelled_without_a_reques
     assert_eq!(app.receiver.count("orphans"), 0, "and nothing was sent");
     app.stop().await;
 }
+
+/// Deleting a paused channel releases its job group in the same transaction, so the parking
+/// reconciler finds nothing to repair afterwards (it used to "repair" every such deletion).
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn deleting_a_paused_channel_releases_its_job_group(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("t", "default").await;
+    let channel = app.channel(&key, "ok").await;
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/channels/{channel}/pause"),
+            &key,
+            &serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    app.deliver(&key, channel, serde_json::json!({"n": 1}))
+        .await;
+    let parked = || async {
+        sqlx::query_scalar::<_, bool>("SELECT parked FROM job_groups WHERE group_id = $1")
+            .bind(channel)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    assert!(parked().await, "paused: the group is parked");
+    let r = app
+        .http
+        .delete(format!("{}/api/v1/channels/{channel}", app.api))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    assert!(!parked().await, "deleted: the group is released at once");
+    app.stop().await;
+}

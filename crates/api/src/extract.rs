@@ -127,6 +127,26 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// Whether a client's `x-request-id` is kept: 1 to 128 visible ASCII characters.
+fn well_formed_request_id(v: &[u8]) -> bool {
+    !v.is_empty() && v.len() <= 128 && v.iter().all(u8::is_ascii_graphic)
+}
+
+/// Removes a client's `x-request-id` that is not well formed ([`well_formed_request_id`]), so
+/// the request-id layer gives the request a fresh one.
+pub(crate) async fn drop_malformed_request_id(mut req: Request) -> Request {
+    let bad = req
+        .headers()
+        .get_all("x-request-id")
+        .iter()
+        .any(|v| !well_formed_request_id(v.as_bytes()))
+        || req.headers().get_all("x-request-id").iter().count() > 1;
+    if bad {
+        req.headers_mut().remove("x-request-id");
+    }
+    req
+}
+
 /// The id of the request: the `x-request-id` header, set by the API's request-id layer (a fresh
 /// UUID unless the client sent a well-formed one) and sent back on the response. It tags the
 /// request's audit rows ([`breakwater_core::audit::begin_request`]). A client's id longer than
@@ -141,7 +161,7 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestId {
             .extensions
             .get::<tower_http::request_id::RequestId>()
             .and_then(|r| r.header_value().to_str().ok())
-            .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()));
+            .filter(|v| well_formed_request_id(v.as_bytes()));
         Ok(Self(match given {
             Some(v) => v.to_string(),
             None => uuid::Uuid::new_v4().to_string(),

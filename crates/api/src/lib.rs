@@ -167,5 +167,11 @@ pub fn app(state: AppState) -> Router {
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(
             tower_http::request_id::MakeRequestUuid,
         ))
+        // Before that: a client's `x-request-id` that is not well formed (1–128 visible ASCII
+        // characters) is dropped, so the request gets a fresh UUID and the response and the
+        // audit rows carry the same id.
+        .layer(axum::middleware::map_request(
+            extract::drop_malformed_request_id,
+        ))
         .with_state(state)
 }

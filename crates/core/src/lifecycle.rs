@@ -56,6 +56,12 @@ async fn retire_channels(
     let mut jobs = breakwater_queue::cancel_groups(&mut *tx, channel_ids, reason).await?;
     let probes: Vec<String> = channel_ids.iter().map(|c| circuit::probe_key(*c)).collect();
     jobs += breakwater_queue::cancel_keys(&mut *tx, &probes, reason).await?;
+    // A deleted channel's job group is released at once (lock order: the channel rows, held by
+    // the caller, before the group rows): a job that outlives the deletion must be able to run
+    // and be cancelled by the worker's gate, and the parking reconciler finds nothing to repair.
+    for id in channel_ids {
+        breakwater_queue::release_group(&mut *tx, *id).await?;
+    }
     // SKIP LOCKED: a row locked now belongs to a worker recording an attempt's result, which may
     // be waiting for a channel row this transaction holds; waiting for it would deadlock. Its
     // delivery is cancelled by the worker's gate instead (module docs).
