@@ -389,16 +389,7 @@ impl Cluster {
 
     /// `POST {api}{path}` with `key`; status and JSON body.
     async fn post(&self, path: &str, key: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.api()))
-            .bearer_auth(key)
-            .json(body)
-            .send()
-            .await
-            .expect("an API request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        breakwater_e2e::post_json(&self.http, &format!("{}{path}", self.api()), key, body).await
     }
 
     /// Creates a tenant through the operator API; returns its API key.
@@ -452,29 +443,7 @@ impl Cluster {
 
     /// Enqueues `n` deliveries to `channel` through the batch API; returns the accepted ids.
     pub async fn enqueue(&self, key: &str, channel: Uuid, n: usize) -> Vec<Uuid> {
-        let mut ids = Vec::with_capacity(n);
-        while ids.len() < n {
-            let k = (n - ids.len()).min(500);
-            let items: Vec<Value> = (0..k)
-                .map(|i| json!({ "event_type": "chaos.load", "payload": { "i": ids.len() + i } }))
-                .collect();
-            let (s, v) = self
-                .post(
-                    &format!("/api/v1/channels/{channel}/deliveries/batch"),
-                    key,
-                    &json!({ "deliveries": items }),
-                )
-                .await;
-            assert_eq!(s, 202, "batch enqueue: {v}");
-            ids.extend(
-                v["data"]
-                    .as_array()
-                    .expect("data")
-                    .iter()
-                    .map(|d| d["id"].as_str().expect("id").parse::<Uuid>().expect("uuid")),
-            );
-        }
-        ids
+        breakwater_e2e::enqueue_batches(&self.http, self.api(), key, channel, n, "chaos.load").await
     }
 
     /// Every request the receiver got, on any endpoint.

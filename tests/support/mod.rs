@@ -143,16 +143,7 @@ impl TestApp {
 
     /// `POST {api}{path}` with a bearer key and a JSON body; returns status and JSON body.
     pub async fn post(&self, path: &str, key: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.api))
-            .bearer_auth(key)
-            .json(body)
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        post_json(&self.http, &format!("{}{path}", self.api), key, body).await
     }
 
     /// `GET {api}{path}` with a bearer key; returns status and JSON body.
@@ -215,29 +206,7 @@ impl TestApp {
 
     /// Enqueues `n` deliveries to `channel` in batches of up to 500; returns their ids.
     pub async fn deliver_many(&self, key: &str, channel: Uuid, n: usize) -> Vec<Uuid> {
-        let mut ids = Vec::with_capacity(n);
-        while ids.len() < n {
-            let k = (n - ids.len()).min(500);
-            let items: Vec<Value> = (0..k)
-                .map(|i| json!({ "event_type": "test.bulk", "payload": { "i": ids.len() + i } }))
-                .collect();
-            let (s, v) = self
-                .post(
-                    &format!("/api/v1/channels/{channel}/deliveries/batch"),
-                    key,
-                    &json!({ "deliveries": items }),
-                )
-                .await;
-            assert_eq!(s, 202, "batch: {v}");
-            ids.extend(
-                v["data"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|d| d["id"].as_str().unwrap().parse::<Uuid>().unwrap()),
-            );
-        }
-        ids
+        enqueue_batches(&self.http, &self.api, key, channel, n, "test.bulk").await
     }
 
     /// Enqueues `n` deliveries to `channel` one at a time, `gap` apart; returns when each was
@@ -454,6 +423,50 @@ pub fn internal_addresses(text: &str) -> Vec<String> {
         found.push("localhost".to_string());
     }
     found
+}
+
+/// `POST {url}` with a bearer key and a JSON body; returns the status and the JSON body (`null`
+/// when it is not JSON).
+pub async fn post_json(http: &reqwest::Client, url: &str, key: &str, body: &Value) -> (u16, Value) {
+    let r = http
+        .post(url)
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .expect("an API request");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Enqueues `n` deliveries of `event_type` (payload `{"i": n}`) to `channel` through the API at
+/// `api` in batches of up to 500; returns the accepted ids, in order.
+pub async fn enqueue_batches(
+    http: &reqwest::Client,
+    api: &str,
+    key: &str,
+    channel: Uuid,
+    n: usize,
+    event_type: &str,
+) -> Vec<Uuid> {
+    let url = format!("{api}/api/v1/channels/{channel}/deliveries/batch");
+    let mut ids = Vec::with_capacity(n);
+    while ids.len() < n {
+        let k = (n - ids.len()).min(500);
+        let items: Vec<Value> = (0..k)
+            .map(|i| json!({ "event_type": event_type, "payload": { "i": ids.len() + i } }))
+            .collect();
+        let (s, v) = post_json(http, &url, key, &json!({ "deliveries": items })).await;
+        assert_eq!(s, 202, "batch enqueue: {v}");
+        ids.extend(
+            v["data"]
+                .as_array()
+                .expect("data")
+                .iter()
+                .map(|d| d["id"].as_str().expect("id").parse::<Uuid>().expect("uuid")),
+        );
+    }
+    ids
 }
 
 #[cfg(test)]

@@ -100,8 +100,10 @@ pub async fn start_node(
     let mut tasks = JoinSet::new();
     let mut api_addr = None;
     let mut metrics_addr = None;
+    // One API-side pool (connections open lazily): the API's handlers and /metrics' gauges.
+    let api_pool = session_pool(&pool, &settings.database, Side::Api);
     let metrics = breakwater_api::Metrics::new(
-        session_pool(&pool, &settings.database, Side::Api),
+        api_pool.clone(),
         settings.metrics_token.as_ref().map(|t| t.0.clone()),
     );
     if let Some(listen) = settings.metrics_listen {
@@ -120,7 +122,7 @@ pub async fn start_node(
         tracing::info!(%addr, "metrics listening");
     }
     if role.api() {
-        let pool = session_pool(&pool, &settings.database, Side::Api);
+        let pool = api_pool.clone();
         let key = settings
             .operator_key
             .as_ref()
