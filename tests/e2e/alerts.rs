@@ -76,14 +76,22 @@ async fn patch(app: &TestApp, path: &str, key: &str, body: &Value) -> (u16, Valu
     (s, r.json().await.unwrap_or(Value::Null))
 }
 
+/// A channel's circuit state, failure count, last failure reason and time, and rejection streak
+/// start.
+type RejectionRow = (
+    String,
+    i32,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+);
+
 /// The alerting transitions the breaker made on `channel` (opened, closed): the audit log keeps
 /// every one, suppressed or not.
 const BREAKER_TRANSITIONS: &[&str] = &["circuit.opened", "circuit.closed"];
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
-async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_ended(
-    pool: PgPool,
-) {
+async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_ended(pool: PgPool) {
     const N: i32 = 3;
     const WINDOW_MS: i64 = 6_000;
     const CYCLES: usize = 4;
@@ -176,14 +184,13 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
 
     // Each transition alert carries the transition's database time: the audit row's `at`,
     // written in the same transaction.
-    let audited: Vec<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT at FROM audit_log WHERE channel_id = $1 AND action = ANY($2)",
-    )
-    .bind(ch)
-    .bind(BREAKER_TRANSITIONS)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let audited: Vec<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT at FROM audit_log WHERE channel_id = $1 AND action = ANY($2)")
+            .bind(ch)
+            .bind(BREAKER_TRANSITIONS)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     for a in by_generation.iter().take(N as usize + 1) {
         let at: DateTime<Utc> = a["timestamp"].as_str().unwrap().parse().unwrap();
         assert!(
@@ -222,15 +229,31 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
         audit_count(&pool, ch, &["channel.paused", "channel.resumed"]).await,
         100
     );
-    assert_eq!(alert_jobs(&pool, ch).await, 0, "no alert for the tenant's own pauses");
+    assert_eq!(
+        alert_jobs(&pool, ch).await,
+        0,
+        "no alert for the tenant's own pauses"
+    );
 
     // Bad input is a 4xx naming the field; nothing changes.
-    let (s, v) = patch(&app, "/api/v1/tenant", &key, &json!({ "alert_on_manual": "yes" })).await;
+    let (s, v) = patch(
+        &app,
+        "/api/v1/tenant",
+        &key,
+        &json!({ "alert_on_manual": "yes" }),
+    )
+    .await;
     assert!((400..500).contains(&s), "{s} {v}");
     assert!(v.to_string().contains("alert_on_manual"), "{v}");
 
     // The tenant asks for them: audited with old and new.
-    let (s, v) = patch(&app, "/api/v1/tenant", &key, &json!({ "alert_on_manual": true })).await;
+    let (s, v) = patch(
+        &app,
+        "/api/v1/tenant",
+        &key,
+        &json!({ "alert_on_manual": true }),
+    )
+    .await;
     assert_eq!((s, &v["alert_on_manual"]), (200, &json!(true)), "{v}");
     let details: Value = sqlx::query_scalar(
         "SELECT details FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.updated'",
@@ -327,13 +350,7 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
         "one audit row per streak"
     );
     assert_eq!(alert_jobs(&pool, ch).await, 1, "one alert per streak");
-    let (state, failures, reason, failed_at, since): (
-        String,
-        i32,
-        Option<String>,
-        Option<DateTime<Utc>>,
-        Option<DateTime<Utc>>,
-    ) = sqlx::query_as(
+    let (state, failures, reason, failed_at, since): RejectionRow = sqlx::query_as(
         "SELECT circuit_state, consecutive_failures, last_failure_reason, last_failure_at,
                 rejected_since
          FROM channels WHERE id = $1",
@@ -429,17 +446,25 @@ async fn issue_scenario_alternating_endpoint_alerts_for_90_s(pool: PgPool) {
         let p = started.elapsed().as_secs() / 4;
         if p != phase {
             phase = p;
-            let status = if p % 2 == 0 { 503 } else { 200 };
+            let status = if p.is_multiple_of(2) { 503 } else { 200 };
             app.receiver
                 .set("alternating", Behavior::Status(status, None));
         }
-        app.deliver(&key, ch, json!({ "t": started.elapsed().as_millis() as u64 }))
-            .await;
+        app.deliver(
+            &key,
+            ch,
+            json!({ "t": started.elapsed().as_millis() as u64 }),
+        )
+        .await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let transitions = audit_count(&pool, ch, BREAKER_TRANSITIONS).await;
     let jobs = alert_jobs(&pool, ch).await;
-    let n = i64::from(breakwater::local_settings(OPERATOR_KEY).alerts.flapping_transitions);
+    let n = i64::from(
+        breakwater::local_settings(OPERATOR_KEY)
+            .alerts
+            .flapping_transitions,
+    );
     let promised = if transitions > n { n + 1 } else { transitions };
     assert!(
         eventually(Duration::from_secs(30), || async {

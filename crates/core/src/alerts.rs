@@ -592,6 +592,9 @@ mod tests {
             flapping_window_ms: 0,
             ..Default::default()
         };
-        assert!(c.validate().unwrap_err().contains("alerts.flapping_window_ms"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("alerts.flapping_window_ms"));
     }
 }
