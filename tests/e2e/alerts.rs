@@ -93,7 +93,8 @@ const BREAKER_TRANSITIONS: &[&str] = &["circuit.opened", "circuit.closed"];
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_ended(pool: PgPool) {
     const N: i32 = 3;
-    const WINDOW_MS: i64 = 6_000;
+    // Long enough that the cycles (each ~1 s) never leave a window-long gap on a busy machine.
+    const WINDOW_MS: i64 = 10_000;
     const CYCLES: usize = 4;
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| policy(s, N, WINDOW_MS)).await;
     let nodes = three_workers(&pool, N, WINDOW_MS);

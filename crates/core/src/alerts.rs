@@ -112,16 +112,17 @@ pub async fn install_policy(exec: impl PgExecutor<'_>, cfg: &AlertConfig) -> Res
     Ok(())
 }
 
-/// The policy in force (the `alert_policy` row).
+/// The policy in force (the `alert_policy` row; the defaults should the row be missing, so a
+/// transition never fails for want of it).
 pub async fn policy(exec: impl PgExecutor<'_>) -> Result<AlertConfig> {
-    let (flapping_transitions, flapping_window_ms): (i32, i64) =
+    let row: Option<(i32, i64)> =
         sqlx::query_as("SELECT flapping_transitions, flapping_window_ms FROM alert_policy")
-            .fetch_one(exec)
+            .fetch_optional(exec)
             .await?;
-    Ok(AlertConfig {
-        flapping_transitions,
-        flapping_window_ms,
-    })
+    Ok(row.map_or_else(AlertConfig::default, |(n, w)| AlertConfig {
+        flapping_transitions: n,
+        flapping_window_ms: w,
+    }))
 }
 
 /// A transition of a channel's circuit that would alert, as [`on_transition`] needs it.
