@@ -176,7 +176,7 @@ pub fn manual_alerts(actor: &str, alert_on_manual: bool) -> bool {
 }
 
 /// [`manual_alerts`] for tenant `tenant_id`'s setting, read in the caller's transaction.
-pub async fn manual_pause_alerts(
+pub async fn manual_change_alerts(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
     actor: &str,

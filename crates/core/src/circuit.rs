@@ -956,7 +956,7 @@ pub async fn apply_manual(
     // (`alert_on_manual`); an operator's always alerts, and so do force open and force close.
     let alert_event = match change {
         Manual::Pause | Manual::Resume => {
-            alerts::manual_pause_alerts(&mut *tx, tenant_id, actor).await?
+            alerts::manual_change_alerts(&mut *tx, tenant_id, actor).await?
         }
         Manual::ForceOpen | Manual::ForceClose => true,
     }
