@@ -206,10 +206,10 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
             route: "/api/v1/tenant",
             path: "/api/v1/tenant".into(),
             key: key.clone(),
-            body: Some(json!({"alert_url": app.receiver.url("alerts")})),
+            body: Some(json!({"alert_url": app.receiver.url("alerts"), "alert_on_manual": true})),
             operator: false,
             action: "tenant.updated",
-            changed: &["alert_url"],
+            changed: &["alert_url", "alert_on_manual"],
         },
         Case {
             method: "POST",

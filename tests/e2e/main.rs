@@ -1,5 +1,6 @@
 //! End-to-end tests: real Postgres (a fresh database per test), real HTTP on loopback.
 
+mod alerts;
 mod api;
 mod audit;
 mod browser;

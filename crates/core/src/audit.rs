@@ -16,6 +16,11 @@ pub fn tenant_actor(key_id: Uuid) -> String {
     format!("tenant:{key_id}")
 }
 
+/// Whether `actor` is a tenant API key ([`tenant_actor`]), not the operator or the system.
+pub fn is_tenant_actor(actor: &str) -> bool {
+    actor.starts_with("tenant:")
+}
+
 /// One audit entry to write.
 #[derive(Debug, Clone, Default)]
 pub struct Entry<'a> {

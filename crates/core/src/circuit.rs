@@ -21,6 +21,7 @@
 //! statement here is conditional on `deleted_at IS NULL`, so a result that arrives after the
 //! deletion (an attempt that was in flight) moves nothing, and the gate calls it gone.
 
+use crate::alerts;
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::ratelimit::RateLimit;
 use crate::{Error, Result, JOB_DELIVER};
@@ -35,10 +36,7 @@ use uuid::Uuid;
 pub const QUEUE_CIRCUIT: &str = "circuit";
 /// Job kind of a channel's probe watcher; args `{"channel_id"}`, unique key `probe:<channel>`.
 pub const JOB_PROBE: &str = "probe";
-/// Queue of alert webhooks.
-pub const QUEUE_ALERTS: &str = "alerts";
-/// Job kind of an alert webhook; args are the alert (see [`enqueue_alert`]).
-pub const JOB_ALERT: &str = "alert";
+pub use crate::alerts::{JOB_ALERT, QUEUE_ALERTS};
 
 /// Circuit settings (`[circuit]` in `config/default.toml`; environment
 /// `BREAKWATER_CIRCUIT__<FIELD>`). Threshold and cooldown can be overridden per channel.
@@ -770,7 +768,7 @@ pub async fn probe_succeeded(
         "circuit.closed",
         ACTOR_CIRCUIT_BREAKER,
         "probe delivery succeeded",
-        "channel.circuit_closed",
+        Some("channel.circuit_closed"),
     )
     .await?;
     // Optionally replay the channel's recent dead letters (a channel option).
@@ -810,14 +808,15 @@ pub async fn probe_succeeded(
 }
 
 /// The winner's effects of entering `closed`: release the whole backlog in one UPDATE, audit,
-/// alert.
+/// alert (unless `alert_event` is `None`: a tenant's own resume, see
+/// [`alerts::manual_alerts`]).
 async fn on_closed(
     tx: &mut PgConnection,
     t: &Transition,
     action: &str,
     actor: &str,
     reason: &str,
-    alert_event: &str,
+    alert_event: Option<&str>,
 ) -> Result<()> {
     let released = release_backlog(tx, t.channel_id).await?;
     audit::record(
@@ -834,7 +833,9 @@ async fn on_closed(
         },
     )
     .await?;
-    enqueue_alert(tx, t, alert_event, reason).await?;
+    if let Some(event) = alert_event {
+        enqueue_alert(tx, t, event, reason).await?;
+    }
     tracing::info!(channel_id = %t.channel_id, released, action, "circuit closed");
     Ok(())
 }
@@ -951,14 +952,23 @@ pub async fn apply_manual(
         failures,
         next_probe_at,
     };
+    // A tenant's own pause or resume is audited but pages nobody unless the tenant asked
+    // (`alert_on_manual`); an operator's always alerts, and so do force open and force close.
+    let alert_event = match change {
+        Manual::Pause | Manual::Resume => {
+            alerts::manual_change_alerts(&mut *tx, tenant_id, actor).await?
+        }
+        Manual::ForceOpen | Manual::ForceClose => true,
+    }
+    .then(|| change.alert_event());
     match to {
         State::Open => {
             on_opened(tx, &t, change.action(), actor, reason).await?;
-            enqueue_alert(tx, &t, change.alert_event(), reason).await?;
+            if let Some(event) = alert_event {
+                enqueue_alert(tx, &t, event, reason).await?;
+            }
         }
-        State::Closed => {
-            on_closed(tx, &t, change.action(), actor, reason, change.alert_event()).await?
-        }
+        State::Closed => on_closed(tx, &t, change.action(), actor, reason, alert_event).await?,
         State::Paused => {
             let parked = park_backlog(tx, channel_id).await?;
             audit::record(
@@ -975,7 +985,9 @@ pub async fn apply_manual(
                 },
             )
             .await?;
-            enqueue_alert(tx, &t, change.alert_event(), reason).await?;
+            if let Some(event) = alert_event {
+                enqueue_alert(tx, &t, event, reason).await?;
+            }
         }
         State::HalfOpen => unreachable!("no manual change targets half_open"),
     }
@@ -1019,39 +1031,31 @@ pub async fn probe_failed(
     Ok(Some(t))
 }
 
-/// Enqueues the tenant's alert webhook for a transition, if the tenant has an `alert_url`.
-/// Unique per (channel, generation, event): a transition alerts exactly once, whichever node
-/// won it.
+/// Enqueues the tenant's alert webhook for a transition, if the tenant has an `alert_url`,
+/// under the alert policy ([`crate::alerts::on_transition`]: a flapping circuit sends one
+/// `channel.flapping` instead, then nothing until it is stable). Every transition alert goes
+/// through here, in the winner's transaction. Unique per (channel, generation, event): a
+/// transition alerts at most once, whichever node won it.
 pub async fn enqueue_alert(
     tx: &mut PgConnection,
     t: &Transition,
     event: &str,
     reason: &str,
 ) -> Result<()> {
-    let has_url: Option<bool> =
-        sqlx::query_scalar("SELECT alert_url IS NOT NULL FROM tenants WHERE id = $1")
-            .bind(t.tenant_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    if has_url != Some(true) {
-        return Ok(());
-    }
-    let args = serde_json::json!({
-        "id": Uuid::now_v7(),
-        "event": event,
-        "tenant_id": t.tenant_id,
-        "channel_id": t.channel_id,
-        "from_state": t.from.as_str(),
-        "to_state": t.to.as_str(),
-        "reason": reason,
-        "failure_count": t.failures,
-        "generation": t.generation,
-        "at": Utc::now(),
-    });
-    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
-        .unique_key(format!("alert:{}:{}:{event}", t.channel_id, t.generation))
-        .max_attempts(10);
-    breakwater_queue::enqueue(&mut *tx, &job).await?;
+    alerts::on_transition(
+        tx,
+        &alerts::Change {
+            channel_id: t.channel_id,
+            tenant_id: t.tenant_id,
+            from: t.from.as_str(),
+            to: t.to.as_str(),
+            generation: t.generation,
+            failures: t.failures,
+            event,
+            reason,
+        },
+    )
+    .await?;
     Ok(())
 }
 

@@ -330,6 +330,10 @@ pub struct Dispatch {
     /// The channel's previous secret while its rotation's grace period lasts (database time),
     /// else `None`: the request then carries a second signature made with it. Never log it.
     pub previous_signing_secret: Option<String>,
+    /// Whether the endpoint is in a rejection streak (401/403, `channels.rejected_since` set):
+    /// a success then ends it ([`crate::alerts::rejection_cleared`]); otherwise a success costs
+    /// no extra statement.
+    pub rejected: bool,
 }
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
@@ -351,7 +355,8 @@ pub async fn begin_attempt(
                       AS payload,
                   d.created_at, d.attempts, c.url, c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
-                      AS previous_signing_secret
+                      AS previous_signing_secret,
+                  c.rejected_since IS NOT NULL AS rejected
         "#,
     )
     .bind(delivery_id)

@@ -6,6 +6,7 @@
 //! they can run inside a caller's transaction. Decisions that need no database (classifying an
 //! HTTP outcome, parsing `Retry-After`, checking an address) are pure functions.
 
+pub mod alerts;
 pub mod audit;
 pub mod channels;
 pub mod circuit;

@@ -25,6 +25,10 @@ pub struct Tenant {
     pub tier: Tier,
     /// Where circuit alerts for this tenant's channels are sent, if anywhere.
     pub alert_url: Option<String>,
+    /// Whether the tenant's own pause and resume of a channel send alerts (default false: they
+    /// are audited but page nobody). Operator actions and the breaker's own transitions always
+    /// alert (under the flapping policy).
+    pub alert_on_manual: bool,
     /// Creation time.
     pub created_at: DateTime<Utc>,
 }
@@ -77,7 +81,7 @@ pub async fn create(
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
-         RETURNING id, name, tier, alert_url, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
     )
     .bind(Uuid::now_v7())
     .bind(name)
@@ -142,7 +146,7 @@ pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Op
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
     sqlx::query_as(
-        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
     )
         .bind(id)
         .fetch_optional(exec)
@@ -157,7 +161,7 @@ pub async fn list(
     page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<Tenant>> {
     let sql = format!(
-        "SELECT id, name, tier, alert_url, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
+        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
         page.seek("id", 2),
         page.order_by("id"),
     );
@@ -184,7 +188,8 @@ pub async fn alert_target(
 }
 
 /// Changes to a tenant (`PATCH`): `None` leaves a field alone; `alert_url: Some(None)`
-/// removes it. The URL is already checked. Only the operator may change `name` and `tier`.
+/// removes it. The URL is already checked. Only the operator may change `name` and `tier`; the
+/// tenant itself may change `alert_url` and `alert_on_manual`.
 #[derive(Debug, Clone, Default)]
 pub struct TenantPatch {
     /// New alert URL, or removal.
@@ -193,6 +198,8 @@ pub struct TenantPatch {
     pub name: Option<String>,
     /// New tier: the tenant's waiting delivery jobs move to its queue.
     pub tier: Option<Tier>,
+    /// New `alert_on_manual` (the tenant may change it itself).
+    pub alert_on_manual: Option<bool>,
 }
 
 /// A tenant's settings as the audit log shows them: the alert URL as
@@ -202,11 +209,13 @@ fn audited_settings(t: &Tenant) -> serde_json::Value {
         "name": t.name,
         "tier": t.tier,
         "alert_url": t.alert_url.as_deref().map(audit::url_summary),
+        "alert_on_manual": t.alert_on_manual,
     })
 }
 
 /// Applies `patch` to tenant `id` ([`Error::NotFound`] if there is none) in one transaction (a
-/// savepoint when the caller's connection is in one): name and alert URL, then a tier change,
+/// savepoint when the caller's connection is in one): name, alert URL and `alert_on_manual`,
+/// then a tier change,
 /// which moves the tenant's waiting jobs (`change_tier`). Writes one `tenant.updated` audit
 /// row by `actor` with the old and new values of what changed (none when nothing did), and
 /// `jobs_moved` when the tier changed. Returns the tenant and the jobs moved (`None` without a
@@ -224,7 +233,7 @@ pub async fn update(
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(
-        "SELECT id, name, tier, alert_url, created_at FROM tenants
+        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants
          WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
     )
     .bind(id)
@@ -235,14 +244,16 @@ pub async fn update(
         "UPDATE tenants SET
             alert_url = CASE WHEN $2 THEN $3 ELSE alert_url END,
             name = coalesce($4, name),
+            alert_on_manual = coalesce($5, alert_on_manual),
             updated_at = now()
          WHERE id = $1
-         RETURNING id, name, tier, alert_url, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
     )
     .bind(id)
     .bind(patch.alert_url.is_some())
     .bind(patch.alert_url.clone().flatten())
     .bind(patch.name.as_deref().map(str::trim))
+    .bind(patch.alert_on_manual)
     .fetch_one(&mut *tx)
     .await?;
     let mut jobs_moved = None;
@@ -308,7 +319,7 @@ async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(T
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
-         RETURNING id, name, tier, alert_url, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
     )
     .bind(id)
     .bind(tier.as_str())

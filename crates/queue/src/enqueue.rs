@@ -124,3 +124,40 @@ pub async fn schedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<bo
     }
     Ok(false)
 }
+
+/// Makes sure a job with `job.unique_key` (required) is due at `job.scheduled_at` (`None` = now),
+/// later or earlier than before: inserts it, or moves the time of the waiting (`scheduled` or
+/// `available`) live job with that key to it. Returns true if a new job was inserted.
+///
+/// For a singleton timer that must fire a fixed time after the *last* of a series of events
+/// ("quiet for a window"): each event pushes it back. A live job that is executing right now is
+/// left alone (the update matches nothing, the insert conflicts); such a handler must re-check
+/// its condition and snooze itself, which is what makes the push-back safe on several nodes.
+pub async fn reschedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<bool> {
+    let key = job
+        .unique_key
+        .as_deref()
+        .expect("reschedule_unique needs a unique key");
+    let moved: Option<(String, String)> = sqlx::query_as(
+        r#"
+        UPDATE jobs
+        SET scheduled_at = coalesce($2, now()),
+            state = CASE WHEN coalesce($2, now()) <= now() THEN 'available' ELSE 'scheduled' END
+        WHERE unique_key = $1 AND state IN ('scheduled', 'available')
+        RETURNING queue, state
+        "#,
+    )
+    .bind(key)
+    .bind(job.scheduled_at)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match moved {
+        Some((queue, state)) => {
+            if state == "available" {
+                notify_queues(&mut *conn, &[queue]).await?;
+            }
+            Ok(false)
+        }
+        None => Ok(enqueue(&mut *conn, job).await?.is_some()),
+    }
+}

@@ -52,7 +52,7 @@ mod wake;
 
 pub use backoff::Backoff;
 pub use cancel::{cancel_groups, cancel_keys};
-pub use enqueue::{enqueue, enqueue_many, schedule_unique};
+pub use enqueue::{enqueue, enqueue_many, reschedule_unique, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
 pub use group::{

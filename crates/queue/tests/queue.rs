@@ -4,8 +4,8 @@ use breakwater_queue::maintenance::{heartbeat, promote_due, rescue, RescuePolicy
 use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, group_state, index_rows,
-    park_group, release_group, retry, set_max_in_flight, snooze, wake_one, Backoff, GroupLimits,
-    Job, NewJob, RetryOutcome, Wakers, PRIORITY_NORMAL, PRIORITY_URGENT,
+    park_group, release_group, reschedule_unique, retry, set_max_in_flight, snooze, wake_one,
+    Backoff, GroupLimits, Job, NewJob, RetryOutcome, Wakers, PRIORITY_NORMAL, PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -284,6 +284,49 @@ async fn unique_key_holds_under_concurrent_inserts(pool: PgPool) {
         inserted += h.await.unwrap().is_some() as usize;
     }
     assert_eq!(inserted, 1);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn reschedule_unique_moves_the_waiting_job_later_or_earlier_and_never_duplicates(
+    pool: PgPool,
+) {
+    /// The database's now + `secs`.
+    async fn at(pool: &PgPool, secs: i64) -> chrono::DateTime<chrono::Utc> {
+        sqlx::query_scalar("SELECT now() + $1::float8 * interval '1 second'")
+            .bind(secs as f64)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+    let mut conn = pool.acquire().await.unwrap();
+    let timer = |when| {
+        let mut j = job(0).unique_key("timer:1");
+        j.scheduled_at = Some(when);
+        j
+    };
+    assert!(reschedule_unique(&mut conn, &timer(at(&pool, 60).await))
+        .await
+        .unwrap());
+    let later = at(&pool, 3_600).await;
+    assert!(!reschedule_unique(&mut conn, &timer(later)).await.unwrap());
+    let rows: Vec<(String, chrono::DateTime<chrono::Utc>)> =
+        sqlx::query_as("SELECT state, scheduled_at FROM jobs WHERE unique_key = 'timer:1'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        rows,
+        vec![("scheduled".to_string(), later)],
+        "pushed back, one job"
+    );
+    assert!(!reschedule_unique(&mut conn, &timer(at(&pool, -1).await))
+        .await
+        .unwrap());
+    let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE unique_key = 'timer:1'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "available", "due now: fetchable at once");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

@@ -3,6 +3,7 @@
 //! value stops start-up with a message naming the key.
 
 use breakwater_api::ApiConfig;
+use breakwater_core::alerts::AlertConfig;
 use breakwater_core::circuit::CircuitConfig;
 use breakwater_worker::{RetentionConfig, WorkerConfig};
 use figment::providers::{Env, Format, Toml};
@@ -113,6 +114,8 @@ pub struct Settings {
     pub worker: WorkerConfig,
     /// `[circuit]`.
     pub circuit: CircuitConfig,
+    /// `[alerts]`: the alert policy (flapping).
+    pub alerts: AlertConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `[retention]`.
@@ -164,6 +167,7 @@ impl Settings {
     fn validate(&self) -> Result<(), String> {
         self.worker.validate()?;
         self.circuit.validate()?;
+        self.alerts.validate()?;
         self.telemetry.validate()?;
         self.retention.validate()?;
         for (name, v) in [

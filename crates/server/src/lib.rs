@@ -97,6 +97,11 @@ pub async fn start_node(
     shutdown: CancellationToken,
 ) -> anyhow::Result<Node> {
     let node_id = breakwater_worker::node_id();
+    // The alert policy is cluster-wide (decided in the transactions of any node): every node
+    // writes its `[alerts]` settings at start, so they all decide with the same numbers.
+    breakwater_core::alerts::install_policy(&pool, &settings.alerts)
+        .await
+        .context("writing the [alerts] policy to the database")?;
     let mut tasks = JoinSet::new();
     let mut api_addr = None;
     let mut metrics_addr = None;

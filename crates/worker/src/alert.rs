@@ -1,32 +1,92 @@
 //! Alert webhooks: a tenant's on-call hears when a channel's circuit opens, closes, is paused
-//! or resumed. Signed per Standard Webhooks with the tenant's alert secret, delivered from the
-//! `alerts` queue with its own retries, so an alert endpoint that is down never blocks
-//! deliveries.
+//! or resumed, flaps, or its endpoint rejects our requests — under the alert policy of
+//! `breakwater_core::alerts` (which decides, in the transaction that made the event, whether an
+//! alert job exists at all). Signed per Standard Webhooks with the tenant's alert secret,
+//! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
+//! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
 use crate::deliver::{observe, Sent};
 use crate::handler::Worker;
+use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::outcome::{classify, Class};
 use breakwater_core::{signing, targets, tenants, Result};
 use breakwater_queue::Job;
 use chrono::Utc;
+use std::time::Duration;
 use uuid::Uuid;
 
-/// The alert body: `{"type": <event>, "timestamp": <transition time>, "data": {channel_id,
-/// from_state, to_state, reason, failure_count, generation}}`.
+/// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
+/// "data": {tenant_id, channel_id, from_state, to_state, reason, failure_count, generation,
+/// transition_count, flapping_window_ms, suppressed?, status?}}`.
+///
+/// `transition_count` is the circuit's alerting transitions within `flapping_window_ms` (the
+/// alerted one included); `suppressed` (only on `channel.flapping` and
+/// `channel.flapping_ended`) the transitions not alerted one by one; `status` (only on
+/// `channel.endpoint_rejected`) the HTTP status the endpoint answered. `from_state` is null on
+/// `channel.flapping_ended`, whose `to_state` is the circuit's state when it ended.
 pub fn body(args: &serde_json::Value) -> serde_json::Value {
+    let mut data = serde_json::json!({
+        "tenant_id": args["tenant_id"],
+        "channel_id": args["channel_id"],
+        // "host": the host circuit, if any — added with per-host circuits.
+        "from_state": args["from_state"],
+        "to_state": args["to_state"],
+        "reason": args["reason"],
+        "failure_count": args["failure_count"],
+        "generation": args["generation"],
+        "transition_count": args["transition_count"],
+        "flapping_window_ms": args["flapping_window_ms"],
+    });
+    for optional in ["suppressed", "status", "flapping_since"] {
+        if let Some(v) = args.get(optional) {
+            data[optional] = v.clone();
+        }
+    }
     serde_json::json!({
         "type": args["event"],
         "timestamp": args["at"],
-        "data": {
-            "tenant_id": args["tenant_id"],
-            "channel_id": args["channel_id"],
-            "from_state": args["from_state"],
-            "to_state": args["to_state"],
-            "reason": args["reason"],
-            "failure_count": args["failure_count"],
-            "generation": args["generation"],
-        }
+        "data": data,
     })
+}
+
+/// The flapping timer of a channel (unique key `flapping:<channel>`): ends the flapping with one
+/// `channel.flapping_ended` alert once the circuit was quiet for the window, else snoozes until
+/// the last transition + window (database clock). Each suppressed transition also pushes it
+/// there.
+pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
+    let Some(channel_id) = job
+        .args
+        .get("channel_id")
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse::<Uuid>().ok())
+    else {
+        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
+            .await?;
+        return Ok(());
+    };
+    tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
+    let mut tx = w.pool.begin().await?;
+    let step = alerts::flapping_step(&mut tx, channel_id).await?;
+    let fenced = match step {
+        FlappingStep::Done | FlappingStep::Ended { .. } => {
+            breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?
+        }
+        FlappingStep::Wait(wait) => {
+            // A little past the moment, so "quiet for the window" holds when it looks again.
+            let wait = wait + Duration::from_millis(20);
+            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+        }
+    };
+    if fenced {
+        tx.commit().await?;
+        if let FlappingStep::Ended { suppressed } = step {
+            tracing::info!(%channel_id, suppressed, "circuit stopped flapping");
+        }
+    } else {
+        tracing::warn!(%channel_id, "flapping timer lost its claim; step rolled back");
+        tx.rollback().await?;
+    }
+    Ok(())
 }
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {

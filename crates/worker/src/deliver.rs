@@ -9,6 +9,7 @@
 
 use crate::handler::Worker;
 use crate::http::is_blocked;
+use breakwater_core::alerts;
 use breakwater_core::circuit::{self, Admission};
 use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
 use breakwater_core::outcome::{
@@ -312,6 +313,17 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             circuit::record_failure(&mut tx, d.channel_id, &error_text, &w.circuit).await?;
         }
         // Permanent failures never move the circuit.
+        _ => {}
+    }
+    // An endpoint that rejects us (401/403): recorded on the channel; the first of a streak is
+    // audited and alerted once (alerts.rs); the next success ends the streak.
+    match (class, sent.observed) {
+        (Class::Permanent, Observed::Status(status)) if is_configuration_problem(sent.observed) => {
+            alerts::endpoint_rejected(&mut tx, d.channel_id, status, &error_text).await?;
+        }
+        (Class::Success, _) if d.rejected => {
+            alerts::rejection_cleared(&mut *tx, d.channel_id).await?;
+        }
         _ => {}
     }
     let feedback = match class {

@@ -1,6 +1,7 @@
 //! The node's job handler: routes each job to its kind's code.
 
 use crate::{alert, deliver, probe};
+use breakwater_core::alerts::JOB_FLAPPING_WATCH;
 use breakwater_core::circuit::{CircuitConfig, JOB_ALERT, JOB_PROBE};
 use breakwater_core::JOB_DELIVER;
 use breakwater_queue::{runner::Handler, Backoff, GroupLimits, Job};
@@ -50,6 +51,7 @@ impl Handler for Worker {
                 JOB_DELIVER => deliver::run(self, job).await,
                 JOB_PROBE => probe::run(self, job).await,
                 JOB_ALERT => alert::run(self, job).await,
+                JOB_FLAPPING_WATCH => alert::run_flapping_watch(self, job).await,
                 other => {
                     let msg = format!("no handler for job kind {other:?}");
                     breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)

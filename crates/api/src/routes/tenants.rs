@@ -111,6 +111,9 @@ pub(crate) struct OperatorPatch {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
+    /// Whether the tenant's own pause and resume of a channel send alerts (default false:
+    /// audited, but nobody is paged). Operator actions always alert.
+    alert_on_manual: Option<bool>,
 }
 
 /// A tenant and, after a tier change, how many waiting jobs moved queue.
@@ -186,7 +189,7 @@ pub(crate) async fn operator_read(
     Ok(axum::Json(tenants::get(state.pool(), id).await?))
 }
 
-/// Changes a tenant's name, tier or alert URL.
+/// Changes a tenant's name, tier, alert URL or `alert_on_manual`.
 #[utoipa::path(
     patch,
     path = "/api/v1/tenants/{id}",
@@ -216,6 +219,7 @@ pub(crate) async fn operator_update(
         alert_url,
         name: body.name,
         tier,
+        alert_on_manual: body.alert_on_manual,
     };
     let mut tx = state.begin_audited(&request).await?;
     let (tenant, jobs_moved) = tenants::update(&mut tx, id, &patch, audit::ACTOR_OPERATOR).await?;
@@ -257,7 +261,8 @@ pub(crate) async fn operator_rotate(
     Ok(axum::Json(Rotated { alert_secret }))
 }
 
-/// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it).
+/// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it) and
+/// whether its own pause and resume alert.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SelfPatch {
@@ -265,6 +270,9 @@ pub(crate) struct SelfPatch {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
+    /// Whether the tenant's own pause and resume of a channel send alerts (default false:
+    /// audited, but nobody is paged). Operator actions always alert.
+    alert_on_manual: Option<bool>,
 }
 
 /// Reads the calling tenant.
@@ -286,7 +294,7 @@ pub(crate) async fn self_read(
     Ok(axum::Json(tenants::get(state.pool(), key.tenant_id).await?))
 }
 
-/// Changes the calling tenant's alert URL.
+/// Changes the calling tenant's alert URL or `alert_on_manual`.
 #[utoipa::path(
     patch,
     path = "/api/v1/tenant",
@@ -309,6 +317,7 @@ pub(crate) async fn self_update(
     let alert_url = checked_alert_url(&state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
+        alert_on_manual: body.alert_on_manual,
         ..Default::default()
     };
     let actor = audit::tenant_actor(key.key_id);

@@ -1,0 +1,601 @@
+//! The alert policy: which circuit events page a tenant's on-call, and how often (issue 13,
+//! part 3). Every transition alert of a channel circuit comes through [`on_transition`] (called
+//! by [`crate::circuit::enqueue_alert`], in the transaction of the transition's winner); the
+//! endpoint-rejection streak ([`endpoint_rejected`]) and the end of flapping ([`flapping_step`])
+//! alert from here too.
+//!
+//! **Flapping.** A circuit that made more than `flapping_transitions` alerting transitions
+//! within `flapping_window_ms` is *flapping*: the transition that crossed the line sends one
+//! `channel.flapping` alert instead of its own, and every further transition of that circuit is
+//! suppressed (audited as always, not alerted). Each suppressed transition pushes a unique timer
+//! job (`flapping:<channel>`) to `last transition + window` (database clock); when it fires and
+//! the circuit has made no transition for the window, one `channel.flapping_ended` alert gives
+//! the circuit's real state then and the number of transitions that were not alerted one by one
+//! (`suppressed`, the one that began flapping included). Counted transitions are the ones that
+//! alert: opened, closed, and manual changes that alert (a tenant's own pause or resume counts
+//! only when the tenant asked for those alerts, [`manual_alerts`]); a probe start or a failed
+//! probe's re-opening alerts nothing and counts nothing.
+//!
+//! **Why this holds on several nodes.** The policy state (`circuit_alert_state`) is written only
+//! by the winner of a transition, which holds the channel row's lock (the transition's
+//! conditional UPDATE) until it commits; the timer takes a share lock on the same row first. So
+//! the transitions of one circuit and the timer's "quiet for the window" check are serialised:
+//! one alert per transition, one `channel.flapping`, one `channel.flapping_ended`, whichever node
+//! makes them. The numbers come from the `alert_policy` row, which every node writes from its
+//! `[alerts]` configuration at start ([`install_policy`]), so every node applies the same ones.
+//!
+//! **Endpoint rejections.** A 401 or 403 never moves the circuit, but it is recorded on the
+//! channel (`last_failure_at`, `last_failure_reason`) and starts a *streak* (`rejected_since`),
+//! by one conditional UPDATE (`WHERE rejected_since IS NULL`): its single winner writes one audit
+//! row and one `channel.endpoint_rejected` alert. The next success ends the streak.
+//!
+//! **Bodies.** The job args are the alert; the worker sends them as `{"type", "timestamp",
+//! "data"}` (see `breakwater_worker::alert::body`). `at` is the database's `now()` of the
+//! transaction that decided the alert.
+
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::Result;
+use breakwater_queue::NewJob;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Queue of alert webhooks and of the flapping timers.
+pub const QUEUE_ALERTS: &str = "alerts";
+/// Job kind of an alert webhook; args are the alert (see [`on_transition`]).
+pub const JOB_ALERT: &str = "alert";
+/// Job kind of a channel's flapping timer; args `{"channel_id"}`, unique key
+/// `flapping:<channel>` ([`flapping_key`]).
+pub const JOB_FLAPPING_WATCH: &str = "flapping_watch";
+
+/// The alert a flapping circuit sends once, instead of its transition alert.
+pub const EVENT_FLAPPING: &str = "channel.flapping";
+/// The alert a flapping circuit sends once after it was quiet for the window.
+pub const EVENT_FLAPPING_ENDED: &str = "channel.flapping_ended";
+/// The alert of the first 401/403 of a streak.
+pub const EVENT_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
+/// The audit action of the first 401/403 of a streak.
+pub const ACTION_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
+
+/// Alert settings (`[alerts]` in `config/default.toml`; environment
+/// `BREAKWATER_ALERTS__<FIELD>`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertConfig {
+    /// A circuit that makes more than this many alerting transitions within
+    /// `flapping_window_ms` is flapping: one `channel.flapping` alert, then silence. At least 1.
+    pub flapping_transitions: i32,
+    /// The flapping window, and the quiet time (no transition) that ends flapping, ms.
+    pub flapping_window_ms: i64,
+}
+
+impl Default for AlertConfig {
+    fn default() -> Self {
+        Self {
+            flapping_transitions: 5,
+            flapping_window_ms: 600_000,
+        }
+    }
+}
+
+impl AlertConfig {
+    /// Checks the settings; the error names the key.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.flapping_transitions < 1 {
+            return Err("alerts.flapping_transitions must be at least 1".into());
+        }
+        if self.flapping_window_ms <= 0 {
+            return Err("alerts.flapping_window_ms must be greater than 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Writes `cfg` as the cluster's policy (the `alert_policy` row). Every node does it at start;
+/// run every node with the same `[alerts]` settings (the last one started wins).
+pub async fn install_policy(exec: impl PgExecutor<'_>, cfg: &AlertConfig) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO alert_policy (singleton, flapping_transitions, flapping_window_ms)
+         VALUES (true, $1, $2)
+         ON CONFLICT (singleton) DO UPDATE
+         SET flapping_transitions = EXCLUDED.flapping_transitions,
+             flapping_window_ms = EXCLUDED.flapping_window_ms, updated_at = now()
+         WHERE (alert_policy.flapping_transitions, alert_policy.flapping_window_ms)
+               IS DISTINCT FROM (EXCLUDED.flapping_transitions, EXCLUDED.flapping_window_ms)",
+    )
+    .bind(cfg.flapping_transitions)
+    .bind(cfg.flapping_window_ms)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// The policy in force (the `alert_policy` row; the defaults should the row be missing, so a
+/// transition never fails for want of it).
+pub async fn policy(exec: impl PgExecutor<'_>) -> Result<AlertConfig> {
+    let row: Option<(i32, i64)> =
+        sqlx::query_as("SELECT flapping_transitions, flapping_window_ms FROM alert_policy")
+            .fetch_optional(exec)
+            .await?;
+    Ok(row.map_or_else(AlertConfig::default, |(n, w)| AlertConfig {
+        flapping_transitions: n,
+        flapping_window_ms: w,
+    }))
+}
+
+/// A transition of a channel's circuit that would alert, as [`on_transition`] needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Change<'a> {
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Its tenant.
+    pub tenant_id: Uuid,
+    /// State before (`closed`, `open`, `half_open`, `paused`).
+    pub from: &'a str,
+    /// State after.
+    pub to: &'a str,
+    /// Circuit generation after the transition.
+    pub generation: i64,
+    /// Consecutive failures at the transition.
+    pub failures: i32,
+    /// The alert event of the transition, e.g. `channel.circuit_opened`.
+    pub event: &'a str,
+    /// Why (no secret, no URL path: the circuit's reasons never carry one).
+    pub reason: &'a str,
+}
+
+/// What the flapping policy does with one alerting transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Alert it: the circuit is not flapping.
+    Alert,
+    /// This transition is the one past the limit: send one `channel.flapping` instead.
+    StartFlapping,
+    /// The circuit is flapping: no alert (the audit row is written as always).
+    Suppress,
+}
+
+/// The pure rule, given the policy state after recording the transition: whether the circuit
+/// is flapping now, and how many transitions were suppressed since it began (the one that began
+/// it counts 1).
+pub fn verdict(flapping: bool, suppressed: i32) -> Verdict {
+    match (flapping, suppressed) {
+        (false, _) => Verdict::Alert,
+        (true, 1) => Verdict::StartFlapping,
+        (true, _) => Verdict::Suppress,
+    }
+}
+
+/// Whether a manual pause or resume by `actor` alerts: an operator's always does; a tenant's own
+/// (actor `tenant:<key>`) only when the tenant set `alert_on_manual`. Force open and force close
+/// are operator actions and always alert (the caller does not ask).
+pub fn manual_alerts(actor: &str, alert_on_manual: bool) -> bool {
+    !audit::is_tenant_actor(actor) || alert_on_manual
+}
+
+/// [`manual_alerts`] for tenant `tenant_id`'s setting, read in the caller's transaction.
+pub async fn manual_change_alerts(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    actor: &str,
+) -> Result<bool> {
+    if !audit::is_tenant_actor(actor) {
+        return Ok(true);
+    }
+    let on: Option<bool> = sqlx::query_scalar("SELECT alert_on_manual FROM tenants WHERE id = $1")
+        .bind(tenant_id)
+        .fetch_optional(exec)
+        .await?;
+    Ok(manual_alerts(actor, on.unwrap_or(false)))
+}
+
+/// The unique key of channel `channel_id`'s flapping timer.
+pub fn flapping_key(channel_id: Uuid) -> String {
+    format!("flapping:{channel_id}")
+}
+
+/// Whether the tenant has somewhere to send alerts (a deleted tenant has not).
+async fn has_alert_url(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<bool> {
+    let has: Option<bool> = sqlx::query_scalar(
+        "SELECT alert_url IS NOT NULL FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+    )
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?;
+    Ok(has == Some(true))
+}
+
+/// Records one alerting transition under the flapping policy and enqueues what it decides: the
+/// transition's own alert, one `channel.flapping`, or nothing (and then pushes the flapping timer
+/// to last transition + window). Runs in the transition winner's transaction, which holds the
+/// channel row; nothing happens when the tenant has no alert URL. Returns the verdict (`None`
+/// without an alert URL).
+///
+/// Alert job args: `{id, event, tenant_id, channel_id, from_state, to_state, reason,
+/// failure_count, generation, transition_count, flapping_window_ms, suppressed?, at}`, where
+/// `transition_count` is the circuit's alerting transitions within the window (this one
+/// included) and `at` the database time of the transition. Unique per (channel, generation,
+/// event): a transition alerts at most once, whichever node won it.
+pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Option<Verdict>> {
+    if !has_alert_url(&mut *tx, c.tenant_id).await? {
+        return Ok(None);
+    }
+    let policy = policy(&mut *tx).await?;
+    // The channel row is locked by the caller's transition, so no other transition of this
+    // circuit (on any node) runs this upsert before we commit: the window and the flapping flag
+    // are read and written by one transition at a time.
+    let (in_window, flapping, suppressed, at, quiet_at): (
+        i32,
+        bool,
+        i32,
+        DateTime<Utc>,
+        DateTime<Utc>,
+    ) = sqlx::query_as(
+        "INSERT INTO circuit_alert_state AS s (channel_id, recent, last_transition_at)
+         VALUES ($1, ARRAY[now()], now())
+         ON CONFLICT (channel_id) DO UPDATE SET
+             recent = (SELECT coalesce(array_agg(k.x ORDER BY k.x), '{}')
+                       FROM (SELECT x FROM unnest(s.recent) AS x
+                             WHERE x > now() - $3::float8 * interval '1 millisecond'
+                             ORDER BY x DESC LIMIT 999) k) || now(),
+             last_transition_at = now(),
+             flapping_since = CASE
+                 WHEN s.flapping_since IS NOT NULL THEN s.flapping_since
+                 WHEN (SELECT count(*) FROM unnest(s.recent) AS x
+                       WHERE x > now() - $3::float8 * interval '1 millisecond') + 1 > $2 THEN now()
+             END,
+             suppressed = CASE
+                 WHEN s.flapping_since IS NOT NULL
+                   OR (SELECT count(*) FROM unnest(s.recent) AS x
+                       WHERE x > now() - $3::float8 * interval '1 millisecond') + 1 > $2
+                 THEN s.suppressed + 1 ELSE 0
+             END
+         RETURNING cardinality(recent), flapping_since IS NOT NULL, suppressed, now(),
+                   now() + $3::float8 * interval '1 millisecond'",
+    )
+    .bind(c.channel_id)
+    .bind(policy.flapping_transitions)
+    .bind(policy.flapping_window_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    let v = verdict(flapping, suppressed);
+    let mut args = serde_json::json!({
+        "id": Uuid::now_v7(),
+        "event": c.event,
+        "tenant_id": c.tenant_id,
+        "channel_id": c.channel_id,
+        // "host": the host circuit, if any — added with per-host circuits.
+        "from_state": c.from,
+        "to_state": c.to,
+        "reason": c.reason,
+        "failure_count": c.failures,
+        "generation": c.generation,
+        "transition_count": in_window,
+        "flapping_window_ms": policy.flapping_window_ms,
+        "at": at,
+    });
+    match v {
+        Verdict::Alert => {
+            enqueue(tx, c.channel_id, c.generation, c.event, args).await?;
+        }
+        Verdict::StartFlapping => {
+            args["event"] = EVENT_FLAPPING.into();
+            args["suppressed"] = suppressed.into();
+            args["reason"] = format!(
+                "{in_window} transitions within {} ms (more than {}); further transition alerts \
+                 are suppressed until the circuit is stable for the window; last: {}",
+                policy.flapping_window_ms, policy.flapping_transitions, c.reason
+            )
+            .into();
+            enqueue(tx, c.channel_id, c.generation, EVENT_FLAPPING, args).await?;
+            push_flapping_timer(tx, c.channel_id, quiet_at).await?;
+        }
+        Verdict::Suppress => {
+            push_flapping_timer(tx, c.channel_id, quiet_at).await?;
+            tracing::debug!(channel_id = %c.channel_id, event = c.event, suppressed, "alert suppressed: circuit is flapping");
+        }
+    }
+    Ok(Some(v))
+}
+
+/// Enqueues alert `args` of `event`, unique per (channel, generation, event).
+async fn enqueue(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+    event: &str,
+    args: serde_json::Value,
+) -> Result<()> {
+    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
+        .unique_key(format!("alert:{channel_id}:{generation}:{event}"))
+        .max_attempts(10);
+    breakwater_queue::enqueue(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// Makes the channel's flapping timer due at `at` (database time), later or earlier.
+async fn push_flapping_timer(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let mut job = NewJob::new(
+        QUEUE_ALERTS,
+        JOB_FLAPPING_WATCH,
+        serde_json::json!({ "channel_id": channel_id }),
+    )
+    .unique_key(flapping_key(channel_id))
+    .max_attempts(1_000);
+    job.scheduled_at = Some(at);
+    breakwater_queue::reschedule_unique(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// What the flapping timer should do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlappingStep {
+    /// The circuit is not flapping (any more), or the channel is gone: the timer is done.
+    Done,
+    /// Still flapping: look again after this long (database clock).
+    Wait(Duration),
+    /// This call ended the flapping and enqueued `channel.flapping_ended`.
+    Ended {
+        /// Transitions not alerted one by one during the flapping.
+        suppressed: i32,
+    },
+}
+
+/// The flapping timer's step for a channel, in the caller's transaction: if the circuit has
+/// made no transition for the window, ends the flapping (one conditional UPDATE, `WHERE
+/// flapping_since IS NOT NULL AND last_transition_at <= now() - window`) and enqueues one
+/// `channel.flapping_ended` alert with the circuit's state now and the suppressed count.
+///
+/// Takes a share lock on the channel row first: a transition (which updates that row) either
+/// committed before, and is seen, or waits until this step commits, and then counts in a fresh
+/// window.
+pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<FlappingStep> {
+    let channel: Option<(Uuid, String, i64, i32)> = sqlx::query_as(
+        "SELECT tenant_id, circuit_state, circuit_generation, consecutive_failures
+         FROM channels WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((tenant_id, state, generation, failures)) = channel else {
+        return Ok(FlappingStep::Done);
+    };
+    let policy = policy(&mut *tx).await?;
+    let ended: Option<(i32, DateTime<Utc>, i32, DateTime<Utc>)> = sqlx::query_as(
+        "WITH before AS (
+             SELECT channel_id, suppressed, flapping_since, last_transition_at, recent
+             FROM circuit_alert_state WHERE channel_id = $1 FOR UPDATE
+         )
+         UPDATE circuit_alert_state s SET flapping_since = NULL, suppressed = 0
+         FROM before
+         WHERE s.channel_id = before.channel_id AND before.flapping_since IS NOT NULL
+           AND before.last_transition_at <= now() - $2::float8 * interval '1 millisecond'
+         RETURNING before.suppressed, before.flapping_since,
+                   (SELECT count(*) FROM unnest(before.recent) AS x
+                    WHERE x > before.last_transition_at - $2::float8 * interval '1 millisecond')::int4,
+                   now()",
+    )
+    .bind(channel_id)
+    .bind(policy.flapping_window_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((suppressed, since, in_window, at)) = ended else {
+        let waiting: Option<(bool, f64)> = sqlx::query_as(
+            "SELECT flapping_since IS NOT NULL,
+                    extract(epoch FROM last_transition_at
+                        + $2::float8 * interval '1 millisecond' - now())::float8
+             FROM circuit_alert_state WHERE channel_id = $1",
+        )
+        .bind(channel_id)
+        .bind(policy.flapping_window_ms)
+        .fetch_optional(&mut *tx)
+        .await?;
+        return Ok(match waiting {
+            Some((true, secs)) => FlappingStep::Wait(Duration::from_secs_f64(secs.max(0.0))),
+            _ => FlappingStep::Done,
+        });
+    };
+    let quiet_ms = policy.flapping_window_ms;
+    let reason = format!(
+        "stable for {quiet_ms} ms: flapping since {since} is over; {suppressed} transitions were \
+         not alerted one by one; the circuit is {state}"
+    );
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "alerts.flapping_ended",
+            reason: Some(&reason),
+            details: serde_json::json!({
+                "suppressed": suppressed,
+                "flapping_since": since,
+                "state": state,
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    if has_alert_url(&mut *tx, tenant_id).await? {
+        let args = serde_json::json!({
+            "id": Uuid::now_v7(),
+            "event": EVENT_FLAPPING_ENDED,
+            "tenant_id": tenant_id,
+            "channel_id": channel_id,
+            // "host": the host circuit, if any — added with per-host circuits.
+            "from_state": null,
+            "to_state": state,
+            "reason": reason,
+            "failure_count": failures,
+            "generation": generation,
+            "transition_count": in_window,
+            "flapping_window_ms": quiet_ms,
+            "suppressed": suppressed,
+            "flapping_since": since,
+            "at": at,
+        });
+        enqueue(tx, channel_id, generation, EVENT_FLAPPING_ENDED, args).await?;
+    }
+    Ok(FlappingStep::Ended { suppressed })
+}
+
+/// A delivery to the channel was rejected (401/403): records it on the channel
+/// (`last_failure_at`, `last_failure_reason`; the circuit does not move) and, for the first
+/// rejection of a streak only, writes one audit row (system actor) and one
+/// `channel.endpoint_rejected` alert. The streak's start is one conditional UPDATE (`WHERE
+/// rejected_since IS NULL`): of 50 rejections racing on several nodes exactly one sees the
+/// column still null after the row lock, and only it audits and alerts. Returns true for that
+/// winner. In the caller's transaction.
+pub async fn endpoint_rejected(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    status: u16,
+    reason: &str,
+) -> Result<bool> {
+    let won: Option<(Uuid, String, i64, i32, DateTime<Utc>)> = sqlx::query_as(
+        "UPDATE channels
+         SET rejected_since = now(), last_failure_at = now(), last_failure_reason = $2,
+             updated_at = now()
+         WHERE id = $1 AND rejected_since IS NULL AND deleted_at IS NULL
+         RETURNING tenant_id, circuit_state, circuit_generation, consecutive_failures, now()",
+    )
+    .bind(channel_id)
+    .bind(reason)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((tenant_id, state, generation, failures, at)) = won else {
+        // The streak is already known: only the last failure moves.
+        sqlx::query(
+            "UPDATE channels SET last_failure_at = now(), last_failure_reason = $2
+             WHERE id = $1 AND deleted_at IS NULL",
+        )
+        .bind(channel_id)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+        return Ok(false);
+    };
+    let why = format!(
+        "the endpoint rejects our requests ({reason}); check its credentials and the channel's \
+         signing secret. The circuit does not open for this; deliveries rejected meanwhile are \
+         dead letters (replay them once it is fixed)"
+    );
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: ACTION_ENDPOINT_REJECTED,
+            reason: Some(&why),
+            details: serde_json::json!({ "status": status, "circuit_state": state }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tracing::warn!(%channel_id, %tenant_id, status, "endpoint rejects our requests: streak started");
+    if has_alert_url(&mut *tx, tenant_id).await? {
+        let policy = policy(&mut *tx).await?;
+        let in_window: i32 = sqlx::query_scalar(
+            "SELECT count(*)::int4 FROM circuit_alert_state s, unnest(s.recent) AS x
+             WHERE s.channel_id = $1 AND x > now() - $2::float8 * interval '1 millisecond'",
+        )
+        .bind(channel_id)
+        .bind(policy.flapping_window_ms)
+        .fetch_one(&mut *tx)
+        .await?;
+        let args = serde_json::json!({
+            "id": Uuid::now_v7(),
+            "event": EVENT_ENDPOINT_REJECTED,
+            "tenant_id": tenant_id,
+            "channel_id": channel_id,
+            // "host": the host circuit, if any — added with per-host circuits.
+            "from_state": state,
+            "to_state": state,
+            "reason": why,
+            "status": status,
+            "failure_count": failures,
+            "generation": generation,
+            "transition_count": in_window,
+            "flapping_window_ms": policy.flapping_window_ms,
+            "at": at,
+        });
+        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
+            .unique_key(format!(
+                "alert:{channel_id}:{EVENT_ENDPOINT_REJECTED}:{}",
+                at.timestamp_micros()
+            ))
+            .max_attempts(10);
+        breakwater_queue::enqueue(&mut *tx, &job).await?;
+    }
+    Ok(true)
+}
+
+/// A delivery to the channel succeeded while a rejection streak was on: ends it, so the next
+/// 401/403 starts a new streak (and alerts again). The caller calls it only when the channel it
+/// read had a streak on, so the common success costs no statement; the `IS NOT NULL` condition
+/// keeps a racing call from writing either. Returns true if this call ended the streak.
+pub async fn rejection_cleared(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<bool> {
+    let n = sqlx::query(
+        "UPDATE channels SET rejected_since = NULL, updated_at = now()
+         WHERE id = $1 AND rejected_since IS NOT NULL",
+    )
+    .bind(channel_id)
+    .execute(exec)
+    .await?
+    .rows_affected();
+    if n == 1 {
+        tracing::info!(%channel_id, "endpoint accepts our requests again: rejection streak over");
+    }
+    Ok(n == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transition_past_the_limit_flaps_and_the_rest_are_suppressed() {
+        assert_eq!(verdict(false, 0), Verdict::Alert);
+        assert_eq!(verdict(true, 1), Verdict::StartFlapping);
+        assert_eq!(verdict(true, 2), Verdict::Suppress);
+        assert_eq!(verdict(true, 40), Verdict::Suppress);
+    }
+
+    #[test]
+    fn only_a_tenants_own_pause_is_quiet_unless_asked() {
+        let tenant = audit::tenant_actor(Uuid::nil());
+        assert!(!manual_alerts(&tenant, false));
+        assert!(manual_alerts(&tenant, true));
+        assert!(manual_alerts(audit::ACTOR_OPERATOR, false));
+        assert!(manual_alerts(ACTOR_CIRCUIT_BREAKER, false));
+    }
+
+    #[test]
+    fn config_is_validated_with_the_key_named() {
+        assert!(AlertConfig::default().validate().is_ok());
+        let c = AlertConfig {
+            flapping_transitions: 0,
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("alerts.flapping_transitions"));
+        let c = AlertConfig {
+            flapping_window_ms: 0,
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("alerts.flapping_window_ms"));
+    }
+}

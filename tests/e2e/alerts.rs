@@ -1,0 +1,487 @@
+//! Alerts an on-call can live with (issue 13, part 3): a flapping circuit sends N transition
+//! alerts, one `channel.flapping` and, once stable for the window, one `channel.flapping_ended`;
+//! a tenant's own pause and resume page nobody unless asked (`alert_on_manual`); an endpoint that
+//! rejects us (401/403) is recorded, audited and alerted once per streak. Real receivers, real
+//! Postgres, three worker nodes where it matters. Every expected count is computed from the
+//! audit log (which records every transition) and the policy, and asserted with equality.
+
+use crate::operate::{alerts_of, post_empty, tenant_with_alerts};
+use breakwater::config::Settings;
+use breakwater::Role;
+use breakwater_e2e::{
+    eventually, spawn_node_thread, test_settings, Behavior, TestApp, ThreadNode, OPERATOR_KEY,
+};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Test settings with a circuit threshold of 3 and the given flapping policy.
+fn policy(s: &mut Settings, transitions: i32, window_ms: i64) {
+    s.circuit.failure_threshold = 3;
+    s.alerts.flapping_transitions = transitions;
+    s.alerts.flapping_window_ms = window_ms;
+}
+
+fn three_workers(pool: &PgPool, transitions: i32, window_ms: i64) -> Vec<ThreadNode> {
+    let mut s = test_settings();
+    s.worker.pool_default = 4;
+    policy(&mut s, transitions, window_ms);
+    (0..3)
+        .map(|_| spawn_node_thread((*pool.connect_options()).clone(), s.clone(), Role::Worker))
+        .collect()
+}
+
+/// Alert jobs ever enqueued for `channel` (each is one webhook; none is pruned within a test).
+async fn alert_jobs(pool: &PgPool, channel: Uuid) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM jobs WHERE kind = 'alert' AND args->>'channel_id' = $1",
+    )
+    .bind(channel.to_string())
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+async fn audit_count(pool: &PgPool, channel: Uuid, actions: &[&str]) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = ANY($2)")
+        .bind(channel)
+        .bind(actions)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Every alert the receiver accepted at `endpoint`, in arrival order, whatever its type.
+fn all_alerts(app: &TestApp, endpoint: &str) -> Vec<Value> {
+    app.receiver
+        .received(endpoint)
+        .iter()
+        .filter(|r| r.answered == Some(200))
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .collect()
+}
+
+async fn patch(app: &TestApp, path: &str, key: &str, body: &Value) -> (u16, Value) {
+    let r = app
+        .http
+        .patch(format!("{}{path}", app.api))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A channel's circuit state, failure count, last failure reason and time, and rejection streak
+/// start.
+type RejectionRow = (
+    String,
+    i32,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+);
+
+/// The alerting transitions the breaker made on `channel` (opened, closed): the audit log keeps
+/// every one, suppressed or not.
+const BREAKER_TRANSITIONS: &[&str] = &["circuit.opened", "circuit.closed"];
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_ended(pool: PgPool) {
+    const N: i32 = 3;
+    // Long enough that the cycles (each ~1 s) never leave a window-long gap on a busy machine.
+    const WINDOW_MS: i64 = 10_000;
+    const CYCLES: usize = 4;
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| policy(s, N, WINDOW_MS)).await;
+    let nodes = three_workers(&pool, N, WINDOW_MS);
+    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let ch = app.channel(&key, "flappy").await;
+
+    // The receiver flips between 503 and 200 under the test's control; each cycle opens the
+    // circuit (3 failures) and closes it (a probe succeeds): two alerting transitions.
+    for cycle in 0..CYCLES {
+        app.receiver.set("flappy", Behavior::Status(503, None));
+        app.deliver_many(&key, ch, 6).await;
+        assert!(
+            eventually(Duration::from_secs(20), || async {
+                app.circuit_state(ch).await != "closed"
+            })
+            .await,
+            "cycle {cycle}: the circuit opens"
+        );
+        app.receiver.set("flappy", Behavior::Status(200, None));
+        assert!(
+            eventually(Duration::from_secs(20), || async {
+                app.circuit_state(ch).await == "closed"
+            })
+            .await,
+            "cycle {cycle}: the circuit closes"
+        );
+    }
+    // Stable from here (200s): the flapping timer ends it after the window.
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            !alerts_of(&app, "oncall", "channel.flapping_ended").is_empty()
+        })
+        .await,
+        "one flapping_ended alert once the circuit was stable for the window"
+    );
+    for n in nodes {
+        n.stop();
+    }
+
+    let transitions = audit_count(&pool, ch, BREAKER_TRANSITIONS).await;
+    assert_eq!(
+        transitions,
+        2 * CYCLES as i64,
+        "the audit log records every transition"
+    );
+    let expected = i64::from(N) + 2;
+    assert_eq!(
+        alert_jobs(&pool, ch).await,
+        expected,
+        "N transition alerts + 1 flapping + 1 ended, on three nodes"
+    );
+    let got = all_alerts(&app, "oncall");
+    assert_eq!(got.len() as i64, expected, "each sent once: {got:#?}");
+    assert!(app
+        .receiver
+        .received("oncall")
+        .iter()
+        .all(|r| r.signature_ok == Some(true)));
+
+    let mut by_generation: Vec<&Value> = got.iter().collect();
+    by_generation.sort_by_key(|a| a["data"]["generation"].as_i64());
+    let types: Vec<&str> = by_generation
+        .iter()
+        .map(|a| a["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "channel.circuit_opened",
+            "channel.circuit_closed",
+            "channel.circuit_opened",
+            "channel.flapping",
+            "channel.flapping_ended"
+        ]
+    );
+    let flapping = &alerts_of(&app, "oncall", "channel.flapping")[0]["data"];
+    assert_eq!(flapping["suppressed"], 1);
+    assert_eq!(flapping["transition_count"], N + 1);
+    assert_eq!(flapping["channel_id"], ch.to_string());
+    let ended = &alerts_of(&app, "oncall", "channel.flapping_ended")[0]["data"];
+    assert_eq!(
+        ended["suppressed"].as_i64(),
+        Some(transitions - i64::from(N)),
+        "suppressed = audited transitions - alerted ones"
+    );
+    assert_eq!(ended["to_state"], "closed", "the real final state");
+    assert_eq!(audit_count(&pool, ch, &["alerts.flapping_ended"]).await, 1);
+
+    // Each transition alert carries the transition's database time: the audit row's `at`,
+    // written in the same transaction.
+    let audited: Vec<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT at FROM audit_log WHERE channel_id = $1 AND action = ANY($2)")
+            .bind(ch)
+            .bind(BREAKER_TRANSITIONS)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    for a in by_generation.iter().take(N as usize + 1) {
+        let at: DateTime<Utc> = a["timestamp"].as_str().unwrap().parse().unwrap();
+        assert!(
+            audited.contains(&at),
+            "{at} is a transition's database time"
+        );
+        assert!(a["data"]["transition_count"].as_i64().unwrap() >= 1);
+    }
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
+    const N: i32 = 5;
+    let app = TestApp::spawn_with(pool.clone(), |s| policy(s, N, 3_000)).await;
+    let (tenant_id, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let ch = app.channel(&key, "maint").await;
+    let toggle = |n: usize| {
+        let (app, key) = (&app, key.clone());
+        async move {
+            for _ in 0..n {
+                for action in ["pause", "resume"] {
+                    let (s, v) =
+                        post_empty(app, &format!("/api/v1/channels/{ch}/{action}"), &key).await;
+                    assert_eq!(s, 200, "{action}: {v}");
+                }
+            }
+        }
+    };
+
+    // alert_on_manual is false by default: audited, not alerted.
+    let (_, v) = app.get("/api/v1/tenant", &key).await;
+    assert_eq!(v["alert_on_manual"], false);
+    toggle(50).await;
+    assert_eq!(
+        audit_count(&pool, ch, &["channel.paused", "channel.resumed"]).await,
+        100
+    );
+    assert_eq!(
+        alert_jobs(&pool, ch).await,
+        0,
+        "no alert for the tenant's own pauses"
+    );
+
+    // Bad input is a 4xx naming the field; nothing changes.
+    let (s, v) = patch(
+        &app,
+        "/api/v1/tenant",
+        &key,
+        &json!({ "alert_on_manual": "yes" }),
+    )
+    .await;
+    assert!((400..500).contains(&s), "{s} {v}");
+    assert!(v.to_string().contains("alert_on_manual"), "{v}");
+
+    // The tenant asks for them: audited with old and new.
+    let (s, v) = patch(
+        &app,
+        "/api/v1/tenant",
+        &key,
+        &json!({ "alert_on_manual": true }),
+    )
+    .await;
+    assert_eq!((s, &v["alert_on_manual"]), (200, &json!(true)), "{v}");
+    let details: Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.updated'",
+    )
+    .bind(tenant_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        details,
+        json!({ "old": { "alert_on_manual": false }, "new": { "alert_on_manual": true } })
+    );
+
+    // 100 more transitions in a burst: N alerts, then one channel.flapping, then silence...
+    toggle(50).await;
+    assert_eq!(
+        alert_jobs(&pool, ch).await,
+        i64::from(N) + 1,
+        "bounded by the flapping policy"
+    );
+    // ...and one flapping_ended after the window, with the rest counted.
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            !alerts_of(&app, "oncall", "channel.flapping_ended").is_empty()
+        })
+        .await
+    );
+    assert_eq!(alert_jobs(&pool, ch).await, i64::from(N) + 2);
+    let ended = &alerts_of(&app, "oncall", "channel.flapping_ended")[0]["data"];
+    assert_eq!(ended["suppressed"].as_i64(), Some(100 - i64::from(N)));
+    assert_eq!(ended["to_state"], "closed");
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            alerts_of(&app, "oncall", "channel.paused").len()
+                + alerts_of(&app, "oncall", "channel.resumed").len()
+                == N as usize
+        })
+        .await
+    );
+
+    // An operator's pause of another channel alerts even when the tenant opts out again.
+    let (s, v) = patch(
+        &app,
+        &format!("/api/v1/tenants/{tenant_id}"),
+        OPERATOR_KEY,
+        &json!({ "alert_on_manual": false }),
+    )
+    .await;
+    assert_eq!((s, &v["alert_on_manual"]), (200, &json!(false)), "{v}");
+    let other = app.channel(&key, "other").await;
+    let (s, _) = post_empty(
+        &app,
+        &format!("/api/v1/admin/channels/{other}/pause"),
+        OPERATOR_KEY,
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{other}/resume"), &key).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        alert_jobs(&pool, other).await,
+        1,
+        "the operator's pause alerts, the tenant's resume does not"
+    );
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let nodes = three_workers(&pool, 5, 600_000);
+    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let ch = app.channel(&key, "locked").await;
+    app.receiver.set("locked", Behavior::Status(403, None));
+    app.deliver_many(&key, ch, 50).await;
+    let dead = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'dead'",
+        )
+        .bind(ch)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    assert!(eventually(Duration::from_secs(30), || async { dead().await == 50 }).await);
+    assert_eq!(
+        app.receiver.count("locked"),
+        50,
+        "each rejected delivery was one request: the circuit never opened"
+    );
+    assert_eq!(
+        audit_count(&pool, ch, &["channel.endpoint_rejected"]).await,
+        1,
+        "one audit row per streak"
+    );
+    assert_eq!(alert_jobs(&pool, ch).await, 1, "one alert per streak");
+    let (state, failures, reason, failed_at, since): RejectionRow = sqlx::query_as(
+        "SELECT circuit_state, consecutive_failures, last_failure_reason, last_failure_at,
+                rejected_since
+         FROM channels WHERE id = $1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((state.as_str(), failures), ("closed", 0));
+    assert_eq!(reason.as_deref(), Some("HTTP 403"));
+    assert!(failed_at.is_some() && since.is_some());
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            alerts_of(&app, "oncall", "channel.endpoint_rejected").len() == 1
+        })
+        .await
+    );
+    let a = &alerts_of(&app, "oncall", "channel.endpoint_rejected")[0];
+    assert_eq!(a["data"]["status"], 403);
+    assert_eq!(a["data"]["channel_id"], ch.to_string());
+    assert_eq!(a["data"]["to_state"], "closed");
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert!(
+        v.to_string().contains("HTTP 403"),
+        "the tenant sees the last failure: {v}"
+    );
+
+    // A success ends the streak; the next rejection starts a new one: one more of each.
+    app.receiver.set("locked", Behavior::Status(200, None));
+    let ok = app.deliver(&key, ch, json!({ "fixed": true })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(ok).await == "delivered"
+        })
+        .await
+    );
+    let since: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT rejected_since FROM channels WHERE id = $1")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(since, None, "a success ends the streak");
+    app.receiver.set("locked", Behavior::Status(401, None));
+    let again = app.deliver(&key, ch, json!({ "broken": true })).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(again).await == "dead"
+        })
+        .await
+    );
+    assert_eq!(
+        audit_count(&pool, ch, &["channel.endpoint_rejected"]).await,
+        2
+    );
+    assert_eq!(alert_jobs(&pool, ch).await, 2);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            alerts_of(&app, "oncall", "channel.endpoint_rejected").len() == 2
+        })
+        .await
+    );
+    for n in nodes {
+        n.stop();
+    }
+    assert_eq!(app.circuit_state(ch).await, "closed");
+    app.stop().await;
+}
+
+/// The issue's measurement (issue 13, part 3): an endpoint alternating 503 and 200 every 4 s,
+/// `failure_threshold` 3, `cooldown_ms` 1000, a steady trickle of deliveries, 90 s, the default
+/// alert policy. Prints the alert count (23 on `d8ecacb`, one per transition) and asserts the
+/// count the policy promises. Run with
+/// `cargo nextest run -p breakwater-e2e --run-ignored only -E 'test(/issue_scenario/)' --no-capture`.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+#[ignore = "a 90 s measurement; see BENCHMARKS.md"]
+async fn issue_scenario_alternating_endpoint_alerts_for_90_s(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        let defaults = breakwater::local_settings(OPERATOR_KEY);
+        s.alerts = defaults.alerts;
+        s.circuit.failure_threshold = 3;
+        s.circuit.cooldown_ms = 1_000;
+        s.circuit.max_cooldown_ms = defaults.circuit.max_cooldown_ms;
+    })
+    .await;
+    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let ch = app.channel(&key, "alternating").await;
+    let started = std::time::Instant::now();
+    let mut phase = u64::MAX;
+    // Pacing of the scenario, not of an assertion: 503 for 4 s, 200 for 4 s, and one delivery
+    // every 100 ms, for 90 s.
+    while started.elapsed() < Duration::from_secs(90) {
+        let p = started.elapsed().as_secs() / 4;
+        if p != phase {
+            phase = p;
+            let status = if p.is_multiple_of(2) { 503 } else { 200 };
+            app.receiver
+                .set("alternating", Behavior::Status(status, None));
+        }
+        app.deliver(
+            &key,
+            ch,
+            json!({ "t": started.elapsed().as_millis() as u64 }),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let transitions = audit_count(&pool, ch, BREAKER_TRANSITIONS).await;
+    let jobs = alert_jobs(&pool, ch).await;
+    let n = i64::from(
+        breakwater::local_settings(OPERATOR_KEY)
+            .alerts
+            .flapping_transitions,
+    );
+    let promised = if transitions > n { n + 1 } else { transitions };
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            all_alerts(&app, "oncall").len() as i64 == jobs
+        })
+        .await
+    );
+    println!(
+        "{}",
+        json!({
+            "scenario": "503/200 alternating every 4 s, threshold 3, cooldown 1000 ms, 90 s",
+            "transitions_audited": transitions,
+            "alerts_sent": jobs,
+            "alerts_before": 23,
+        })
+    );
+    assert_eq!(jobs, promised);
+    app.stop().await;
+}
