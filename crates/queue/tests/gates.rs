@@ -385,14 +385,14 @@ async fn concurrent_fetchers_never_overshoot_the_gate_cap(pool: PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn the_gate_room_is_shared_across_shares_first(pool: PgPool) {
     let (tenant_a, tenant_b) = (Uuid::new_v4(), Uuid::new_v4());
-    // B already runs 6 jobs elsewhere (outside the gate), which must not cost it its share of
-    // the gate.
+    // B already runs 6 jobs elsewhere (outside the gate) and has 10 more waiting there, which
+    // must not cost it its share of the gate.
     let elsewhere = Uuid::new_v4();
     define_group(&pool, elsewhere, Some(tenant_b))
         .await
         .unwrap();
     let mut conn = pool.acquire().await.unwrap();
-    let busy: Vec<NewJob> = (0..6).map(|n| job(n).group(elsewhere)).collect();
+    let busy: Vec<NewJob> = (0..16).map(|n| job(n).group(elsewhere)).collect();
     enqueue_many(&mut conn, &busy).await.unwrap();
     let lim = limits(4);
     assert_eq!(fetch(&pool, "q", "n", 6, &lim).await.unwrap().len(), 6);
@@ -408,6 +408,11 @@ async fn the_gate_room_is_shared_across_shares_first(pool: PgPool) {
             .count()
     };
     assert_eq!((of(&a), of(&b)), (2, 2), "the gate's 4 slots split 2 / 2");
+    assert_eq!(
+        of(&[elsewhere]),
+        10,
+        "outside the gate, no gate's cap applies"
+    );
     assert_eq!(got.capped_gates, vec!["host-a".to_string()]);
 
     // A slot frees (one of A's): it goes to A (1 running in the gate against B's 2)...
