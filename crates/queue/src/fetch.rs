@@ -226,10 +226,23 @@ WHERE NOT h.parked
 /// when its jobs are rescued. A **parked** group ([`crate::park_group`]) gives none of its jobs,
 /// except up to its `probe_slots` ([`crate::wake_one`]).
 ///
+/// **Gates.** A group in a gate ([`crate::set_group_gate`]) is served only if its gate lets it
+/// too: the gate is not parked ([`crate::park_gate`]), or it holds a probe slot that is unbound
+/// or bound to this group ([`crate::wake_one_in_gate`]); and the gate's jobs executing,
+/// cluster-wide, stay within its cap (`max_in_flight`, else `limits.gate_ceiling`). The fetch
+/// locks the gate rows of the groups it serves after their group rows (`FOR UPDATE SKIP
+/// LOCKED`: a gate another fetch holds is skipped, with its groups, and reported as waiting),
+/// re-checks the gate on the current row and raises its `in_flight` in the same statement; the
+/// slot-release trigger lowers it. A gate's room goes to its candidates in water-filling order
+/// inside the gate: across shares by the jobs each runs *in that gate*, then across a share's
+/// groups, so a share with many groups in a gate, or one busy elsewhere, gets its turn and no
+/// more. Groups without a gate skip all of this.
+///
 /// **Cost.** The fetch reads one index entry per group with due work (a loose index scan of
 /// `jobs_fetch_group_idx`), the group rows of those, then at most `room` index entries of each
 /// group it serves. It never walks the jobs waiting behind a group's head, so a group that is
-/// parked, at its cap, or holding 100 000 jobs costs it one index probe, not 100 000 rows.
+/// parked, at its cap, or holding 100 000 jobs costs it one index probe, not 100 000 rows; the
+/// same for every group of a gate that is parked or at its cap.
 ///
 /// One statement: the jobs are locked `FOR UPDATE SKIP LOCKED` and re-checked as `available`,
 /// so two fetchers (on this node or any other) never get the same job. Each claimed job gets a
