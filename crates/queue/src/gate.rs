@@ -304,3 +304,57 @@ pub async fn parked_gates(exec: impl PgExecutor<'_>) -> Result<Vec<String>> {
             .await?,
     )
 }
+
+/// Gates whose `in_flight` differs from the number of their groups' jobs in state `executing`
+/// (at most `limit`, by key): `(gate_key, in_flight, executing)`. Reads only. On a live cluster
+/// a claim or result in progress can show here for an instant; [`recount_gate_slots`] re-counts
+/// under the gate's lock.
+pub async fn gate_slots_drift(
+    exec: impl PgExecutor<'_>,
+    limit: i64,
+) -> Result<Vec<(String, i32, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT gate_key, in_flight, executing FROM (
+             SELECT x.gate_key, x.in_flight,
+                    (SELECT count(*) FROM job_groups g
+                     JOIN jobs j ON j.group_id = g.group_id AND j.state = 'executing'
+                     WHERE g.gate_key = x.gate_key) AS executing
+             FROM job_gates x) d
+         WHERE in_flight <> executing
+         ORDER BY gate_key
+         LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(exec)
+    .await?)
+}
+
+/// Sets gate `gate_key`'s `in_flight` to the number of its groups' jobs executing now (a repair
+/// for a counter that went wrong: a bug, a hand edit, a restore). Returns whether it changed.
+///
+/// Locks the gate's row first, in its own statement, then counts in a second one (a fresh
+/// snapshot): a fetch skips the locked gate meanwhile, and a finishing job's trigger waits for
+/// the lock and lowers the count after this one is written, so the result is exact. Runs in a
+/// transaction (a savepoint inside the caller's).
+pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    sqlx::query("SELECT 1 FROM job_gates WHERE gate_key = $1 FOR UPDATE")
+        .bind(gate_key)
+        .execute(&mut *tx)
+        .await?;
+    let changed = sqlx::query(
+        "UPDATE job_gates x
+         SET in_flight = c.n
+         FROM (SELECT count(*)::int AS n FROM job_groups g
+               JOIN jobs j ON j.group_id = g.group_id AND j.state = 'executing'
+               WHERE g.gate_key = $1) c
+         WHERE x.gate_key = $1 AND x.in_flight <> c.n",
+    )
+    .bind(gate_key)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        > 0;
+    tx.commit().await?;
+    Ok(changed)
+}

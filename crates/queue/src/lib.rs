@@ -62,8 +62,8 @@ pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
 pub use gate::{
-    gate_state, gate_waiting_count, park_gate, parked_gates, release_gate, set_gate_max_in_flight,
-    set_group_gate, wake_one_in_gate, GateState,
+    gate_slots_drift, gate_state, gate_waiting_count, park_gate, parked_gates, recount_gate_slots,
+    release_gate, set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
 };
 pub use group::{
     adapt_limit, define_group, group_state, make_due, park_group, parked_count, parked_groups,

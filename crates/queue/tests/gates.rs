@@ -2,21 +2,23 @@
 //! a real Postgres (a fresh database per test).
 
 use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
-use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
+use breakwater_queue::runner::{run_pool, PoolConfig};
 use breakwater_queue::{
-    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch, gate_state,
-    group_state, index_rows, park_gate, park_group, parked_gates, release_gate,
-    set_gate_max_in_flight, set_group_gate, set_max_in_flight, snooze, wake_one_in_gate, Backoff,
-    GroupLimits, Job, NewJob, Wakers, PRIORITY_URGENT,
+    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch,
+    gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group, parked_gates,
+    recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate, set_max_in_flight,
+    snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers, PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+mod support;
+use support::{spawn_nodes, Counters, Gauge};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -229,28 +231,6 @@ async fn an_unbound_probe_takes_exactly_the_next_job_to_arrive_in_the_gate(pool:
     assert_eq!((st.probe_slots, st.in_flight), (0, 1));
 }
 
-/// Counts how many jobs run at once (across every node of the test) and the most ever seen.
-struct Gauge {
-    pool: PgPool,
-    now: Arc<AtomicUsize>,
-    max: Arc<AtomicUsize>,
-    done: Arc<AtomicUsize>,
-}
-
-impl Handler for Gauge {
-    async fn handle(&self, job: Job) -> Result<(), String> {
-        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max.fetch_max(n, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        complete(&self.pool, job.id, job.claim_token)
-            .await
-            .map_err(|e| e.to_string())?;
-        self.done.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 fn pool_config(node: usize, poll: Duration, lim: GroupLimits) -> PoolConfig {
     PoolConfig {
         queue: "q".into(),
@@ -272,58 +252,14 @@ async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
         .await
         .unwrap();
     let total = 6 * 10 + 2 * 30;
-    let (now, max, done) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let opts = (*pool.connect_options()).clone();
-    let nodes: Vec<_> = (0..3)
-        .map(|i| {
-            let (opts, now, max, done) = (opts.clone(), now.clone(), max.clone(), done.clone());
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async move {
-                    let pool = sqlx::postgres::PgPoolOptions::new()
-                        .max_connections(4)
-                        .connect_with(opts)
-                        .await
-                        .unwrap();
-                    let handler = Arc::new(Gauge {
-                        pool: pool.clone(),
-                        now,
-                        max,
-                        done: done.clone(),
-                    });
-                    let stop = CancellationToken::new();
-                    let cfg = pool_config(i, Duration::from_millis(200), limits(1000));
-                    let runner = tokio::spawn(run_pool(
-                        pool.clone(),
-                        cfg,
-                        handler,
-                        Wakers::default(),
-                        stop.clone(),
-                    ));
-                    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-                    while done.load(Ordering::SeqCst) < total
-                        && tokio::time::Instant::now() < deadline
-                    {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    stop.cancel();
-                    runner.await.unwrap();
-                })
-            })
-        })
-        .collect();
+    let counters = Counters::default();
+    let nodes = spawn_nodes(&pool, 3, total, Duration::from_millis(30), &counters, |i| {
+        pool_config(i, Duration::from_millis(200), limits(1000))
+    });
     // Meanwhile, sample the rows: never more than 3 of the gate's jobs executing.
     let groups: Vec<Uuid> = a.iter().chain(&b).copied().collect();
     let mut most_seen = 0;
-    while done.load(Ordering::SeqCst) < total && nodes.iter().any(|n| !n.is_finished()) {
+    while counters.done() < total && nodes.iter().any(|n| !n.is_finished()) {
         let n = executing_in(&pool, &groups).await;
         assert!(n <= 3, "{n} of the gate's jobs executing: its cap is 3");
         most_seen = most_seen.max(n);
@@ -332,8 +268,8 @@ async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
     for n in nodes {
         n.join().unwrap();
     }
-    assert_eq!(done.load(Ordering::SeqCst), total);
-    let most = max.load(Ordering::SeqCst);
+    assert_eq!(counters.done(), total);
+    let most = counters.max();
     assert!(most <= 3, "{most} in flight at once: the gate's cap is 3");
     assert!(
         most >= 2 || most_seen >= 2,
@@ -635,16 +571,11 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_1000
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgPool) {
     gated_groups(&pool, "host-a", None, 5, 6).await;
-    let (now, max, done) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
+    let counters = Counters::default();
     let handler = Arc::new(Gauge {
         pool: pool.clone(),
-        now,
-        max: max.clone(),
-        done: done.clone(),
+        counters: counters.clone(),
+        hold: Duration::from_millis(30),
     });
     // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
     // the capped gate can make the runner fetch again.
@@ -661,7 +592,7 @@ async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgP
         stop.clone(),
     ));
     let flowed = tokio::time::timeout(Duration::from_secs(20), async {
-        while done.load(Ordering::SeqCst) < 30 {
+        while counters.done() < 30 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -671,9 +602,9 @@ async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgP
     assert!(
         flowed.is_ok(),
         "only {} of 30 ran: the runner waited for its poll",
-        done.load(Ordering::SeqCst)
+        counters.done()
     );
-    assert!(max.load(Ordering::SeqCst) <= 2, "the gate's cap held");
+    assert!(counters.max() <= 2, "the gate's cap held");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -694,4 +625,26 @@ async fn a_group_parked_on_its_own_stays_parked_inside_an_open_gate(pool: PgPool
     assert_eq!(got.jobs.len(), 1, "6 of the group at most");
     assert_eq!(got.capped, vec![groups[1]]);
     assert!(got.capped_gates.is_empty());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_drifted_gate_counter_is_found_and_recounted(pool: PgPool) {
+    gated_groups(&pool, "host-a", None, 2, 3).await;
+    let running = fetch(&pool, "q", "n", 4, &limits(1000)).await.unwrap();
+    assert_eq!(running.len(), 4);
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    // A hand edit (or a bug) breaks the counter.
+    sqlx::query("UPDATE job_gates SET in_flight = 9")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        gate_slots_drift(&pool, 10).await.unwrap(),
+        vec![("host-a".to_string(), 9, 4)]
+    );
+    let mut conn = pool.acquire().await.unwrap();
+    assert!(recount_gate_slots(&mut conn, "host-a").await.unwrap());
+    assert!(!recount_gate_slots(&mut conn, "host-a").await.unwrap());
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 4);
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
 }
