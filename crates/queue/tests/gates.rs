@@ -648,3 +648,89 @@ async fn a_drifted_gate_counter_is_found_and_recounted(pool: PgPool) {
     assert_eq!(gate_in_flight(&pool, "host-a").await, 4);
     assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn racing_probe_wakers_still_let_exactly_one_job_of_the_gate_through(pool: PgPool) {
+    gated_groups(&pool, "host-a", None, 5, 10).await;
+    let mut conn = pool.acquire().await.unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+    // Five nodes' probe timers fire at once.
+    let mut wakers = Vec::new();
+    for _ in 0..5 {
+        let pool = pool.clone();
+        wakers.push(tokio::spawn(async move {
+            let mut conn = pool.acquire().await.unwrap();
+            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+                .await
+                .unwrap()
+                .expect("a waiting job")
+        }));
+    }
+    for w in wakers {
+        w.await.unwrap();
+    }
+    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    assert_eq!(got.len(), 1, "one probe slot, one job");
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!((st.probe_slots, st.in_flight), (0, 1));
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn no_fetch_started_after_park_gate_returns_takes_a_job_of_the_gate(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 10, 100).await;
+    let parked_at: Arc<std::sync::Mutex<Option<std::time::Instant>>> = Arc::default();
+    let mut fetchers = Vec::new();
+    for f in 0..4 {
+        let (pool, parked_at) = (pool.clone(), parked_at.clone());
+        fetchers.push(tokio::spawn(async move {
+            let mut late = 0;
+            let mut after_park = 0;
+            while after_park < 20 {
+                let started = std::time::Instant::now();
+                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &limits(1000))
+                    .await
+                    .unwrap();
+                let parked = *parked_at.lock().unwrap();
+                if parked.is_some_and(|p| started > p) {
+                    after_park += 1;
+                    late += batch.len();
+                }
+                for j in batch {
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
+                }
+            }
+            late
+        }));
+    }
+    // Let the fetchers take some of the gate's jobs, then park it under their feet.
+    let mut conn = pool.acquire().await.unwrap();
+    loop {
+        let done: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'completed'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if done >= 30 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    park_gate(&mut conn, "host-a").await.unwrap();
+    *parked_at.lock().unwrap() = Some(std::time::Instant::now());
+    let mut late = 0;
+    for f in fetchers {
+        late += f.await.unwrap();
+    }
+    assert_eq!(
+        late, 0,
+        "a fetch that started after the park took the gate's jobs"
+    );
+    assert!(executing_in(&pool, &groups).await == 0);
+    let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'available'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(
+        waiting > 0 && waiting < 1000,
+        "parked mid-way ({waiting} left)"
+    );
+}
