@@ -53,6 +53,16 @@ pub enum Finding {
         /// Its jobs in state `executing`.
         executing: i64,
     },
+    /// A job gate (e.g. a host's) whose `in_flight` differs from its groups' executing jobs.
+    /// Repair: the count, under the gate's row lock ([`breakwater_queue::recount_gate_slots`]).
+    GateSlotsDrift {
+        /// The gate's key.
+        gate_key: String,
+        /// Its counter.
+        in_flight: i32,
+        /// Its groups' jobs in state `executing`.
+        executing: i64,
+    },
 }
 
 /// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
@@ -136,6 +146,16 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
                 executing,
             }),
     );
+    out.extend(
+        breakwater_queue::gate_slots_drift(&mut *conn, limit)
+            .await?
+            .into_iter()
+            .map(|(gate_key, in_flight, executing)| Finding::GateSlotsDrift {
+                gate_key,
+                in_flight,
+                executing,
+            }),
+    );
     Ok(out)
 }
 
@@ -191,6 +211,9 @@ pub async fn repair(
                 .await?
                 .rows_affected()
                     > 0
+            }
+            Finding::GateSlotsDrift { gate_key, .. } => {
+                breakwater_queue::recount_gate_slots(&mut tx, gate_key).await?
             }
         };
         tx.commit().await?;

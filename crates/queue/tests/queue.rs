@@ -16,6 +16,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+mod support;
+use support::{spawn_nodes, Counters, Gauge};
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// Group bounds for tests that are not about caps: high enough never to bind.
@@ -542,92 +545,27 @@ fn pool_config(grace: Duration) -> PoolConfig {
     }
 }
 
-/// Counts how many jobs run at once (across every node of the test) and the most ever seen.
-struct Gauge {
-    pool: PgPool,
-    now: Arc<AtomicUsize>,
-    max: Arc<AtomicUsize>,
-    done: Arc<AtomicUsize>,
-}
-
-impl Handler for Gauge {
-    async fn handle(&self, job: Job) -> Result<(), String> {
-        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max.fetch_max(n, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(60)).await;
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        complete(&self.pool, job.id, job.claim_token)
-            .await
-            .map_err(|e| e.to_string())?;
-        self.done.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn the_cap_holds_across_three_nodes(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let slow = Uuid::new_v4();
     let jobs: Vec<NewJob> = (0..60).map(|n| job(n).group(slow)).collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
-    let (now, max, done) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let opts = (*pool.connect_options()).clone();
     // Three nodes: each its own thread, Tokio runtime and connection pool, 10 slots each.
-    let nodes: Vec<_> = (0..3)
-        .map(|i| {
-            let (opts, now, max, done) = (opts.clone(), now.clone(), max.clone(), done.clone());
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async move {
-                    let pool = sqlx::postgres::PgPoolOptions::new()
-                        .max_connections(4)
-                        .connect_with(opts)
-                        .await
-                        .unwrap();
-                    let handler = Arc::new(Gauge {
-                        pool: pool.clone(),
-                        now,
-                        max,
-                        done: done.clone(),
-                    });
-                    let stop = CancellationToken::new();
-                    let cfg = PoolConfig {
-                        node_id: format!("node-{i}"),
-                        concurrency: 10,
-                        limits: capped(3),
-                        ..pool_config(Duration::from_secs(1))
-                    };
-                    let runner = tokio::spawn(run_pool(
-                        pool.clone(),
-                        cfg,
-                        handler,
-                        Wakers::default(),
-                        stop.clone(),
-                    ));
-                    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-                    while done.load(Ordering::SeqCst) < 60 && tokio::time::Instant::now() < deadline
-                    {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    stop.cancel();
-                    runner.await.unwrap();
-                })
-            })
-        })
-        .collect();
+    let counters = Counters::default();
+    let nodes = spawn_nodes(&pool, 3, 60, Duration::from_millis(60), &counters, |i| {
+        PoolConfig {
+            node_id: format!("node-{i}"),
+            concurrency: 10,
+            limits: capped(3),
+            ..pool_config(Duration::from_secs(1))
+        }
+    });
     for n in nodes {
         n.join().unwrap();
     }
-    assert_eq!(done.load(Ordering::SeqCst), 60);
-    let most = max.load(Ordering::SeqCst);
+    assert_eq!(counters.done(), 60);
+    let most = counters.max();
     assert!(
         most <= 3,
         "{most} in flight at once: the cap is 3 cluster-wide"
@@ -939,16 +877,11 @@ async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: Pg
     let g = Uuid::new_v4();
     let jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(g)).collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
-    let (now, max, done) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
+    let counters = Counters::default();
     let handler = Arc::new(Gauge {
         pool: pool.clone(),
-        now,
-        max: max.clone(),
-        done: done.clone(),
+        counters: counters.clone(),
+        hold: Duration::from_millis(60),
     });
     // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
     // the capped group can make the runner fetch again.
@@ -967,7 +900,7 @@ async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: Pg
         stop.clone(),
     ));
     let flowed = tokio::time::timeout(Duration::from_secs(20), async {
-        while done.load(Ordering::SeqCst) < 30 {
+        while counters.done() < 30 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -977,7 +910,7 @@ async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: Pg
     assert!(
         flowed.is_ok(),
         "only {} of 30 ran: the runner waited for its poll",
-        done.load(Ordering::SeqCst)
+        counters.done()
     );
-    assert!(max.load(Ordering::SeqCst) <= 2, "the cap held");
+    assert!(counters.max() <= 2, "the cap held");
 }
