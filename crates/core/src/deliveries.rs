@@ -330,6 +330,10 @@ pub struct Dispatch {
     /// The channel's previous secret while its rotation's grace period lasts (database time),
     /// else `None`: the request then carries a second signature made with it. Never log it.
     pub previous_signing_secret: Option<String>,
+    /// The database's time of this read, just before the request: the attempt's `started_at`
+    /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
+    /// clock, see [`crate::clock`]).
+    pub started_at: DateTime<Utc>,
 }
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
@@ -351,7 +355,8 @@ pub async fn begin_attempt(
                       AS payload,
                   d.created_at, d.attempts, c.url, c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
-                      AS previous_signing_secret
+                      AS previous_signing_secret,
+                  clock_timestamp() AS started_at
         "#,
     )
     .bind(delivery_id)

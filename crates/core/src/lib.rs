@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod channels;
 pub mod circuit;
+pub mod clock;
 pub mod deliveries;
 pub mod doctor;
 mod error;
