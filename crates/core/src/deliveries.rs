@@ -356,7 +356,7 @@ pub async fn begin_attempt(
                   d.created_at, d.attempts, c.url, c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                       AS previous_signing_secret,
-                  clock_timestamp() AS started_at
+                  now() AS started_at
         "#,
     )
     .bind(delivery_id)
