@@ -800,3 +800,117 @@ async fn a_node_clock_an_hour_behind_the_database_changes_nothing(pool: PgPool) 
     );
     app.stop().await;
 }
+
+/// `PATCH {api}{path}` with a bearer key and a JSON body; returns status, content type and body.
+async fn patch(
+    app: &TestApp,
+    path: &str,
+    key: &str,
+    body: &serde_json::Value,
+) -> (u16, String, serde_json::Value) {
+    let r = app
+        .http
+        .patch(format!("{}{path}", app.api))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let ctype = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (status, ctype, r.json().await.unwrap_or_default())
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_cluster(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let url = app.receiver.url("x");
+    // Out of range at creation: 422 problem naming the field, nothing created.
+    for bad in [0, 101, -3] {
+        let (s, v) = app
+            .post(
+                "/api/v1/channels",
+                &key,
+                &json!({ "url": url, "close_after_successes": bad }),
+            )
+            .await;
+        assert_eq!(s, 422, "{v}");
+        assert!(
+            v["detail"]
+                .as_str()
+                .unwrap()
+                .contains("close_after_successes"),
+            "{v}"
+        );
+    }
+    let ch = channel_to(&app, &key, &url, json!({ "close_after_successes": 3 })).await;
+    let path = format!("/api/v1/channels/{ch}");
+    let (_, v) = app.get(&path, &key).await;
+    assert_eq!(v["close_after_successes"], 3);
+    assert_eq!(v["circuit"]["close_after_successes"], 3);
+    assert_eq!(v["circuit"]["trial_successes"], 0);
+
+    // PATCH: range-checked, audited with old and new, null returns to the cluster default.
+    let (s, ctype, v) = patch(&app, &path, &key, &json!({ "close_after_successes": 0 })).await;
+    assert_eq!(s, 422, "{v}");
+    assert!(ctype.starts_with("application/problem+json"), "{ctype}");
+    assert!(v["detail"]
+        .as_str()
+        .unwrap()
+        .contains("close_after_successes"));
+    let (s, _, v) = patch(&app, &path, &key, &json!({ "close_after_successes": 5 })).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["circuit"]["close_after_successes"], 5);
+    let details: serde_json::Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE channel_id = $1 AND action = 'channel.updated' ORDER BY id DESC LIMIT 1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(details["old"]["close_after_successes"], 3, "{details}");
+    assert_eq!(details["new"]["close_after_successes"], 5, "{details}");
+    let (s, _, v) = patch(&app, &path, &key, &json!({ "close_after_successes": null })).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["close_after_successes"], serde_json::Value::Null);
+    assert_eq!(
+        v["circuit"]["close_after_successes"], 1,
+        "the configuration's default"
+    );
+
+    // The cluster default: operator edit, range-checked, audited, seen by channels without one.
+    let defaults = "/api/v1/admin/circuit-defaults";
+    let op = breakwater_e2e::OPERATOR_KEY;
+    let (s, _, v) = patch(&app, defaults, op, &json!({ "close_after_successes": 101 })).await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v["detail"]
+        .as_str()
+        .unwrap()
+        .contains("close_after_successes"));
+    let (s, _, v) = patch(&app, defaults, op, &json!({ "close_after_successes": 4 })).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["close_after_successes"], 4);
+    assert_eq!(v["close_after_successes_overridden"], true);
+    let (_, v) = app.get(&path, &key).await;
+    assert_eq!(v["circuit"]["close_after_successes"], 4);
+    let details: serde_json::Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE action = 'circuit_defaults.changed' ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(details["old"]["close_after_successes"], 1, "{details}");
+    assert_eq!(details["new"]["close_after_successes"], 4, "{details}");
+
+    // Another tenant cannot touch it.
+    let (_, other) = app.tenant("other", "default").await;
+    let (s, _, _) = patch(&app, &path, &other, &json!({ "close_after_successes": 2 })).await;
+    assert_eq!(s, 404);
+    app.stop().await;
+}

@@ -1244,9 +1244,10 @@ pub async fn apply_manual(
     Ok(Some(t))
 }
 
-/// The probe delivery of `generation` failed: re-opens the circuit (conditional on `half_open`
-/// and the generation) with a cooldown that doubles with each failed probe, capped at
-/// `max_cooldown_ms`; the winner parks the backlog again and reschedules the watcher.
+/// The probe (or trial) delivery of `generation` failed: re-opens the circuit (conditional on
+/// `half_open` and the generation) with a cooldown that doubles with each failed probe, capped at
+/// `max_cooldown_ms`, and drops the trial count; the winner parks the backlog again and
+/// reschedules the watcher.
 pub async fn probe_failed(
     tx: &mut PgConnection,
     channel_id: Uuid,
@@ -1258,7 +1259,7 @@ pub async fn probe_failed(
         "UPDATE channels
          SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_failures = probe_failures + 1, probe_delivery_id = NULL, probe_deadline = NULL,
-             last_failure_at = now(), last_failure_reason = $3,
+             trial_successes = 0, last_failure_at = now(), last_failure_reason = $3,
              next_probe_at = greatest(
                  now() + (least(coalesce(cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $4)::float8 * power(2, least(probe_failures + 1, 30)), $5::float8)
                           * interval '1 millisecond'),
