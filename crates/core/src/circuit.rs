@@ -23,10 +23,11 @@
 //! A channel (or the cluster default, or `[circuit] close_after_successes`) may ask for k
 //! consecutive successes before closing. With k = 1 the first successful probe closes the
 //! circuit. With k > 1 a successful probe keeps the circuit `half_open` and starts a **trial**
-//! ([`probe_succeeded`]): one conditional UPDATE (half_open and the probe's generation) counts the
-//! success in `trial_successes` and bumps the generation, and the winner wakes exactly one parked
-//! delivery as the next probe, with a fresh lease and the watcher scheduled for it, in the same
-//! transaction that records the success. Trials therefore go one at a time, each fenced by its
+//! ([`probe_succeeded`]): under the channel row's lock, and only if the circuit is still
+//! `half_open` at the probe's generation (so exactly one result wins, and a stale one changes
+//! nothing), the success is counted in `trial_successes` and the generation bumped, and the winner
+//! wakes exactly one parked delivery as the next probe, with a fresh lease and the watcher
+//! scheduled for it, in the same transaction that records the success. Trials therefore go one at a time, each fenced by its
 //! own generation like the probe. The k-th consecutive success closes the circuit and releases the
 //! backlog in one update; any transient failure of the probe or of a trial reopens it through
 //! [`probe_failed`], with the cooldown doubled as for a failed probe. Each trial success writes
