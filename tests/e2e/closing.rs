@@ -914,3 +914,63 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
     assert_eq!(s, 404);
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_probe_answered_4xx_passes_the_role_on_without_waiting_for_its_lease(pool: PgPool) {
+    // A long lease: were the role to wait for it, the circuit would not close in this test.
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.probe_lease_ms = 600_000;
+        s.worker.max_attempts = 10;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let gauge = Gauge::start(Duration::ZERO, 503).await;
+    let ch = channel_to(
+        &app,
+        &key,
+        &gauge.url,
+        json!({ "failure_threshold": 3, "cooldown_ms": 300 }),
+    )
+    .await;
+    app.deliver_many(&key, ch, 10).await;
+    wait_open_and_quiet(&app, ch).await;
+    // The probe gets a 400 (the endpoint is up but refuses that one), everything after 200.
+    gauge.script(&[400]);
+    gauge.answer(200);
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            app.circuit_state(ch).await == "closed"
+        })
+        .await,
+        "the next delivery took the role at once and closed the circuit"
+    );
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            count_status(&pool, ch, "delivered").await == 9
+        })
+        .await
+    );
+    assert_eq!(
+        count_status(&pool, ch, "dead").await,
+        1,
+        "the refused probe"
+    );
+    let probes: Vec<(String, Option<i32>)> = sqlx::query_as(
+        "SELECT outcome, status_code FROM delivery_attempts WHERE channel_id = $1 AND probe ORDER BY started_at",
+    )
+    .bind(ch)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let tail: Vec<_> = probes.iter().rev().take(2).rev().cloned().collect();
+    assert_eq!(
+        tail,
+        vec![
+            ("permanent".to_string(), Some(400)),
+            ("success".to_string(), Some(200))
+        ],
+        "the refused probe, then the next delivery as the probe: {probes:?}"
+    );
+    assert_eq!(audit_count(&pool, ch, "circuit.closed").await, 1);
+    app.stop().await;
+}

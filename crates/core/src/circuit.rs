@@ -49,6 +49,8 @@
 //! lease starts then, and the watcher is scheduled for the lease's end, so a probe whose node
 //! died is still taken over. So a circuit with nothing to send sits `half_open` silently (no
 //! request, no audit row) until there is something to send, and that something is the probe.
+//! A probe that fails permanently (the endpoint answered 4xx) moves nothing but passes the role
+//! on at once ([`probe_inconclusive`]): a finished delivery never holds it until a lease expires.
 //!
 //! A deleted channel (`deleted_at` set, see [`crate::lifecycle`]) has no circuit any more: every
 //! statement here is conditional on `deleted_at IS NULL`, so a result that arrives after the
@@ -1008,6 +1010,45 @@ pub async fn probe_succeeded(
         .await?;
     }
     Ok(Some(ProbeSuccess::Closed(t)))
+}
+
+/// The probe (or trial) delivery of `generation` failed permanently (a 4xx other than 408/429:
+/// the endpoint answered, but not with a success). Such a failure never moves the breaker
+/// (DESIGN.md), so it neither counts as a success nor reopens the circuit; the delivery is
+/// finished (dead), so the probe role passes at once to the next parked delivery, with a fresh
+/// lease — instead of sitting with a finished delivery until its lease expires and a takeover.
+/// Conditional on `half_open` and the generation (a stale result changes nothing); the
+/// generation moves, fencing the next probe. No audit row (nothing changed state) and no alert.
+/// Returns the next probe delivery (`Some(None)`: nothing waiting, the next delivery to arrive
+/// is the probe), or `None` for a stale result.
+pub async fn probe_inconclusive(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+    cfg: &CircuitConfig,
+) -> Result<Option<Option<Uuid>>> {
+    let moved = sqlx::query(
+        "UPDATE channels
+         SET circuit_generation = circuit_generation + 1, probe_delivery_id = NULL,
+             probe_deadline = NULL, updated_at = now()
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !moved {
+        return Ok(None);
+    }
+    let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
+    if let Some((_, deadline)) = chosen {
+        schedule_probe(tx, channel_id, Some(deadline)).await?;
+    }
+    let next = chosen.map(|(d, _)| d);
+    tracing::info!(%channel_id, ?next, "probe answered with a permanent failure; the role passes on");
+    Ok(Some(next))
 }
 
 /// A success short of `needed` (the caller holds the half-open row, generation checked): count

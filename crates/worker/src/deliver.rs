@@ -323,8 +323,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         (Class::Transient, None) => {
             circuit::record_failure(&mut tx, d.channel_id, &error_text, &w.circuit).await?;
         }
-        // Permanent failures never move the circuit.
-        _ => {}
+        // Permanent failures never move the circuit; a probe's passes the role on at once.
+        (Class::Permanent, Some(generation)) => {
+            circuit::probe_inconclusive(&mut tx, d.channel_id, generation, &w.circuit).await?;
+        }
+        (Class::Success, None) | (Class::Permanent, None) => {}
     }
     let feedback = match class {
         Class::Success => Feedback::Ok(t0_elapsed),
