@@ -348,7 +348,9 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     // A late success of the g1 probe (e.g. a second copy of the result) must not close it.
     let mut tx = pool.begin().await.unwrap();
     assert_eq!(
-        circuit::probe_succeeded(&mut tx, ch, g1, 3).await.unwrap(),
+        circuit::probe_succeeded(&mut tx, ch, g1, 3, &cfg)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
@@ -395,12 +397,14 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     };
     assert!(g3 > g2);
     assert_eq!(
-        circuit::probe_succeeded(&mut tx, ch, g2, 3).await.unwrap(),
+        circuit::probe_succeeded(&mut tx, ch, g2, 3, &cfg)
+            .await
+            .unwrap(),
         None,
         "the dead probe's result is stale"
     );
     assert!(
-        circuit::probe_succeeded(&mut tx, ch, g3, 3)
+        circuit::probe_succeeded(&mut tx, ch, g3, 3, &cfg)
             .await
             .unwrap()
             .is_some(),
@@ -505,7 +509,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
     else {
         panic!()
     };
-    circuit::probe_succeeded(&mut tx, ch, generation, 3)
+    circuit::probe_succeeded(&mut tx, ch, generation, 3, &cfg)
         .await
         .unwrap()
         .expect("closed");

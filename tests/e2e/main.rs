@@ -5,6 +5,7 @@ mod api;
 mod audit;
 mod browser;
 mod circuit;
+mod closing;
 mod delivery;
 mod lifecycle;
 mod limits;

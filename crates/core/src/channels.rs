@@ -42,6 +42,13 @@ pub struct Channel {
     pub failure_threshold: Option<i32>,
     /// Per-channel override of the probe cooldown in ms (null = global default).
     pub cooldown_ms: Option<i64>,
+    /// Per-channel override of the consecutive successful probe deliveries (1–100) a half-open
+    /// circuit needs before it closes (null = cluster default; see
+    /// [`crate::circuit`], "Careful closing").
+    pub close_after_successes: Option<i32>,
+    /// Successful probe deliveries so far in the current half-open run (meaningful while
+    /// `half_open`).
+    pub trial_successes: i32,
     /// Per-channel ceiling of the adaptive concurrency limit: most deliveries in flight at once,
     /// cluster-wide (null = `worker.channel_concurrency_ceiling`).
     pub max_in_flight: Option<i32>,
@@ -71,7 +78,7 @@ pub struct Channel {
 
 const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, event_types, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
-    consecutive_failures, failure_threshold, cooldown_ms, max_in_flight, next_probe_at, probe_failures, \
+    consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
@@ -95,6 +102,8 @@ pub struct NewChannel {
     pub failure_threshold: Option<i32>,
     /// Cooldown override in ms (> 0).
     pub cooldown_ms: Option<i64>,
+    /// Consecutive successes to close override (1–100, [`crate::circuit::check_close_after_successes`]).
+    pub close_after_successes: Option<i32>,
     /// Replay recent dead letters when a probe closes the circuit.
     pub replay_dead_letters_on_close: bool,
     /// Window of that replay, ms (default 1 h).
@@ -119,6 +128,7 @@ pub async fn create(
 ) -> Result<CreatedChannel> {
     check_name(new.name.as_deref())?;
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
+    crate::circuit::check_close_after_successes(new.close_after_successes)?;
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
     let event_types = canonical_event_types(new.event_types.as_deref())?;
@@ -126,8 +136,8 @@ pub async fn create(
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
                                replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
-                               event_types)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12) RETURNING {COLUMNS}"
+                               event_types, close_after_successes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -141,6 +151,7 @@ pub async fn create(
     .bind(canonical_rate_limit(new.rate_limit.as_deref())?)
     .bind(new.max_in_flight)
     .bind(event_types)
+    .bind(new.close_after_successes)
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
@@ -177,6 +188,8 @@ pub struct ChannelPatch {
     pub failure_threshold: Option<Option<i32>>,
     /// Cooldown override, ms.
     pub cooldown_ms: Option<Option<i64>>,
+    /// Consecutive-successes-to-close override (`Some(None)` clears it).
+    pub close_after_successes: Option<Option<i32>>,
     /// Replay dead letters on close.
     pub replay_dead_letters_on_close: Option<bool>,
     /// Replay window, ms.
@@ -290,6 +303,7 @@ pub fn audited_settings(c: &Channel) -> serde_json::Value {
         "rate_limit": c.rate_limit,
         "failure_threshold": c.failure_threshold,
         "cooldown_ms": c.cooldown_ms,
+        "close_after_successes": c.close_after_successes,
         "max_in_flight": c.max_in_flight,
         "event_types": c.event_types,
         "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
@@ -316,6 +330,7 @@ pub async fn update(
     )?;
     check_replay_window(patch.replay_window_ms)?;
     check_max_in_flight(patch.max_in_flight.flatten())?;
+    crate::circuit::check_close_after_successes(patch.close_after_successes.flatten())?;
     let event_types = canonical_event_types(patch.event_types.clone().flatten().as_deref())?;
     let old: Channel = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE"
@@ -338,6 +353,7 @@ pub async fn update(
             rate_queue_tat = CASE WHEN $12 THEN NULL ELSE rate_queue_tat END,
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             event_types = CASE WHEN $16 THEN $17 ELSE event_types END,
+            close_after_successes = CASE WHEN $18 THEN $19 ELSE close_after_successes END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
@@ -361,6 +377,8 @@ pub async fn update(
     .bind(patch.max_in_flight.flatten())
     .bind(patch.event_types.is_some())
     .bind(event_types)
+    .bind(patch.close_after_successes.is_some())
+    .bind(patch.close_after_successes.flatten())
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //!  closed ──(failure_threshold consecutive transient failures, or health check → unhealthy)──▶ open
-//!  open ──(probe job, after cooldown)──▶ half_open ──(probe delivery succeeds)──▶ closed
-//!                                        half_open ──(probe delivery fails)──▶ open (cooldown ×2, capped)
+//!  open ──(probe job, after cooldown)──▶ half_open ──(k-th consecutive probe/trial success)──▶ closed
+//!                                        half_open ──(probe or trial fails)──▶ open (cooldown ×2, capped)
+//!                                        half_open ──(success, fewer than k so far)──▶ half_open (next trial)
 //!  any ──(pause)──▶ paused ──(resume)──▶ closed
 //! ```
 //!
@@ -16,6 +17,40 @@
 //!
 //! Every transition bumps `circuit_generation`; a probe's result names the generation it was
 //! started under, so a result that arrives after the circuit moved on changes nothing.
+//!
+//! ## Careful closing
+//!
+//! A channel (or the cluster default, or `[circuit] close_after_successes`) may ask for k
+//! consecutive successes before closing. With k = 1 the first successful probe closes the
+//! circuit. With k > 1 a successful probe keeps the circuit `half_open` and starts a **trial**
+//! ([`probe_succeeded`]): under the channel row's lock, and only if the circuit is still
+//! `half_open` at the probe's generation (so exactly one result wins, and a stale one changes
+//! nothing), the success is counted in `trial_successes` and the generation bumped, and the winner
+//! wakes exactly one parked delivery as the next probe, with a fresh lease and the watcher
+//! scheduled for it, in the same transaction that records the success. Trials therefore go one at a time, each fenced by its
+//! own generation like the probe. The k-th consecutive success closes the circuit and releases the
+//! backlog in one update; any transient failure of the probe or of a trial reopens it through
+//! [`probe_failed`], with the cooldown doubled as for a failed probe. Each trial success writes
+//! one `circuit.trial_passed` audit row (`details.passed` of `details.needed`); alerts are sent
+//! on open and close only. A trial whose node dies is taken over at its lease expiry like a probe
+//! (the successes so far are kept: a lost trial is not a failure); the count restarts at 0
+//! whenever the circuit goes from `open` to `half_open`.
+//!
+//! ## The probe role with nothing waiting
+//!
+//! The probe role belongs to a delivery (`probe_delivery_id`), and the lease
+//! (`probe_deadline`) only runs while a delivery holds it. When the half-open claim (the watcher
+//! after the cooldown, a lease takeover, or the next trial) finds no parked delivery — the
+//! backlog was empty, or went dead while the circuit was open — the role stays **empty**: the
+//! group's probe slot stays granted, `probe_deadline` is NULL, one `circuit.probe_started` row
+//! says so, and the watcher ends quietly instead of re-claiming at every lease expiry. The next
+//! delivery that arrives for the channel (new, replayed or retried) is fetched through that slot
+//! and claims the role in [`admit`] (one conditional UPDATE, `probe_delivery_id IS NULL`); its
+//! lease starts then, and the watcher is scheduled for the lease's end, so a probe whose node
+//! died is still taken over. So a circuit with nothing to send sits `half_open` silently (no
+//! request, no audit row) until there is something to send, and that something is the probe.
+//! A probe that fails permanently (the endpoint answered 4xx) moves nothing but passes the role
+//! on at once ([`probe_inconclusive`]): a finished delivery never holds it until a lease expires.
 //!
 //! A deleted channel (`deleted_at` set, see [`crate::lifecycle`]) has no circuit any more: every
 //! statement here is conditional on `deleted_at IS NULL`, so a result that arrives after the
@@ -49,6 +84,10 @@ pub struct CircuitConfig {
     pub cooldown_ms: i64,
     /// Largest cooldown while probes keep failing (it doubles each time), ms.
     pub max_cooldown_ms: i64,
+    /// Consecutive successful probe deliveries (1–100) before a half-open circuit closes: the
+    /// probe, then `close_after_successes − 1` trials, one at a time (see the module doc,
+    /// "Careful closing"). Overridable per channel and at run time (`circuit_defaults`).
+    pub close_after_successes: i32,
     /// How long a half-open probe may take before the next probe may take over (a probe whose
     /// node died cannot pin the circuit half-open), ms. Should exceed the request timeout.
     pub probe_lease_ms: i64,
@@ -71,6 +110,7 @@ impl Default for CircuitConfig {
             failure_threshold: 5,
             cooldown_ms: 30_000,
             max_cooldown_ms: 600_000,
+            close_after_successes: 1,
             probe_lease_ms: 60_000,
             health_window_ms: 3_600_000,
             health_min_attempts: 20,
@@ -100,6 +140,11 @@ impl CircuitConfig {
             if v <= 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+        }
+        if !(1..=MAX_CLOSE_AFTER_SUCCESSES).contains(&self.close_after_successes) {
+            return Err(format!(
+                "circuit.close_after_successes must be between 1 and {MAX_CLOSE_AFTER_SUCCESSES}"
+            ));
         }
         if self.max_cooldown_ms < self.cooldown_ms {
             return Err("circuit.max_cooldown_ms must be at least circuit.cooldown_ms".into());
@@ -131,6 +176,33 @@ pub async fn effective_defaults(
         t.is_some(),
         c.is_some(),
     ))
+}
+
+/// Largest `close_after_successes` (per channel, cluster default or configuration).
+pub const MAX_CLOSE_AFTER_SUCCESSES: i32 = 100;
+
+/// Checks a `close_after_successes` value (1–[`MAX_CLOSE_AFTER_SUCCESSES`]); the error names the
+/// field `close_after_successes`.
+pub fn check_close_after_successes(k: Option<i32>) -> Result<()> {
+    if k.is_some_and(|k| !(1..=MAX_CLOSE_AFTER_SUCCESSES).contains(&k)) {
+        return Err(Error::invalid(
+            "close_after_successes",
+            format!("must be between 1 and {MAX_CLOSE_AFTER_SUCCESSES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The cluster-wide `close_after_successes` in force: the operator's edit (table
+/// `circuit_defaults`) if there is one, else the configuration's. Returns `(value, edited)`.
+pub async fn effective_close_after_successes(
+    exec: impl PgExecutor<'_>,
+    cfg: &CircuitConfig,
+) -> Result<(i32, bool)> {
+    let k: Option<i32> = sqlx::query_scalar("SELECT close_after_successes FROM circuit_defaults")
+        .fetch_one(exec)
+        .await?;
+    Ok((k.unwrap_or(cfg.close_after_successes), k.is_some()))
 }
 
 /// A circuit state (the `channels.circuit_state` column).
@@ -273,11 +345,15 @@ pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option
 
 /// Reads the gate and decides; when half-open without a probe, claims the probe role for this
 /// delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
-/// becomes the probe. Never returns [`Admission::ClaimProbe`].
+/// becomes the probe. The claim starts the probe's lease (`cfg.probe_lease_ms`, database clock)
+/// and schedules the probe watcher for its end, in one transaction: a claimed probe whose node
+/// dies is taken over (module doc, "The probe role with nothing waiting"). Never returns
+/// [`Admission::ClaimProbe`].
 pub async fn admit(
     conn: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
+    cfg: &CircuitConfig,
 ) -> Result<Admission> {
     let gate: Option<GateRow> = sqlx::query_as(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
@@ -291,18 +367,26 @@ pub async fn admit(
     .await?;
     match decide(gate.as_ref(), delivery_id) {
         Admission::ClaimProbe(generation) => {
-            let won = sqlx::query(
-                "UPDATE channels SET probe_delivery_id = $2
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let deadline: Option<DateTime<Utc>> = sqlx::query_scalar(
+                "UPDATE channels
+                 SET probe_delivery_id = $2,
+                     probe_deadline = now() + ($4::float8 * interval '1 millisecond')
                  WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $3
-                   AND probe_delivery_id IS NULL",
+                   AND probe_delivery_id IS NULL AND deleted_at IS NULL
+                 RETURNING probe_deadline",
             )
             .bind(channel_id)
             .bind(delivery_id)
             .bind(generation)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected()
-                == 1;
+            .bind(cfg.probe_lease_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let won = deadline.is_some();
+            if won {
+                schedule_probe(&mut tx, channel_id, deadline).await?;
+            }
+            tx.commit().await?;
             Ok(if won {
                 Admission::Send {
                     probe_generation: Some(generation),
@@ -624,18 +708,21 @@ async fn schedule_probe(
 /// What the probe watcher should do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeStep {
-    /// The circuit is closed or paused: the watcher is done.
+    /// The circuit is closed or paused, or half-open with the probe role empty (the next
+    /// delivery to arrive takes it and schedules the watcher again): the watcher is done.
     Done,
     /// Not yet: look again after this long (measured on the database's clock).
     Wait(Duration),
-    /// A probe was started (or taken over): look again when its lease expires.
+    /// A probe was started (or taken over).
     Started {
         /// Generation of the half-open claim.
         generation: i64,
-        /// The delivery woken as the probe, if the channel had a parked one.
+        /// The delivery woken as the probe, if the channel had a parked one; `None` leaves the
+        /// role to the next delivery that arrives.
         delivery_id: Option<Uuid>,
-        /// The lease: after this long another probe may take over.
-        lease: Duration,
+        /// The probe's lease when a delivery was woken: look again when it expires (another
+        /// probe may then take over). `None` when no delivery was woken: the watcher ends.
+        lease: Option<Duration>,
     },
 }
 
@@ -650,30 +737,36 @@ type WatchRow = (
 
 /// The probe watcher's step for a channel: if the circuit is open and the cooldown is over, or
 /// half-open and the probe's lease has expired, claims `half_open` (one conditional UPDATE:
-/// generation + 1, a lease deadline) and wakes exactly one parked delivery as the probe (or
-/// leaves the role to the next delivery that arrives). In the caller's transaction.
+/// generation + 1, probe role emptied) and wakes exactly one parked delivery as the probe with a
+/// lease of `cfg.probe_lease_ms` — or, with nothing parked, leaves the role empty and the lease
+/// unset for the next delivery that arrives (module doc, "The probe role with nothing waiting").
+/// A half-open circuit with an empty role is never claimed again here, so it writes no audit row
+/// per lease period. Entering `half_open` from `open` restarts the trial count. In the caller's
+/// transaction.
 pub async fn probe_step(
     tx: &mut PgConnection,
     channel_id: Uuid,
     cfg: &CircuitConfig,
 ) -> Result<ProbeStep> {
-    let claimed: Option<(Uuid, i64, DateTime<Utc>, String, i32)> = sqlx::query_as(
+    let claimed: Option<(Uuid, i64, String, i32, i32)> = sqlx::query_as(
         "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
          UPDATE channels c
          SET circuit_state = 'half_open', circuit_changed_at = now(),
              circuit_generation = c.circuit_generation + 1, probe_delivery_id = NULL,
-             probe_deadline = now() + ($2::float8 * interval '1 millisecond'), updated_at = now()
+             probe_deadline = NULL,
+             trial_successes = CASE WHEN before.circuit_state = 'open' THEN 0 ELSE c.trial_successes END,
+             updated_at = now()
          FROM before
          WHERE c.id = before.id
            AND ((c.circuit_state = 'open' AND c.next_probe_at <= now())
              OR (c.circuit_state = 'half_open' AND c.probe_deadline <= now()))
-         RETURNING c.tenant_id, c.circuit_generation, c.probe_deadline, before.circuit_state, c.probe_failures",
+         RETURNING c.tenant_id, c.circuit_generation, before.circuit_state, c.probe_failures,
+                   c.trial_successes",
     )
     .bind(channel_id)
-    .bind(cfg.probe_lease_ms)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((tenant_id, generation, deadline, before, probe_failures)) = claimed else {
+    let Some((tenant_id, generation, before, probe_failures, passed)) = claimed else {
         let row: Option<WatchRow> = sqlx::query_as(
             "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels
              WHERE id = $1 AND deleted_at IS NULL",
@@ -688,29 +781,19 @@ pub async fn probe_step(
             Some((s, _, Some(deadline), now)) if s == "half_open" => {
                 ProbeStep::Wait(until(deadline, now))
             }
+            // Closed, paused, gone, or half-open with the role empty (no lease to watch).
             _ => ProbeStep::Done,
         });
     };
-    let woken =
-        breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
-    let delivery_id = woken
-        .as_ref()
-        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok());
-    if let Some(d) = delivery_id {
-        sqlx::query("UPDATE channels SET probe_delivery_id = $2 WHERE id = $1")
-            .bind(channel_id)
-            .bind(d)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'")
-            .bind(d)
-            .execute(&mut *tx)
-            .await?;
-    }
-    let reason = if before == "half_open" {
-        "the previous probe's lease expired; another probe takes over"
-    } else {
-        "cooldown over; probing"
+    let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
+    let delivery_id = chosen.map(|(d, _)| d);
+    let reason = match (before.as_str(), delivery_id) {
+        ("half_open", Some(_)) => "the previous probe's lease expired; another probe takes over",
+        ("half_open", None) => {
+            "the previous probe's lease expired and nothing is waiting; the next delivery to arrive is the probe"
+        }
+        (_, Some(_)) => "cooldown over; probing",
+        (_, None) => "cooldown over and nothing is waiting; the next delivery to arrive is the probe",
     };
     audit::record(
         &mut *tx,
@@ -726,7 +809,8 @@ pub async fn probe_step(
                 "generation": generation,
                 "probe_delivery_id": delivery_id,
                 "probe_failures": probe_failures,
-                "deadline": deadline,
+                "trial_successes": passed,
+                "deadline": chosen.map(|(_, at)| at),
             }),
         },
     )
@@ -734,25 +818,140 @@ pub async fn probe_step(
     Ok(ProbeStep::Started {
         generation,
         delivery_id,
-        lease: Duration::from_millis(cfg.probe_lease_ms as u64),
+        lease: delivery_id.map(|_| Duration::from_millis(cfg.probe_lease_ms as u64)),
     })
 }
 
-/// The probe delivery of `generation` succeeded: closes the circuit (conditional on
-/// `half_open` and the generation: a stale result changes nothing), and for the winner releases
-/// the whole backlog in one UPDATE, audits and alerts.
+/// Gives the (empty) probe role of half-open channel `channel_id` to one parked delivery: wakes
+/// exactly one waiting delivery job of the channel's group at urgent priority (the group's probe
+/// slot lets the fetch take exactly that one), names its delivery the probe, starts its lease
+/// (`lease_ms`, database clock) and puts the delivery back to `pending`. Returns the delivery and
+/// the lease's end, or `None` when nothing is waiting: the slot stays granted and the role empty,
+/// for the next delivery that arrives ([`admit`]). The caller holds the channel row and has just
+/// moved its generation (the fence of this probe).
+async fn choose_probe(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    lease_ms: i64,
+) -> Result<Option<(Uuid, DateTime<Utc>)>> {
+    let woken =
+        breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
+    let Some(d) = woken
+        .as_ref()
+        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok())
+    else {
+        return Ok(None);
+    };
+    let deadline: DateTime<Utc> = sqlx::query_scalar(
+        "UPDATE channels
+         SET probe_delivery_id = $2, probe_deadline = now() + ($3::float8 * interval '1 millisecond')
+         WHERE id = $1
+         RETURNING probe_deadline",
+    )
+    .bind(channel_id)
+    .bind(d)
+    .bind(lease_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'",
+    )
+    .bind(d)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some((d, deadline)))
+}
+
+/// What a successful probe (or trial) delivery does to a half-open circuit that needs `needed`
+/// consecutive successes and had `passed_before` of them (module doc, "Careful closing").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterSuccess {
+    /// This was the `needed`-th success: close.
+    Close,
+    /// Stay half-open; `passed` successes so far, the next trial goes.
+    Trial {
+        /// Successes so far, this one included.
+        passed: i32,
+    },
+}
+
+/// The pure rule of careful closing: close on the `needed`-th consecutive success (a `needed`
+/// below 1 counts as 1), else run another trial.
+pub fn after_success(passed_before: i32, needed: i32) -> AfterSuccess {
+    let passed = passed_before.max(0) + 1;
+    if passed >= needed.max(1) {
+        AfterSuccess::Close
+    } else {
+        AfterSuccess::Trial { passed }
+    }
+}
+
+/// What [`probe_succeeded`] did (returned to the winner only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeSuccess {
+    /// The circuit closed: the backlog was released, audited, alerted.
+    Closed(Transition),
+    /// The circuit stays half-open for another trial (`close_after_successes` > 1).
+    Trial {
+        /// The generation the next trial runs under.
+        generation: i64,
+        /// Consecutive successes so far.
+        passed: i32,
+        /// Successes needed to close.
+        needed: i32,
+        /// The delivery woken as the next trial, or `None`: the next delivery to arrive is it.
+        next_delivery_id: Option<Uuid>,
+    },
+}
+
+/// The probe (or trial) delivery of `generation` succeeded. Reads the circuit under its row lock
+/// (conditional on `half_open` and the generation: a stale result changes nothing and returns
+/// `None`), then applies [`after_success`] with the channel's `close_after_successes` (override,
+/// else `circuit_defaults`, else `cfg`):
+/// - the k-th consecutive success closes the circuit; the winner releases the whole backlog in
+///   one UPDATE, audits, alerts, and optionally replays the channel's dead letters of the last
+///   `replay_window_ms` (window on the database clock);
+/// - an earlier one counts the success, bumps the generation (the next trial's fence), wakes
+///   exactly one parked delivery as the next trial with a fresh lease and schedules the watcher
+///   for it, and writes one `circuit.trial_passed` audit row; no alert.
+///
+/// `max_attempts` is the attempts of a replayed delivery's new job.
 pub async fn probe_succeeded(
     tx: &mut PgConnection,
     channel_id: Uuid,
     generation: i64,
     max_attempts: i32,
-) -> Result<Option<Transition>> {
+    cfg: &CircuitConfig,
+) -> Result<Option<ProbeSuccess>> {
+    // The row lock serialises this with every other transition of the channel; the generation
+    // check makes a late or duplicate result a no-op.
+    let current: Option<(i32, i32)> = sqlx::query_as(
+        "SELECT c.trial_successes,
+                coalesce(c.close_after_successes, d.close_after_successes, $3)
+         FROM channels c CROSS JOIN circuit_defaults d
+         WHERE c.id = $1 AND c.circuit_state = 'half_open' AND c.circuit_generation = $2
+           AND c.deleted_at IS NULL
+         FOR UPDATE OF c",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .bind(cfg.close_after_successes)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((passed_before, needed)) = current else {
+        return Ok(None);
+    };
+    if let AfterSuccess::Trial { passed } = after_success(passed_before, needed) {
+        return next_trial(tx, channel_id, passed, needed, cfg)
+            .await
+            .map(Some);
+    }
     let row: Option<TransitionRow> = sqlx::query_as(
         "UPDATE channels
          SET circuit_state = 'closed', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              consecutive_failures = 0, probe_failures = 0, next_probe_at = NULL,
              probe_delivery_id = NULL, probe_deadline = NULL, health_unhealthy = false,
-             updated_at = now()
+             trial_successes = 0, updated_at = now()
          WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL
          RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
     )
@@ -771,21 +970,23 @@ pub async fn probe_succeeded(
         Some("channel.circuit_closed"),
     )
     .await?;
-    // Optionally replay the channel's recent dead letters (a channel option).
-    let replay: Option<(bool, i64)> = sqlx::query_as(
-        "SELECT replay_dead_letters_on_close, replay_window_ms FROM channels WHERE id = $1",
+    // Optionally replay the channel's recent dead letters (a channel option). The window ends at
+    // the database's now() (this transaction's), never the node's clock.
+    let replay: Option<(bool, i64, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT replay_dead_letters_on_close, replay_window_ms, now() FROM channels WHERE id = $1",
     )
     .bind(channel_id)
     .fetch_optional(&mut *tx)
     .await?;
-    if let Some((true, window_ms)) = replay {
+    if let Some((true, window_ms, now)) = replay {
+        let from = now - chrono::Duration::milliseconds(window_ms);
         let replayed = crate::deliveries::replay(
             tx,
             crate::deliveries::ReplaySelector::ChannelWindow {
                 tenant_id: t.tenant_id,
                 channel_id,
-                from: Utc::now() - chrono::Duration::milliseconds(window_ms),
-                to: Utc::now(),
+                from,
+                to: now,
             },
             max_attempts,
         )
@@ -798,13 +999,116 @@ pub async fn probe_succeeded(
                 actor: ACTOR_CIRCUIT_BREAKER,
                 action: "deliveries.replayed",
                 reason: Some("replay_dead_letters_on_close"),
-                details: serde_json::json!({ "replayed": replayed, "window_ms": window_ms }),
+                details: serde_json::json!({
+                    "replayed": replayed, "window_ms": window_ms, "from": from, "to": now,
+                }),
                 ..Default::default()
             },
         )
         .await?;
     }
-    Ok(Some(t))
+    Ok(Some(ProbeSuccess::Closed(t)))
+}
+
+/// The probe (or trial) delivery of `generation` failed permanently (a 4xx other than 408/429:
+/// the endpoint answered, but not with a success). Such a failure never moves the breaker
+/// (DESIGN.md), so it neither counts as a success nor reopens the circuit; the delivery is
+/// finished (dead), so the probe role passes at once to the next parked delivery, with a fresh
+/// lease — instead of sitting with a finished delivery until its lease expires and a takeover.
+/// Conditional on `half_open` and the generation (a stale result changes nothing); the
+/// generation moves, fencing the next probe. No audit row (nothing changed state) and no alert.
+/// Returns the next probe delivery (`Some(None)`: nothing waiting, the next delivery to arrive
+/// is the probe), or `None` for a stale result.
+pub async fn probe_inconclusive(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+    cfg: &CircuitConfig,
+) -> Result<Option<Option<Uuid>>> {
+    let moved = sqlx::query(
+        "UPDATE channels
+         SET circuit_generation = circuit_generation + 1, probe_delivery_id = NULL,
+             probe_deadline = NULL, updated_at = now()
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !moved {
+        return Ok(None);
+    }
+    let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
+    if let Some((_, deadline)) = chosen {
+        schedule_probe(tx, channel_id, Some(deadline)).await?;
+    }
+    let next = chosen.map(|(d, _)| d);
+    tracing::info!(%channel_id, ?next, "probe answered with a permanent failure; the role passes on");
+    Ok(Some(next))
+}
+
+/// A success short of `needed` (the caller holds the half-open row, generation checked): count
+/// it, move the generation, hand the probe role to the next trial, audit.
+async fn next_trial(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    passed: i32,
+    needed: i32,
+    cfg: &CircuitConfig,
+) -> Result<ProbeSuccess> {
+    let (tenant_id, generation): (Uuid, i64) = sqlx::query_as(
+        "UPDATE channels
+         SET trial_successes = $2, circuit_generation = circuit_generation + 1,
+             probe_delivery_id = NULL, probe_deadline = NULL, updated_at = now()
+         WHERE id = $1
+         RETURNING tenant_id, circuit_generation",
+    )
+    .bind(channel_id)
+    .bind(passed)
+    .fetch_one(&mut *tx)
+    .await?;
+    let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
+    if let Some((_, deadline)) = chosen {
+        schedule_probe(tx, channel_id, Some(deadline)).await?;
+    }
+    let next_delivery_id = chosen.map(|(d, _)| d);
+    let reason = format!(
+        "probe delivery succeeded ({passed} of {needed} consecutive successes); {}",
+        if next_delivery_id.is_some() {
+            "next trial woken"
+        } else {
+            "nothing is waiting: the next delivery to arrive is the next trial"
+        }
+    );
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "circuit.trial_passed",
+            from_state: Some("half_open"),
+            to_state: Some("half_open"),
+            reason: Some(&reason),
+            details: serde_json::json!({
+                "generation": generation,
+                "passed": passed,
+                "needed": needed,
+                "probe_delivery_id": next_delivery_id,
+                "deadline": chosen.map(|(_, at)| at),
+            }),
+        },
+    )
+    .await?;
+    tracing::info!(%channel_id, passed, needed, ?next_delivery_id, "circuit trial passed");
+    Ok(ProbeSuccess::Trial {
+        generation,
+        passed,
+        needed,
+        next_delivery_id,
+    })
 }
 
 /// The winner's effects of entering `closed`: release the whole backlog in one UPDATE, audit,
@@ -994,9 +1298,10 @@ pub async fn apply_manual(
     Ok(Some(t))
 }
 
-/// The probe delivery of `generation` failed: re-opens the circuit (conditional on `half_open`
-/// and the generation) with a cooldown that doubles with each failed probe, capped at
-/// `max_cooldown_ms`; the winner parks the backlog again and reschedules the watcher.
+/// The probe (or trial) delivery of `generation` failed: re-opens the circuit (conditional on
+/// `half_open` and the generation) with a cooldown that doubles with each failed probe, capped at
+/// `max_cooldown_ms`, and drops the trial count; the winner parks the backlog again and
+/// reschedules the watcher.
 pub async fn probe_failed(
     tx: &mut PgConnection,
     channel_id: Uuid,
@@ -1008,7 +1313,7 @@ pub async fn probe_failed(
         "UPDATE channels
          SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_failures = probe_failures + 1, probe_delivery_id = NULL, probe_deadline = NULL,
-             last_failure_at = now(), last_failure_reason = $3,
+             trial_successes = 0, last_failure_at = now(), last_failure_reason = $3,
              next_probe_at = greatest(
                  now() + (least(coalesce(cooldown_ms, (SELECT cooldown_ms FROM circuit_defaults), $4)::float8 * power(2, least(probe_failures + 1, 30)), $5::float8)
                           * interval '1 millisecond'),
@@ -1181,6 +1486,38 @@ mod tests {
             decide(Some(&gate("half_open", None, None)), d),
             Admission::ClaimProbe(7)
         );
+    }
+
+    #[test]
+    fn careful_closing_closes_on_the_kth_consecutive_success() {
+        // k = 1: the first successful probe closes, as before careful closing.
+        assert_eq!(after_success(0, 1), AfterSuccess::Close);
+        // k = 3: the probe and the first trial keep it half-open; the second trial closes.
+        assert_eq!(after_success(0, 3), AfterSuccess::Trial { passed: 1 });
+        assert_eq!(after_success(1, 3), AfterSuccess::Trial { passed: 2 });
+        assert_eq!(after_success(2, 3), AfterSuccess::Close);
+        // A count already past k (k lowered meanwhile) closes; k below 1 counts as 1.
+        assert_eq!(after_success(5, 3), AfterSuccess::Close);
+        assert_eq!(after_success(0, 0), AfterSuccess::Close);
+    }
+
+    #[test]
+    fn close_after_successes_is_checked_and_named() {
+        assert!(check_close_after_successes(None).is_ok());
+        assert!(check_close_after_successes(Some(1)).is_ok());
+        assert!(check_close_after_successes(Some(100)).is_ok());
+        for bad in [0, -1, 101] {
+            let e = check_close_after_successes(Some(bad)).unwrap_err();
+            assert!(e.to_string().contains("close_after_successes"), "{e}");
+        }
+        let c = CircuitConfig {
+            close_after_successes: 0,
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("circuit.close_after_successes"));
     }
 
     #[test]

@@ -334,6 +334,10 @@ pub struct Dispatch {
     /// a success then ends it ([`crate::alerts::rejection_cleared`]); otherwise a success costs
     /// no extra statement.
     pub rejected: bool,
+    /// The database's time of this read, just before the request: the attempt's `started_at`
+    /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
+    /// clock, see [`crate::clock`]).
+    pub started_at: DateTime<Utc>,
 }
 
 /// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
@@ -356,7 +360,8 @@ pub async fn begin_attempt(
                   d.created_at, d.attempts, c.url, c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                       AS previous_signing_secret,
-                  c.rejected_since IS NOT NULL AS rejected
+                  c.rejected_since IS NOT NULL AS rejected,
+                  now() AS started_at
         "#,
     )
     .bind(delivery_id)

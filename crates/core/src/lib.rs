@@ -10,6 +10,7 @@ pub mod alerts;
 pub mod audit;
 pub mod channels;
 pub mod circuit;
+pub mod clock;
 pub mod deliveries;
 pub mod doctor;
 mod error;

@@ -110,7 +110,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     span.record("channel_id", tracing::field::display(channel_id));
 
     let mut conn = w.pool.acquire().await?;
-    let admission = circuit::admit(&mut conn, channel_id, delivery_id).await?;
+    let admission = circuit::admit(&mut conn, channel_id, delivery_id, &w.circuit).await?;
     let (probe_generation, failures_before, rate) = match admission {
         Admission::Send {
             probe_generation,
@@ -209,7 +209,9 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     // No connection is held while the request is in flight.
     drop(conn);
 
-    let started_at = Utc::now();
+    // The attempt's start on the database clock (read by begin_attempt just now); its duration
+    // on this node's monotonic clock.
+    let started_at = d.started_at;
     let t0 = Instant::now();
     let sent = crate::observe::send(w, &d, &job).await;
     let t0_elapsed = t0.elapsed();
@@ -222,23 +224,26 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             "channel endpoint rejects our requests (401/403): the channel is misconfigured"
         );
     }
-    let retry_after = sent
-        .retry_after
-        .as_deref()
-        .filter(|_| honours_retry_after(sent.observed))
-        .and_then(|v| {
-            parse_retry_after(
-                v,
-                SystemTime::now(),
-                Duration::from_millis(w.circuit.retry_after_cap_ms as u64),
-            )
-        });
 
     // Record the result in one transaction: the delivery and its attempt, the circuit, the
     // channel's adaptive concurrency limit, and last the job (which releases its slot). Locks
     // are taken channel row before job group row, as everywhere. If the job's claim was lost
     // (this run was rescued), the job update changes nothing and everything is rolled back.
     let mut tx = w.pool.begin().await?;
+    // A Retry-After HTTP-date is turned into a wait against the database's clock (this
+    // transaction's now(), which set_retry_after adds the wait to), never this node's.
+    let retry_after = match sent
+        .retry_after
+        .as_deref()
+        .filter(|_| honours_retry_after(sent.observed))
+    {
+        Some(v) => parse_retry_after(
+            v,
+            SystemTime::from(breakwater_core::clock::db_now(&mut *tx).await?),
+            Duration::from_millis(w.circuit.retry_after_cap_ms as u64),
+        ),
+        None => None,
+    };
     let error_text = describe(&sent);
     let new_status = match class {
         Class::Success => "delivered",
@@ -300,7 +305,14 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     }
     match (class, probe_generation) {
         (Class::Success, Some(generation)) => {
-            circuit::probe_succeeded(&mut tx, d.channel_id, generation, w.max_attempts).await?;
+            circuit::probe_succeeded(
+                &mut tx,
+                d.channel_id,
+                generation,
+                w.max_attempts,
+                &w.circuit,
+            )
+            .await?;
         }
         (Class::Success, None) if failures_before > 0 => {
             circuit::record_success(&mut *tx, d.channel_id).await?;
@@ -312,8 +324,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         (Class::Transient, None) => {
             circuit::record_failure(&mut tx, d.channel_id, &error_text, &w.circuit).await?;
         }
-        // Permanent failures never move the circuit.
-        _ => {}
+        // Permanent failures never move the circuit; a probe's passes the role on at once.
+        (Class::Permanent, Some(generation)) => {
+            circuit::probe_inconclusive(&mut tx, d.channel_id, generation, &w.circuit).await?;
+        }
+        (Class::Success, None) | (Class::Permanent, None) => {}
     }
     // An endpoint that rejects us (401/403): recorded on the channel; the first of a streak is
     // audited and alerted once (alerts.rs); the next success ends the streak.

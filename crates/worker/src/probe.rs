@@ -1,6 +1,7 @@
 //! The probe watcher: one job per open channel (unique key `probe:<channel>`), snoozing itself
 //! between steps, that moves `open` to `half_open` after the cooldown and takes over a probe
-//! whose lease expired. It ends when the circuit is closed or paused.
+//! whose lease expired. It ends when the circuit is closed or paused, and when the circuit is
+//! half-open with nothing to probe with (the delivery that claims the role schedules it again).
 
 use crate::handler::Worker;
 use breakwater_core::circuit::{self, ProbeStep};
@@ -29,10 +30,20 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         ProbeStep::Started {
             generation,
             delivery_id,
-            lease,
+            lease: Some(lease),
         } => {
             tracing::info!(%channel_id, generation, ?delivery_id, "probe started");
             snooze(&mut tx, &job, lease).await?
+        }
+        ProbeStep::Started {
+            generation,
+            lease: None,
+            ..
+        } => {
+            // Nothing to probe with: the watcher ends; the next delivery to arrive claims the
+            // probe role and schedules it again for its lease (circuit.rs module doc).
+            tracing::info!(%channel_id, generation, "half-open with nothing waiting; the next delivery is the probe");
+            breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?
         }
     };
     if fenced {

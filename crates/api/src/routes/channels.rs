@@ -61,6 +61,10 @@ pub(crate) struct CreateChannel {
     /// First cooldown of an open circuit before a probe, ms (null = the cluster default).
     #[schema(minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<i64>,
+    /// Consecutive successful probe deliveries before a half-open circuit closes: the probe,
+    /// then this many minus one trial deliveries, one at a time (null = the cluster default).
+    #[schema(minimum = 1, maximum = 100)]
+    close_after_successes: Option<i32>,
     /// Replay the channel's recent dead letters when a probe closes its circuit.
     #[serde(default)]
     replay_dead_letters_on_close: bool,
@@ -119,6 +123,7 @@ pub(crate) async fn create(
             name: body.name,
             failure_threshold: body.failure_threshold,
             cooldown_ms: body.cooldown_ms,
+            close_after_successes: body.close_after_successes,
             replay_dead_letters_on_close: body.replay_dead_letters_on_close,
             replay_window_ms: body.replay_window_ms,
             rate_limit: body.rate_limit,
@@ -197,6 +202,11 @@ struct CircuitView {
     failure_threshold: i32,
     /// Effective first cooldown, ms.
     cooldown_ms: i64,
+    /// Effective consecutive successes a half-open circuit needs to close (override or cluster
+    /// default).
+    close_after_successes: i32,
+    /// Successful probe deliveries so far while half-open (0 in any other state).
+    trial_successes: i32,
     /// Jobs parked by the circuit, waiting for release.
     parked: i64,
     /// When the next probe may run (open).
@@ -211,12 +221,20 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     let parked = channels::parked_count(state.pool(), channel.id).await?;
     let (default_threshold, default_cooldown, _, _) =
         circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+    let (default_close_after, _) =
+        circuit::effective_close_after_successes(state.pool(), &state.inner.circuit).await?;
     let circuit = CircuitView {
         state: channel.circuit_state.clone(),
         since: channel.circuit_changed_at,
         consecutive_failures: channel.consecutive_failures,
         failure_threshold: channel.failure_threshold.unwrap_or(default_threshold),
         cooldown_ms: channel.cooldown_ms.unwrap_or(default_cooldown),
+        close_after_successes: channel.close_after_successes.unwrap_or(default_close_after),
+        trial_successes: if channel.circuit_state == circuit::State::HalfOpen.as_str() {
+            channel.trial_successes
+        } else {
+            0
+        },
         parked,
         next_probe_at: channel.next_probe_at,
         probe_failures: channel.probe_failures,
@@ -290,6 +308,11 @@ pub(crate) struct PatchChannel {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<Option<i64>>,
+    /// Consecutive successful probe deliveries before a half-open circuit closes (null = the
+    /// cluster default).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
+    close_after_successes: Option<Option<i32>>,
     /// Replay recent dead letters when a probe closes the circuit.
     replay_dead_letters_on_close: Option<bool>,
     /// How far back that replay reaches, ms.
@@ -345,6 +368,7 @@ pub(crate) async fn update(
         url,
         failure_threshold: body.failure_threshold,
         cooldown_ms: body.cooldown_ms,
+        close_after_successes: body.close_after_successes,
         replay_dead_letters_on_close: body.replay_dead_letters_on_close,
         replay_window_ms: body.replay_window_ms,
         rate_limit: body.rate_limit,
@@ -799,12 +823,16 @@ pub(crate) async fn replay_window(
     Json(body): Json<ReplayWindow>,
 ) -> Result<axum::Json<Replayed>, ApiError> {
     let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    let to = body.to.unwrap_or_else(chrono::Utc::now);
+    let mut tx = state.begin_audited(&request).await?;
+    // The default window ends at the database's now() (this transaction's), not the node's.
+    let to = match body.to {
+        Some(to) => to,
+        None => breakwater_core::clock::db_now(&mut *tx).await?,
+    };
     let from = body.from.unwrap_or(to - chrono::Duration::hours(24));
     if from > to {
         return Err(ApiError::invalid("from", "must not be after `to`"));
     }
-    let mut tx = state.begin_audited(&request).await?;
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::ChannelWindow {

@@ -174,16 +174,29 @@ pub(crate) struct Defaults {
     failure_threshold_overridden: bool,
     /// Whether `cooldown_ms` comes from an operator's edit (true) or the configuration.
     cooldown_ms_overridden: bool,
+    /// Consecutive successful probe deliveries a half-open circuit needs to close (1–100).
+    close_after_successes: i32,
+    /// Whether `close_after_successes` comes from an operator's edit (true) or the
+    /// configuration.
+    close_after_successes_overridden: bool,
 }
 
 async fn read_defaults(state: &AppState) -> Result<Defaults, ApiError> {
     let (failure_threshold, cooldown_ms, failure_threshold_overridden, cooldown_ms_overridden) =
         breakwater_core::circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+    let (close_after_successes, close_after_successes_overridden) =
+        breakwater_core::circuit::effective_close_after_successes(
+            state.pool(),
+            &state.inner.circuit,
+        )
+        .await?;
     Ok(Defaults {
         failure_threshold,
         cooldown_ms,
         failure_threshold_overridden,
         cooldown_ms_overridden,
+        close_after_successes,
+        close_after_successes_overridden,
     })
 }
 
@@ -218,6 +231,10 @@ pub(crate) struct SetDefaults {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<Option<i64>>,
+    /// Consecutive successes to close (null = the configuration's).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
+    close_after_successes: Option<Option<i32>>,
 }
 
 /// Changes the cluster-wide circuit defaults, at run time.
@@ -262,18 +279,22 @@ pub(crate) async fn set_defaults(
             "must be between 1 and 86400000 (24 h)",
         ));
     }
+    breakwater_core::circuit::check_close_after_successes(body.close_after_successes.flatten())?;
     let before = read_defaults(&state).await?;
     let mut tx = state.begin_audited(&request).await?;
     sqlx::query(
         "UPDATE circuit_defaults SET
             failure_threshold = CASE WHEN $1 THEN $2 ELSE failure_threshold END,
             cooldown_ms = CASE WHEN $3 THEN $4 ELSE cooldown_ms END,
+            close_after_successes = CASE WHEN $5 THEN $6 ELSE close_after_successes END,
             updated_at = now()",
     )
     .bind(body.failure_threshold.is_some())
     .bind(body.failure_threshold.flatten())
     .bind(body.cooldown_ms.is_some())
     .bind(body.cooldown_ms.flatten())
+    .bind(body.close_after_successes.is_some())
+    .bind(body.close_after_successes.flatten())
     .execute(&mut *tx)
     .await?;
     audit::record(
@@ -284,8 +305,16 @@ pub(crate) async fn set_defaults(
             // Old: the values in force (an override or the configuration's); new: what was
             // set (`null` returns a value to the configuration's).
             details: serde_json::json!({
-                "old": { "failure_threshold": before.failure_threshold, "cooldown_ms": before.cooldown_ms },
-                "new": { "failure_threshold": body.failure_threshold, "cooldown_ms": body.cooldown_ms },
+                "old": {
+                    "failure_threshold": before.failure_threshold,
+                    "cooldown_ms": before.cooldown_ms,
+                    "close_after_successes": before.close_after_successes,
+                },
+                "new": {
+                    "failure_threshold": body.failure_threshold,
+                    "cooldown_ms": body.cooldown_ms,
+                    "close_after_successes": body.close_after_successes,
+                },
             }),
             ..Default::default()
         },
