@@ -5,6 +5,7 @@ mod audit;
 mod browser;
 mod circuit;
 mod delivery;
+mod hosts;
 mod lifecycle;
 mod limits;
 mod listing;

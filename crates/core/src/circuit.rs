@@ -197,6 +197,15 @@ pub struct GateRow {
     pub rate_slot_at: Option<DateTime<Utc>>,
     /// Database time of the read.
     pub now: DateTime<Utc>,
+    /// The channel's host circuit state (joined in the same read; `None`: no host circuit).
+    #[sqlx(default)]
+    pub host_state: Option<String>,
+    /// Its generation.
+    #[sqlx(default)]
+    pub host_generation: Option<i64>,
+    /// The delivery chosen as the host's half-open probe, if any.
+    #[sqlx(default)]
+    pub host_probe_delivery_id: Option<Uuid>,
 }
 
 /// What the worker should do with a delivery job it picked up.
@@ -211,6 +220,9 @@ pub enum Admission {
         /// The channel's rate limit (none for the probe: one request per cooldown), with the
         /// slot the delivery reserved earlier and the database time of the read.
         rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+        /// The host circuit's generation when this delivery is the host probe
+        /// ([`crate::hosts`]).
+        host_probe: Option<i64>,
     },
     /// Park it again (open, paused, or half-open and not the probe); no request, no attempt.
     Park,
@@ -219,15 +231,52 @@ pub enum Admission {
     Wait(Duration),
     /// Half-open with no probe chosen: try to become the probe.
     ClaimProbe(i64),
+    /// The channel lets it go and its host is half-open with no probe chosen: try to become the
+    /// host probe (generation of the host circuit).
+    ClaimHostProbe(i64),
     /// The channel no longer exists, or was deleted.
     Gone,
 }
 
-/// The pure decision for delivery `delivery_id` given its channel's gate row.
+/// The pure decision for delivery `delivery_id` given its channel's gate row: the channel's
+/// circuit, then its host's ([`crate::hosts::decide`]); a delivery goes only if both let it.
 pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
+    use crate::hosts::HostGate;
     let Some(g) = gate else {
         return Admission::Gone;
     };
+    let host = crate::hosts::decide(
+        g.host_state.as_deref(),
+        g.host_generation,
+        g.host_probe_delivery_id,
+        delivery_id,
+    );
+    match (decide_channel(g, delivery_id), host) {
+        (a, HostGate::Pass) => a,
+        (Admission::Send { .. } | Admission::ClaimProbe(_), HostGate::Park) => Admission::Park,
+        (
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                ..
+            },
+            HostGate::Probe(h),
+        ) => {
+            // The host probe: one request per host cooldown, no rate limit.
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                rate: None,
+                host_probe: Some(h),
+            }
+        }
+        (Admission::Send { .. }, HostGate::Claim(h)) => Admission::ClaimHostProbe(h),
+        (Admission::ClaimProbe(_), _) => Admission::Park,
+        (other, _) => other,
+    }
+}
+
+fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
     match g.circuit_state.as_str() {
         "closed" => match g.retry_after_until {
             Some(until) if until > g.now => {
@@ -241,6 +290,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
                     .as_deref()
                     .and_then(|r| RateLimit::parse(r).ok())
                     .map(|r| (r, g.rate_slot_at, g.now)),
+                host_probe: None,
             },
         },
         "half_open" => match g.probe_delivery_id {
@@ -248,6 +298,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
                 probe_generation: Some(g.circuit_generation),
                 consecutive_failures: g.consecutive_failures,
                 rate: None,
+                host_probe: None,
             },
             None => Admission::ClaimProbe(g.circuit_generation),
             Some(_) => Admission::Park,
@@ -273,19 +324,23 @@ pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option
     .await?)
 }
 
-/// Reads the gate and decides; when half-open without a probe, claims the probe role for this
-/// delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
-/// becomes the probe. Never returns [`Admission::ClaimProbe`].
+/// Reads the gate (the channel row joined with its host circuit row: one read) and decides;
+/// when half-open without a probe (the channel's, or the host's), claims the probe role for
+/// this delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
+/// becomes the probe. Never returns [`Admission::ClaimProbe`] or [`Admission::ClaimHostProbe`].
 pub async fn admit(
     conn: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
 ) -> Result<Admission> {
     let gate: Option<GateRow> = sqlx::query_as(
-        "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
-                consecutive_failures, rate_limit,
-                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now
-         FROM channels WHERE id = $1 AND deleted_at IS NULL",
+        "SELECT c.circuit_state, c.circuit_generation, c.probe_delivery_id, c.retry_after_until,
+                c.consecutive_failures, c.rate_limit,
+                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now,
+                h.state AS host_state, h.generation AS host_generation,
+                h.probe_delivery_id AS host_probe_delivery_id
+         FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.id = $1 AND c.deleted_at IS NULL",
     )
     .bind(channel_id)
     .bind(delivery_id)
@@ -310,6 +365,20 @@ pub async fn admit(
                     probe_generation: Some(generation),
                     consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
                     rate: None,
+                    host_probe: None,
+                }
+            } else {
+                Admission::Park
+            })
+        }
+        Admission::ClaimHostProbe(generation) => {
+            let won = crate::hosts::claim_probe(conn, channel_id, delivery_id, generation).await?;
+            Ok(if won {
+                Admission::Send {
+                    probe_generation: None,
+                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                    rate: None,
+                    host_probe: Some(generation),
                 }
             } else {
                 Admission::Park
@@ -518,7 +587,13 @@ pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64
 
 /// Releases the channel's job group (one row update; the fetch takes its jobs again, oldest
 /// first) and puts its paused deliveries back to `pending`. Returns the number of jobs released.
+///
+/// A live channel whose host circuit is not closed stays parked ([`crate::hosts::holds_channel`]):
+/// its host releases it when it closes. Returns 0 then.
 pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+    if crate::hosts::holds_channel(tx, channel_id).await? {
+        return Ok(0);
+    }
     let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
     sqlx::query(
         "UPDATE deliveries SET status = 'pending', updated_at = now()
@@ -540,7 +615,8 @@ pub struct Reconciled {
 }
 
 /// The safety net for a park or a release that was missed (DESIGN.md: parked means asleep until
-/// released, never woken by a timer): compares every channel's circuit with its job group's
+/// released, never woken by a timer): compares every channel's circuit (and its host circuit's:
+/// a host that is not closed holds its channels, [`crate::hosts`]) with its job group's
 /// parked flag and repairs a mismatch with the same one-row park or release, each in its own
 /// transaction under the channel row's lock, re-checked there. Cheap: it reads the parked groups
 /// (a partial index) and the channels that are not closed (another), never a job.
@@ -549,14 +625,19 @@ pub async fn reconcile_parking(conn: &mut PgConnection) -> Result<Reconciled> {
     // A deleted channel's group is released too: a job that outlived the deletion (a retry
     // recorded by an attempt that was in flight) must reach the worker, which cancels it.
     let closed: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels WHERE id = ANY($1) AND (circuit_state = 'closed' OR deleted_at IS NOT NULL)",
+        "SELECT id FROM channels c WHERE id = ANY($1)
+           AND ((circuit_state = 'closed' AND NOT EXISTS (SELECT 1 FROM host_circuits h
+                     WHERE h.host_key = c.host_key AND h.state <> 'closed'))
+                OR deleted_at IS NOT NULL)",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
     .await?;
     let held: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM channels
-         WHERE circuit_state <> 'closed' AND deleted_at IS NULL AND NOT (id = ANY($1))",
+         WHERE (circuit_state <> 'closed'
+                OR host_key IN (SELECT host_key FROM host_circuits WHERE state <> 'closed'))
+           AND deleted_at IS NULL AND NOT (id = ANY($1))",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
@@ -574,8 +655,11 @@ async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) 
     for &channel_id in channels {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let state: Option<String> = sqlx::query_scalar(
-            "SELECT CASE WHEN deleted_at IS NULL THEN circuit_state ELSE 'deleted' END
-             FROM channels WHERE id = $1 FOR UPDATE",
+            "SELECT CASE WHEN deleted_at IS NOT NULL THEN 'deleted'
+                         WHEN EXISTS (SELECT 1 FROM host_circuits h
+                                      WHERE h.host_key = c.host_key AND h.state <> 'closed') THEN 'host_held'
+                         ELSE circuit_state END
+             FROM channels c WHERE id = $1 FOR UPDATE",
         )
         .bind(channel_id)
         .fetch_optional(&mut *tx)
@@ -1123,6 +1207,9 @@ mod tests {
             rate_limit: None,
             rate_slot_at: None,
             now,
+            host_state: None,
+            host_generation: None,
+            host_probe_delivery_id: None,
         }
     }
 
@@ -1134,7 +1221,8 @@ mod tests {
             Admission::Send {
                 probe_generation: None,
                 consecutive_failures: 2,
-                rate: None
+                rate: None,
+                host_probe: None
             }
         );
         let Admission::Wait(w) = decide(Some(&gate("closed", None, Some(30))), d) else {
@@ -1166,7 +1254,8 @@ mod tests {
             Admission::Send {
                 probe_generation: Some(7),
                 consecutive_failures: 2,
-                rate: None
+                rate: None,
+                host_probe: None
             }
         );
         assert_eq!(

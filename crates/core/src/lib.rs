@@ -12,6 +12,7 @@ pub mod circuit;
 pub mod deliveries;
 pub mod doctor;
 mod error;
+pub mod hosts;
 pub mod keys;
 pub mod lifecycle;
 pub mod messages;

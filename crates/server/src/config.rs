@@ -4,6 +4,7 @@
 
 use breakwater_api::ApiConfig;
 use breakwater_core::circuit::CircuitConfig;
+use breakwater_core::hosts::HostsConfig;
 use breakwater_worker::{RetentionConfig, WorkerConfig};
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
@@ -113,6 +114,8 @@ pub struct Settings {
     pub worker: WorkerConfig,
     /// `[circuit]`.
     pub circuit: CircuitConfig,
+    /// `[hosts]`: host circuits and the per-host cap.
+    pub hosts: HostsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `[retention]`.
@@ -164,6 +167,7 @@ impl Settings {
     fn validate(&self) -> Result<(), String> {
         self.worker.validate()?;
         self.circuit.validate()?;
+        self.hosts.validate()?;
         self.telemetry.validate()?;
         self.retention.validate()?;
         for (name, v) in [
@@ -202,6 +206,16 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_defaults_are_loaded_and_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.hosts.failure_threshold, 3);
+        assert_eq!(s.hosts.failure_window_ms, 60_000);
+        assert_eq!(s.hosts.max_in_flight, 128);
+        s.hosts.probe_lease_ms = 0;
+        assert!(s.validate().unwrap_err().contains("hosts.probe_lease_ms"));
+    }
 
     #[test]
     fn retention_defaults_to_30_days_in_batches_of_1000() {

@@ -12,7 +12,9 @@ use chrono::Utc;
 use uuid::Uuid;
 
 /// The alert body: `{"type": <event>, "timestamp": <transition time>, "data": {channel_id,
-/// from_state, to_state, reason, failure_count, generation}}`.
+/// from_state, to_state, reason, failure_count, generation}}`; a host circuit's alert
+/// (`host.circuit_opened` / `host.circuit_closed`) has `channel_id` null and adds `host_key` and
+/// `channels` (the tenant's channels on that host).
 pub fn body(args: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({
         "type": args["event"],
@@ -25,6 +27,8 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
             "reason": args["reason"],
             "failure_count": args["failure_count"],
             "generation": args["generation"],
+            "host_key": args.get("host_key"),
+            "channels": args.get("channels"),
         }
     })
 }

@@ -3,6 +3,7 @@
 use crate::retention::{self, RetentionConfig};
 use crate::{Worker, WorkerConfig};
 use breakwater_core::circuit::{self, CircuitConfig, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use breakwater_core::hosts::HostsConfig;
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
@@ -31,6 +32,8 @@ pub struct NodeParams {
     pub worker: WorkerConfig,
     /// Circuit settings.
     pub circuit: CircuitConfig,
+    /// Host circuit settings.
+    pub hosts: HostsConfig,
     /// This node's id.
     pub node_id: String,
     /// Whether deliveries may go to internal addresses.
@@ -51,6 +54,7 @@ pub async fn run_node(
     let NodeParams {
         worker: cfg,
         circuit: circuit_cfg,
+        hosts,
         node_id,
         allow_private_targets,
         retention,
@@ -70,8 +74,20 @@ pub async fn run_node(
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
+        hosts: hosts.clone(),
         limits: cfg.channel_limits(),
     });
+    // Channels created before host circuits existed get their host key (and circuit row).
+    match pool.acquire().await {
+        Ok(mut conn) => {
+            match breakwater_core::hosts::rekey_missing(&mut conn, hosts.granularity).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(channels = n, "host keys given to channels that had none"),
+                Err(e) => tracing::warn!(error = %e, "keying channels by host failed"),
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "keying channels by host failed"),
+    }
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
     maintenance::heartbeat(&pool, &node_id)
         .await
