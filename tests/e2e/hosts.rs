@@ -76,6 +76,12 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
     let mut node_settings = settings();
     node_settings.worker.pool_default = 4;
+    // One delivery in flight per channel, and retries not due before the host has opened: every
+    // failure counted before the opening is then a distinct channel, so what the host receives
+    // before opening is bounded by the threshold plus what was in flight.
+    node_settings.worker.channel_concurrency_initial = 1;
+    node_settings.worker.backoff_base_ms = 3_000;
+    node_settings.worker.backoff_cap_ms = 3_000;
     let in_flight_max = 3 * node_settings.worker.pool_default as i64;
 
     // 5 tenants × 10 channels, all on one receiver port (one host), different paths.
