@@ -6,7 +6,10 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 /// The fetch statement. Parameters: `$1` queue, `$2` limit, `$3` node id, `$4` initial limit,
-/// `$5` floor, `$6` ceiling. See [`fetch`] for what each step does.
+/// `$5` floor, `$6` ceiling, `$7` gate ceiling. See [`fetch`] for what each step does.
+///
+/// `CAP` below stands for a group's cap:
+/// `least(greatest(floor(coalesce(concurrency_limit, $4)), $5), coalesce(max_in_flight, $6))`.
 const FETCH: &str = r#"
 WITH RECURSIVE heads AS (
     -- Loose index scan on jobs_fetch_group_idx: one entry per group with due work (its head,
@@ -23,29 +26,47 @@ WITH RECURSIVE heads AS (
         WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1 AND group_id > h.group_id
         ORDER BY queue, group_id, priority, scheduled_at, id
         LIMIT 1) n
-), ready AS (
-    -- Groups that may run more now: not parked (or holding a probe slot) and under their cap.
-    SELECT h.group_id, coalesce(g.share_key, g.group_id) AS share, g.in_flight,
-           h.priority, h.scheduled_at,
-           sum(g.in_flight) OVER (PARTITION BY coalesce(g.share_key, g.group_id)) AS share_load,
-           row_number() OVER (PARTITION BY coalesce(g.share_key, g.group_id)
-                              ORDER BY h.priority, g.in_flight, h.scheduled_at) AS share_rank
+), headrows AS (
+    -- Each head with its group's row and its gate's row (if any), as of this statement's start.
+    -- gate_share_load: the jobs in flight in this gate of this head's share (over the gate's
+    -- groups with due work), for sharing the gate's room across shares.
+    SELECT h.group_id, h.priority, h.scheduled_at,
+           coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
+           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
+           g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
+           x.probe_slots AS gate_probe_slots, x.probe_group,
+           coalesce(x.max_in_flight, $7) AS gate_cap,
+           sum(g.in_flight) OVER (PARTITION BY g.gate_key, coalesce(g.share_key, g.group_id)) AS gate_share_load
     FROM heads h
     JOIN job_groups g ON g.group_id = h.group_id
-    WHERE (NOT g.parked OR g.probe_slots > 0)
-      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+), ready AS (
+    -- Groups that may run more now: not parked (or holding a probe slot) and under their cap,
+    -- and, in a gate, the gate not parked (or holding a probe slot this group may use) and
+    -- under its cap.
+    SELECT group_id, share, in_flight, priority, scheduled_at, gate_share_load,
+           sum(in_flight) OVER (PARTITION BY share) AS share_load,
+           row_number() OVER (PARTITION BY share ORDER BY priority, in_flight, scheduled_at) AS share_rank
+    FROM headrows
+    WHERE (NOT parked OR probe_slots > 0)
+      AND in_flight < cap
+      AND (gate_key IS NULL
+           OR (gate_in_flight < gate_cap
+               AND (NOT gate_parked
+                    OR (gate_probe_slots > 0 AND (probe_group IS NULL OR probe_group = group_id)))))
 ), turns AS (
     -- The groups to serve: lowest priority number first, then the share with the fewest jobs
     -- in flight (each further group of a share counts as one more), then the group with the
     -- fewest in flight, then the oldest head. At most one group per job wanted.
-    SELECT group_id, share, share_load, priority
+    SELECT group_id, share, share_load, gate_share_load, priority
     FROM ready
     ORDER BY priority, share_load + share_rank, in_flight, scheduled_at
     LIMIT $2
 ), locked AS (
     -- Lock those groups' rows, skipping any another fetch (or a result) holds, and re-check the
-    -- cap on the row as it is now: two fetches never overshoot a group's cap together.
-    SELECT g.group_id, t.share, t.share_load, g.in_flight, g.parked,
+    -- cap on the row as it is now: two fetches never overshoot a group's cap together. The gate
+    -- is read from the locked row too: a group changes gate only under this lock.
+    SELECT g.group_id, t.share, t.share_load, t.gate_share_load, g.in_flight, g.gate_key,
            least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
                  CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
     FROM job_groups g
@@ -53,26 +74,60 @@ WITH RECURSIVE heads AS (
     WHERE (NOT g.parked OR g.probe_slots > 0)
       AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
     FOR UPDATE OF g SKIP LOCKED
-), candidates AS (
-    -- Each locked group's oldest due jobs, no more than its room (an index range each).
-    SELECT c.id, c.priority, c.scheduled_at, l.group_id, l.share, l.share_load,
-           l.in_flight + row_number() OVER (PARTITION BY l.group_id
-                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load
+), gates AS (
+    -- Lock the gates of those groups the same way and re-check them as they are now: a gate's
+    -- room is its cap minus its jobs in flight, and while it is parked no more than its probe
+    -- slots. A gate another fetch holds is skipped with all its groups (fetch again soon).
+    SELECT x.gate_key, x.parked, x.probe_group,
+           least(coalesce(x.max_in_flight, $7) - x.in_flight,
+                 CASE WHEN x.parked THEN x.probe_slots ELSE $2 END, $2)::int AS room
+    FROM job_gates x
+    WHERE x.gate_key IN (SELECT gate_key FROM locked WHERE gate_key IS NOT NULL)
+    FOR UPDATE OF x SKIP LOCKED
+), served AS (
+    -- The locked groups the fetch may take jobs of: without a gate, or with a locked gate that
+    -- has room and, if it is parked, whose probe slot is unbound or bound to this group.
+    SELECT l.group_id, l.share, l.share_load, l.gate_share_load, l.in_flight, l.gate_key,
+           least(l.room, coalesce(x.room, l.room)) AS room, x.room AS gate_room
     FROM locked l
+    LEFT JOIN gates x ON x.gate_key = l.gate_key
+    WHERE l.gate_key IS NULL
+       OR (x.room > 0 AND (NOT x.parked OR x.probe_group IS NULL OR x.probe_group = l.group_id))
+), candidates AS (
+    -- Each served group's oldest due jobs, no more than its room (an index range each).
+    SELECT c.id, c.priority, c.scheduled_at, s.group_id, s.share, s.share_load,
+           s.gate_key, s.gate_share_load, s.gate_room,
+           s.in_flight + row_number() OVER (PARTITION BY s.group_id
+                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load
+    FROM served s
     CROSS JOIN LATERAL (
         SELECT id, priority, scheduled_at FROM jobs
-        WHERE group_id = l.group_id AND state = 'available' AND queue = $1
+        WHERE group_id = s.group_id AND state = 'available' AND queue = $1
         ORDER BY priority, scheduled_at, id
-        LIMIT l.room) c
-    WHERE l.room > 0
+        LIMIT s.room) c
+    WHERE s.room > 0
     UNION ALL
     -- Jobs without a group, oldest first, each its own share.
     SELECT id, priority, scheduled_at, NULL::uuid, NULL::uuid, 0::int8,
+           NULL::text, 0::int8, NULL::int,
            row_number() OVER (ORDER BY priority, scheduled_at, id)
     FROM (SELECT id, priority, scheduled_at FROM jobs
           WHERE state = 'available' AND group_id IS NULL AND queue = $1
           ORDER BY queue, priority, scheduled_at, id
           LIMIT $2) u
+), gated AS (
+    -- A gate's room goes to its candidates in water-filling order inside the gate: a share's
+    -- k-th job in the gate goes after every share's (k-1)-th, counting what each share already
+    -- runs in that gate (so a share with many groups in a gate cannot take all of its room).
+    -- Candidates past their gate's room drop out here, before the turns below are counted.
+    SELECT id, priority, scheduled_at, group_load, share, share_load FROM (
+        SELECT id, priority, scheduled_at, group_load, share, share_load, gate_key, gate_room,
+               row_number() OVER (PARTITION BY gate_key
+                                  ORDER BY priority, gate_turn, group_load, scheduled_at, id) AS gate_rank
+        FROM (SELECT *, gate_share_load + row_number() OVER (PARTITION BY gate_key, share
+                                                             ORDER BY group_load, scheduled_at, id) AS gate_turn
+              FROM candidates) y) z
+    WHERE gate_key IS NULL OR gate_rank <= gate_room
 ), chosen AS (
     -- Water-filling: a share's k-th job goes after every share's (k-1)-th, counting what each
     -- share already runs.
@@ -82,7 +137,7 @@ WITH RECURSIVE heads AS (
                     ELSE share_load + row_number() OVER (PARTITION BY share
                                                          ORDER BY group_load, scheduled_at, id)
                END AS turn
-        FROM candidates) x
+        FROM gated) x
     ORDER BY priority, turn, group_load, scheduled_at, id
     LIMIT $2
 ), picked AS (
@@ -100,33 +155,53 @@ WITH RECURSIVE heads AS (
     WHERE j.id = picked.id
     RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
               j.claim_token, j.unique_key, j.group_id, j.created_at
+), per_group AS (
+    SELECT c.group_id, s.gate_key, count(*)::int AS n
+    FROM claimed c JOIN served s ON s.group_id = c.group_id
+    GROUP BY c.group_id, s.gate_key
 ), counted AS (
     -- Take the slots (and a parked group's probe slots) in the same statement.
     UPDATE job_groups g
     SET in_flight = g.in_flight + c.n,
         probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
-    FROM (SELECT group_id, count(*)::int AS n FROM claimed WHERE group_id IS NOT NULL GROUP BY group_id) c
+    FROM per_group c
     WHERE g.group_id = c.group_id
+), per_gate AS (
+    SELECT gate_key, sum(n)::int AS n FROM per_group WHERE gate_key IS NOT NULL GROUP BY gate_key
+), gate_counted AS (
+    -- And the gates' slots (and a parked gate's probe slot, unbinding it once used up).
+    UPDATE job_gates x
+    SET in_flight = x.in_flight + c.n,
+        probe_slots = CASE WHEN x.parked THEN greatest(x.probe_slots - c.n, 0) ELSE x.probe_slots END,
+        probe_group = CASE WHEN x.parked AND x.probe_slots - c.n <= 0 THEN NULL ELSE x.probe_group END
+    FROM per_gate c
+    WHERE x.gate_key = c.gate_key
 )
-SELECT id, queue, kind, args, priority, attempt, max_attempts, claim_token, unique_key, group_id,
-       created_at, NULL::text AS held
-FROM claimed
+SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
+       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held
+FROM claimed c
+LEFT JOIN per_group p ON p.group_id = c.group_id
 UNION ALL
 -- Groups with due work this fetch leaves at their cap ('capped', including those it just filled
--- to it: a slot frees when one of their jobs finishes), or did not serve for another reason
--- ('waiting': locked by another fetch, or past this fetch's limit). Parked groups are neither:
--- only a release wakes them.
+-- to it: a slot frees when one of their jobs finishes), whose gate it leaves at the gate's cap
+-- ('gate_capped', with the gate's key), or did not serve for another reason ('waiting': locked
+-- by another fetch, or past this fetch's limit). Groups in a parked group or gate are none of
+-- these (unless a probe slot is left): only a release or a probe wakes them.
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
-       CASE WHEN g.in_flight + coalesce(c.n, 0)
-                 >= least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
-            THEN 'capped' ELSE 'waiting' END
-FROM heads h
-JOIN job_groups g ON g.group_id = h.group_id
-LEFT JOIN (SELECT group_id, count(*)::int AS n FROM claimed GROUP BY group_id) c
-       ON c.group_id = h.group_id
-WHERE NOT g.parked
+       CASE WHEN h.gate_key IS NOT NULL AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap
+            THEN h.gate_key END,
+       CASE WHEN h.in_flight + coalesce(c.n, 0) >= h.cap THEN 'capped'
+            WHEN h.gate_key IS NOT NULL AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap
+            THEN 'gate_capped'
+            ELSE 'waiting' END
+FROM headrows h
+LEFT JOIN per_group c ON c.group_id = h.group_id
+LEFT JOIN per_gate q ON q.gate_key = h.gate_key
+WHERE NOT h.parked
+  AND (h.gate_key IS NULL OR NOT h.gate_parked OR h.gate_probe_slots - coalesce(q.n, 0) > 0)
   AND (c.n IS NULL
-       OR g.in_flight + c.n >= least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)))
+       OR h.in_flight + c.n >= h.cap
+       OR (h.gate_key IS NOT NULL AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap))
 "#;
 
 /// Claims up to `limit` available jobs of `queue` for node `node_id`.
@@ -179,6 +254,10 @@ pub struct Fetched {
     /// Groups with due jobs that were at their cap: one of their running jobs finishing frees
     /// a slot, so a runner fetches again when one of *its* jobs of these groups finishes.
     pub capped: Vec<Uuid>,
+    /// Gates ([`crate::set_group_gate`]) with due jobs that were at their cap: one of their
+    /// running jobs (of any of their groups) finishing frees a slot, so a runner fetches again
+    /// when one of *its* jobs of these gates finishes. Each gate once.
+    pub capped_gates: Vec<String>,
     /// Whether some group with due jobs, under its cap, got nothing (another fetch held its
     /// row, or the limit was reached): fetch again soon.
     pub waiting: bool,
@@ -197,6 +276,7 @@ struct FetchRow {
     unique_key: Option<String>,
     group_id: Option<Uuid>,
     created_at: Option<chrono::DateTime<chrono::Utc>>,
+    gate_key: Option<String>,
     held: Option<String>,
 }
 
@@ -220,13 +300,24 @@ pub async fn fetch_batch(
         .bind(limits.initial as f32)
         .bind(limits.floor as f32)
         .bind(limits.ceiling as i32)
+        .bind(limits.gate_ceiling.max(1) as i32)
         .fetch_all(exec)
         .await?;
     let mut out = Fetched::default();
     for r in rows {
         match (r.held.as_deref(), r.id) {
-            (Some("capped"), _) => out.capped.extend(r.group_id),
-            (Some(_), _) => out.waiting = true,
+            (Some(held), _) => {
+                match held {
+                    "capped" => out.capped.extend(r.group_id),
+                    "gate_capped" => {}
+                    _ => out.waiting = true,
+                }
+                if let Some(gate) = r.gate_key {
+                    if !out.capped_gates.contains(&gate) {
+                        out.capped_gates.push(gate);
+                    }
+                }
+            }
             (None, Some(id)) => out.jobs.push(Job {
                 id,
                 queue: r.queue.unwrap_or_default(),
@@ -238,6 +329,7 @@ pub async fn fetch_batch(
                 claim_token: r.claim_token.unwrap_or_default(),
                 unique_key: r.unique_key,
                 group_id: r.group_id,
+                gate_key: r.gate_key,
                 created_at: r.created_at.unwrap_or_default(),
             }),
             (None, None) => {}
@@ -266,6 +358,7 @@ pub async fn explain_fetch(
             .bind(limits.initial as f32)
             .bind(limits.floor as f32)
             .bind(limits.ceiling as i32)
+            .bind(limits.gate_ceiling.max(1) as i32)
             .fetch_one(&mut *tx)
             .await?;
     tx.rollback().await?;

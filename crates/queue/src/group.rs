@@ -24,6 +24,10 @@ pub struct GroupLimits {
     pub latency_target: Duration,
     /// Factor the limit is multiplied by on overload (0 < factor < 1; e.g. 0.5).
     pub decrease_factor: f64,
+    /// A gate's cap ([`crate::set_group_gate`]): jobs of all the gate's groups in flight at once,
+    /// cluster-wide, unless the gate's own `max_in_flight` ([`crate::set_gate_max_in_flight`])
+    /// says otherwise. Not adaptive. 0 counts as 1.
+    pub gate_ceiling: u32,
 }
 
 impl Default for GroupLimits {
@@ -34,6 +38,7 @@ impl Default for GroupLimits {
             ceiling: 64,
             latency_target: Duration::from_millis(1_000),
             decrease_factor: 0.5,
+            gate_ceiling: 256,
         }
     }
 }

@@ -146,6 +146,8 @@ pub struct Job {
     pub unique_key: Option<String>,
     /// Group, if any.
     pub group_id: Option<Uuid>,
+    /// The group's gate at claim time ([`crate::set_group_gate`]), if any.
+    pub gate_key: Option<String>,
     /// When the job was inserted (database time).
     pub created_at: DateTime<Utc>,
 }

@@ -17,6 +17,11 @@
 //!   row update, parked jobs stay put and are never fetched (except a probe, [`wake_one`]).
 //!   The fetch reads one index entry per group with due work, so its cost does not grow with
 //!   any group's backlog, whether that group is parked, at its cap, or just big.
+//! - **Gates** (`job_gates`, [`set_group_gate`]): a second level above groups, keyed by text
+//!   (for Breakwater: a receiving host). A gate's groups share a parked flag ([`park_gate`],
+//!   [`release_gate`]: one row update), a probe slot ([`wake_one_in_gate`]: exactly one job of
+//!   the whole parked gate) and a cluster-wide cap on their jobs in flight, shared fairly across
+//!   shares. A job runs only if its group and its gate both let it.
 //! - **Future work is off the hot path**: a job that is snoozed or backing off is in state
 //!   `scheduled` and is not in the fetch indexes; [`maintenance::promote_due`] moves due jobs back
 //!   to `available`.
@@ -42,6 +47,7 @@ mod cancel;
 mod enqueue;
 mod error;
 mod fetch;
+mod gate;
 mod group;
 mod job;
 pub mod maintenance;
@@ -55,6 +61,10 @@ pub use cancel::{cancel_groups, cancel_keys};
 pub use enqueue::{enqueue, enqueue_many, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
+pub use gate::{
+    gate_state, gate_waiting_count, park_gate, parked_gates, release_gate, set_gate_max_in_flight,
+    set_group_gate, wake_one_in_gate, GateState,
+};
 pub use group::{
     adapt_limit, define_group, group_state, make_due, park_group, parked_count, parked_groups,
     release_group, set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,

@@ -63,11 +63,14 @@ pub async fn run_pool<H: Handler>(
     let wake = wakers.get(&cfg.queue);
     let slots = Arc::new(Semaphore::new(cfg.concurrency));
     let in_flight: InFlight = Arc::default();
-    let mut tasks: JoinSet<Option<Uuid>> = JoinSet::new();
+    // Each task returns the finished job's group and gate.
+    let mut tasks: JoinSet<Finished> = JoinSet::new();
     let mut db_errors = 0u32;
-    // What the last fetch left waiting: when one of this node's jobs of a capped group finishes,
-    // a slot of that group is free and the next fetch may take its next job.
+    // What the last fetch left waiting: when one of this node's jobs of a capped group (or of a
+    // capped gate) finishes, a slot of that group (gate) is free and the next fetch may take the
+    // next job waiting for it.
     let mut capped: HashSet<Uuid> = HashSet::new();
+    let mut capped_gates: HashSet<String> = HashSet::new();
     let mut waiting = false;
 
     // Whether to fetch on this turn of the loop: at start, on a wake-up or poll, and when a
@@ -79,7 +82,7 @@ pub async fn run_pool<H: Handler>(
         }
         // Reap finished tasks without waiting.
         while let Some(r) = tasks.try_join_next() {
-            if log_join(r).is_some_and(|g| capped.contains(&g)) {
+            if frees_capped(log_join(r), &capped, &capped_gates) {
                 fetch_now = true;
             }
         }
@@ -91,6 +94,7 @@ pub async fn run_pool<H: Handler>(
                     db_errors = 0;
                     fetched_full = fetched.jobs.len() == free;
                     capped = fetched.capped.into_iter().collect();
+                    capped_gates = fetched.capped_gates.into_iter().collect();
                     waiting = fetched.waiting;
                     for job in fetched.jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
@@ -102,10 +106,10 @@ pub async fn run_pool<H: Handler>(
                             in_flight.clone(),
                         );
                         tasks.spawn(async move {
-                            let group = job.group_id;
+                            let finished = (job.group_id, job.gate_key.clone());
                             run_one(h, &p, &c, job, &f).await;
                             drop(permit);
-                            group
+                            finished
                         });
                     }
                 }
@@ -127,16 +131,15 @@ pub async fn run_pool<H: Handler>(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = wake.notified() => fetch_now = true,
-            // A finished job frees a slot here and a slot of its group. Fetch again when work
-            // is known to be waiting for it: the pool was full, some group was left waiting, or
-            // the job's group was at its cap. Otherwise idle slots wait for a wake-up, so a
-            // lightly loaded pool does not fetch after every job.
+            // A finished job frees a slot here, a slot of its group and one of its gate. Fetch
+            // again when work is known to be waiting for it: the pool was full, some group was
+            // left waiting, or the job's group or gate was at its cap. Otherwise idle slots wait
+            // for a wake-up, so a lightly loaded pool does not fetch after every job.
             Some(r) = tasks.join_next(), if !tasks.is_empty() => {
-                let group = log_join(r);
                 fetch_now = free == 0
                     || fetched_full
                     || waiting
-                    || group.is_some_and(|g| capped.contains(&g));
+                    || frees_capped(log_join(r), &capped, &capped_gates);
             }
             _ = tokio::time::sleep(cfg.poll_interval) => fetch_now = true,
         }
@@ -211,15 +214,28 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// The finished task's job group, logging a task that failed.
-fn log_join(r: Result<Option<Uuid>, tokio::task::JoinError>) -> Option<Uuid> {
+/// A finished job's group and gate.
+type Finished = (Option<Uuid>, Option<String>);
+
+/// Whether a finished job freed a slot of a group or gate the last fetch found at its cap.
+fn frees_capped(
+    finished: Finished,
+    capped: &HashSet<Uuid>,
+    capped_gates: &HashSet<String>,
+) -> bool {
+    finished.0.is_some_and(|g| capped.contains(&g))
+        || finished.1.is_some_and(|g| capped_gates.contains(&g))
+}
+
+/// The finished task's job group and gate, logging a task that failed.
+fn log_join(r: Result<Finished, tokio::task::JoinError>) -> Finished {
     match r {
-        Ok(group) => group,
+        Ok(finished) => finished,
         Err(e) => {
             if !e.is_cancelled() {
                 tracing::error!(error = %e, "job task failed");
             }
-            None
+            (None, None)
         }
     }
 }

@@ -111,6 +111,8 @@ impl WorkerConfig {
             ceiling: self.channel_concurrency_ceiling,
             latency_target: Duration::from_millis(self.channel_latency_target_ms),
             decrease_factor: 0.5,
+            // No channel is in a gate yet; host circuits (issue 13) give this its own key.
+            gate_ceiling: GroupLimits::default().gate_ceiling,
         }
     }
 

@@ -1,0 +1,697 @@
+//! Gates (a parked flag, a probe slot and a cluster-wide cap shared by a set of groups) against
+//! a real Postgres (a fresh database per test).
+
+use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
+use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
+use breakwater_queue::{
+    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch, gate_state,
+    group_state, index_rows, park_gate, park_group, parked_gates, release_gate,
+    set_gate_max_in_flight, set_group_gate, set_max_in_flight, snooze, wake_one_in_gate, Backoff,
+    GroupLimits, Job, NewJob, Wakers, PRIORITY_URGENT,
+};
+use serde_json::json;
+use sqlx::PgPool;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Group caps high enough never to bind; the gate ceiling as given.
+fn limits(gate_ceiling: u32) -> GroupLimits {
+    GroupLimits {
+        initial: 1_000,
+        floor: 1,
+        ceiling: 1_000,
+        gate_ceiling,
+        ..GroupLimits::default()
+    }
+}
+
+fn job(n: i64) -> NewJob {
+    NewJob::new("q", "test", json!({ "n": n }))
+}
+
+/// `n` new groups in gate `gate` (in share `share`, or each its own), `per` jobs each.
+async fn gated_groups(
+    pool: &PgPool,
+    gate: &str,
+    share: Option<Uuid>,
+    n: usize,
+    per: i64,
+) -> Vec<Uuid> {
+    let mut conn = pool.acquire().await.unwrap();
+    let mut groups = Vec::new();
+    for _ in 0..n {
+        let g = Uuid::new_v4();
+        define_group(&mut *conn, g, share).await.unwrap();
+        set_group_gate(&mut conn, g, Some(gate)).await.unwrap();
+        let jobs: Vec<NewJob> = (0..per).map(|i| job(i).group(g)).collect();
+        enqueue_many(&mut conn, &jobs).await.unwrap();
+        groups.push(g);
+    }
+    groups
+}
+
+async fn executing_in(pool: &PgPool, groups: &[Uuid]) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'executing' AND group_id = ANY($1)")
+        .bind(groups)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn gate_in_flight(pool: &PgPool, gate: &str) -> i32 {
+    gate_state(pool, gate).await.unwrap().unwrap().in_flight
+}
+
+/// Every job row's version (ctid, xmin): unchanged means no job row was written.
+async fn job_versions(pool: &PgPool) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT ctid::text, xmin::text FROM jobs ORDER BY id")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn parking_and_releasing_a_gate_of_many_groups_writes_no_job(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 20, 50).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let outside = Uuid::new_v4();
+    enqueue(&mut conn, &job(0).group(outside)).await.unwrap();
+    let before = job_versions(&pool).await;
+
+    assert_eq!(park_gate(&mut conn, "host-a").await.unwrap(), 1000);
+    assert_eq!(
+        parked_gates(&pool).await.unwrap(),
+        vec!["host-a".to_string()]
+    );
+    assert_eq!(
+        job_versions(&pool).await,
+        before,
+        "parking wrote no job row"
+    );
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(1000))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.jobs.iter().map(|j| j.group_id).collect::<Vec<_>>(),
+        vec![Some(outside)],
+        "only the group outside the gate is fetched"
+    );
+    assert!(
+        got.capped_gates.is_empty() && !got.waiting,
+        "a parked gate is neither capped nor waiting: only a release wakes it"
+    );
+    complete(&pool, got.jobs[0].id, got.jobs[0].claim_token)
+        .await
+        .unwrap();
+    let before = job_versions(&pool).await;
+
+    assert_eq!(release_gate(&mut conn, "host-a").await.unwrap(), 1000);
+    assert_eq!(
+        job_versions(&pool).await,
+        before,
+        "releasing wrote no job row"
+    );
+    assert!(parked_gates(&pool).await.unwrap().is_empty());
+    let released = fetch(&pool, "q", "n", 2000, &limits(1000)).await.unwrap();
+    assert_eq!(released.len(), 1000);
+    assert!(released
+        .iter()
+        .all(|j| j.gate_key.as_deref() == Some("host-a")));
+    let distinct: HashSet<Option<Uuid>> = released.iter().map(|j| j.group_id).collect();
+    assert_eq!(distinct.len(), groups.len());
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 1000);
+}
+
+/// Runs `fetchers` concurrent fetch loops (limit 5 each) until each sees `rounds` empty fetches
+/// in a row; returns every job claimed.
+async fn hammer(pool: &PgPool, fetchers: usize, rounds: usize, lim: GroupLimits) -> Vec<Job> {
+    let mut handles = Vec::new();
+    for f in 0..fetchers {
+        let (pool, lim) = (pool.clone(), lim.clone());
+        handles.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut empty = 0;
+            while empty < rounds {
+                let batch = fetch(&pool, "q", &format!("n{f}"), 5, &lim).await.unwrap();
+                if batch.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                } else {
+                    empty = 0;
+                    got.extend(batch);
+                }
+            }
+            got
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    all
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 5, 20).await;
+    let mut conn = pool.acquire().await.unwrap();
+    // A group parked on its own is never the probe's group.
+    park_group(&mut conn, groups[0]).await.unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+
+    let (probe, group, args) = wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+        .await
+        .unwrap()
+        .expect("a waiting job");
+    assert_ne!(group, groups[0], "the woken job's group is not parked");
+    assert_eq!(args, json!({ "n": 0 }), "its oldest job");
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!(
+        (st.parked, st.probe_slots, st.probe_group, st.groups),
+        (true, 1, Some(group), 5)
+    );
+
+    // Six fetchers race: exactly one job of the gate comes out, the woken one.
+    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![probe]);
+    assert_eq!(got[0].priority, PRIORITY_URGENT);
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!((st.probe_slots, st.probe_group, st.in_flight), (0, None, 1));
+
+    // Parking again withdraws a slot nobody used; releasing opens every group but the one
+    // parked on its own.
+    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+        .await
+        .unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+    assert!(hammer(&pool, 3, 10, limits(1000)).await.is_empty());
+    release_gate(&mut conn, "host-a").await.unwrap();
+    let rest = hammer(&pool, 3, 10, limits(1000)).await;
+    assert_eq!(rest.len(), 4 * 20 - 1);
+    assert!(rest.iter().all(|j| j.group_id != Some(groups[0])));
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_unbound_probe_takes_exactly_the_next_job_to_arrive_in_the_gate(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 4, 0).await;
+    let mut conn = pool.acquire().await.unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+    assert_eq!(
+        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+            .await
+            .unwrap(),
+        None,
+        "nothing waits"
+    );
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!(
+        (st.probe_slots, st.probe_group),
+        (1, None),
+        "slot granted unbound"
+    );
+
+    // Jobs arrive in every group of the gate; racing fetchers take exactly one of them.
+    let mut jobs = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        jobs.extend((0..10).map(|n| job(n + 10 * i as i64).group(*g)));
+    }
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    assert_eq!(got.len(), 1, "one job of the whole parked gate");
+    assert_eq!(got[0].gate_key.as_deref(), Some("host-a"));
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!((st.probe_slots, st.in_flight), (0, 1));
+}
+
+/// Counts how many jobs run at once (across every node of the test) and the most ever seen.
+struct Gauge {
+    pool: PgPool,
+    now: Arc<AtomicUsize>,
+    max: Arc<AtomicUsize>,
+    done: Arc<AtomicUsize>,
+}
+
+impl Handler for Gauge {
+    async fn handle(&self, job: Job) -> Result<(), String> {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        complete(&self.pool, job.id, job.claim_token)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn pool_config(node: usize, poll: Duration, lim: GroupLimits) -> PoolConfig {
+    PoolConfig {
+        queue: "q".into(),
+        node_id: format!("node-{node}"),
+        concurrency: 10,
+        poll_interval: poll,
+        shutdown_grace: Duration::from_secs(1),
+        backoff: Backoff::default(),
+        limits: lim,
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
+    // 8 groups of 2 shares in one gate (cap 3), group caps far above it.
+    let a = gated_groups(&pool, "host-a", Some(Uuid::new_v4()), 6, 10).await;
+    let b = gated_groups(&pool, "host-a", Some(Uuid::new_v4()), 2, 30).await;
+    set_gate_max_in_flight(&pool, "host-a", Some(3))
+        .await
+        .unwrap();
+    let total = 6 * 10 + 2 * 30;
+    let (now, max, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let opts = (*pool.connect_options()).clone();
+    let nodes: Vec<_> = (0..3)
+        .map(|i| {
+            let (opts, now, max, done) = (opts.clone(), now.clone(), max.clone(), done.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    let pool = sqlx::postgres::PgPoolOptions::new()
+                        .max_connections(4)
+                        .connect_with(opts)
+                        .await
+                        .unwrap();
+                    let handler = Arc::new(Gauge {
+                        pool: pool.clone(),
+                        now,
+                        max,
+                        done: done.clone(),
+                    });
+                    let stop = CancellationToken::new();
+                    let cfg = pool_config(i, Duration::from_millis(200), limits(1000));
+                    let runner = tokio::spawn(run_pool(
+                        pool.clone(),
+                        cfg,
+                        handler,
+                        Wakers::default(),
+                        stop.clone(),
+                    ));
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                    while done.load(Ordering::SeqCst) < total
+                        && tokio::time::Instant::now() < deadline
+                    {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    stop.cancel();
+                    runner.await.unwrap();
+                })
+            })
+        })
+        .collect();
+    // Meanwhile, sample the rows: never more than 3 of the gate's jobs executing.
+    let groups: Vec<Uuid> = a.iter().chain(&b).copied().collect();
+    let mut most_seen = 0;
+    while done.load(Ordering::SeqCst) < total && nodes.iter().any(|n| !n.is_finished()) {
+        let n = executing_in(&pool, &groups).await;
+        assert!(n <= 3, "{n} of the gate's jobs executing: its cap is 3");
+        most_seen = most_seen.max(n);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for n in nodes {
+        n.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), total);
+    let most = max.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} in flight at once: the gate's cap is 3");
+    assert!(
+        most >= 2 || most_seen >= 2,
+        "the nodes did share the gate ({most} at most)"
+    );
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn concurrent_fetchers_never_overshoot_the_gate_cap(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 10, 20).await;
+    let lim = limits(4);
+    let mut handles = Vec::new();
+    for f in 0..5 {
+        let (pool, lim, groups) = (pool.clone(), lim.clone(), groups.clone());
+        handles.push(tokio::spawn(async move {
+            let mut n = 0;
+            loop {
+                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &lim).await.unwrap();
+                let running = executing_in(&pool, &groups).await;
+                assert!(running <= 4, "{running} executing: the gate's cap is 4");
+                if batch.is_empty() {
+                    let left: i64 =
+                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'")
+                            .fetch_one(&pool)
+                            .await
+                            .unwrap();
+                    if left == 0 {
+                        return n;
+                    }
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                for j in &batch {
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
+                }
+                n += batch.len();
+            }
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.unwrap();
+    }
+    assert_eq!(total, 200, "every job once");
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_gate_room_is_shared_across_shares_first(pool: PgPool) {
+    let (tenant_a, tenant_b) = (Uuid::new_v4(), Uuid::new_v4());
+    // B already runs 6 jobs elsewhere (outside the gate) and has 10 more waiting there, which
+    // must not cost it its share of the gate.
+    let elsewhere = Uuid::new_v4();
+    define_group(&pool, elsewhere, Some(tenant_b))
+        .await
+        .unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let busy: Vec<NewJob> = (0..16).map(|n| job(n).group(elsewhere)).collect();
+    enqueue_many(&mut conn, &busy).await.unwrap();
+    let lim = limits(4);
+    assert_eq!(fetch(&pool, "q", "n", 6, &lim).await.unwrap().len(), 6);
+    // A has five groups in the gate, B one.
+    let a = gated_groups(&pool, "host-a", Some(tenant_a), 5, 20).await;
+    let b = gated_groups(&pool, "host-a", Some(tenant_b), 1, 20).await;
+
+    let got = fetch_batch(&pool, "q", "n", 20, &lim).await.unwrap();
+    let of = |gs: &[Uuid]| {
+        got.jobs
+            .iter()
+            .filter(|j| gs.contains(&j.group_id.unwrap()))
+            .count()
+    };
+    assert_eq!((of(&a), of(&b)), (2, 2), "the gate's 4 slots split 2 / 2");
+    assert_eq!(
+        of(&[elsewhere]),
+        10,
+        "outside the gate, no gate's cap applies"
+    );
+    assert_eq!(got.capped_gates, vec!["host-a".to_string()]);
+
+    // A slot frees (one of A's): it goes to A (1 running in the gate against B's 2)...
+    let a_job = got
+        .jobs
+        .iter()
+        .find(|j| a.contains(&j.group_id.unwrap()))
+        .unwrap();
+    complete(&pool, a_job.id, a_job.claim_token).await.unwrap();
+    let next = fetch(&pool, "q", "n", 20, &lim).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert!(a.contains(&next[0].group_id.unwrap()));
+    // ...and when one of B's frees, to B.
+    let b_job = got
+        .jobs
+        .iter()
+        .find(|j| b.contains(&j.group_id.unwrap()))
+        .unwrap();
+    complete(&pool, b_job.id, b_job.claim_token).await.unwrap();
+    let next = fetch(&pool, "q", "n", 20, &lim).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].group_id, Some(b[0]));
+}
+
+/// The counts as one snapshot: each gate's `in_flight`, the group's, and its executing jobs.
+async fn counts(pool: &PgPool, g: Uuid) -> (i32, i32, i32, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT in_flight FROM job_gates WHERE gate_key = 'x'),
+                (SELECT in_flight FROM job_gates WHERE gate_key = 'y'),
+                (SELECT in_flight FROM job_groups WHERE group_id = $1),
+                (SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'executing')",
+    )
+    .bind(g)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_group_moved_between_gates_with_jobs_in_flight_keeps_both_counts_exact(pool: PgPool) {
+    let g = gated_groups(&pool, "x", None, 1, 200).await[0];
+    let mut conn = pool.acquire().await.unwrap();
+    set_group_gate(&mut conn, g, Some("y")).await.unwrap();
+    set_group_gate(&mut conn, g, Some("x")).await.unwrap();
+    let running = fetch(&pool, "q", "n", 3, &limits(1000)).await.unwrap();
+    assert_eq!(counts(&pool, g).await, (3, 0, 3, 3));
+    set_group_gate(&mut conn, g, Some("y")).await.unwrap();
+    assert_eq!(
+        counts(&pool, g).await,
+        (0, 3, 3, 3),
+        "the 3 moved with the group"
+    );
+    complete(&pool, running[0].id, running[0].claim_token)
+        .await
+        .unwrap();
+    assert_eq!(
+        counts(&pool, g).await,
+        (0, 2, 2, 2),
+        "released on the new gate"
+    );
+    set_group_gate(&mut conn, g, None).await.unwrap();
+    assert_eq!(counts(&pool, g).await, (0, 0, 2, 2), "out of every gate");
+    for j in &running[1..] {
+        complete(&pool, j.id, j.claim_token).await.unwrap();
+    }
+    assert_eq!(counts(&pool, g).await, (0, 0, 0, 0));
+
+    // Under load: four fetch-and-complete loops while the group flips between x and y. Every
+    // snapshot keeps x + y = the group's count = its executing jobs.
+    set_group_gate(&mut conn, g, Some("x")).await.unwrap();
+    let stop = CancellationToken::new();
+    let mut workers = Vec::new();
+    for f in 0..4 {
+        let (pool, stop) = (pool.clone(), stop.clone());
+        workers.push(tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let batch = fetch(&pool, "q", &format!("n{f}"), 2, &limits(1000))
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return;
+                }
+                for j in batch {
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
+                }
+            }
+        }));
+    }
+    for i in 0..40 {
+        let to = if i % 2 == 0 { "y" } else { "x" };
+        set_group_gate(&mut conn, g, Some(to)).await.unwrap();
+        let (x, y, group, executing) = counts(&pool, g).await;
+        assert_eq!(x + y, group, "gates {x} + {y} against the group's {group}");
+        assert_eq!(i64::from(group), executing);
+    }
+    stop.cancel();
+    for w in workers {
+        w.await.unwrap();
+    }
+    let (x, y, group, executing) = counts(&pool, g).await;
+    assert_eq!((x + y, i64::from(group)), (group, executing));
+    assert_eq!(executing, 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
+    gated_groups(&pool, "host-a", None, 2, 5).await;
+    let lim = limits(3);
+    heartbeat(&pool, "dead-node").await.unwrap();
+    let running = fetch(&pool, "q", "dead-node", 10, &lim).await.unwrap();
+    assert_eq!(running.len(), 3, "the gate's cap");
+    assert!(fetch(&pool, "q", "other", 10, &lim)
+        .await
+        .unwrap()
+        .is_empty());
+    sqlx::query("UPDATE queue_nodes SET heartbeat_at = now() - interval '1 hour'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    // One of the dead node's jobs is deleted outright; rescue takes the other two back.
+    sqlx::query("DELETE FROM jobs WHERE id = $1")
+        .bind(running[0].id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 2);
+    let mut conn = pool.acquire().await.unwrap();
+    let policy = RescuePolicy {
+        stale_after: Duration::from_secs(30),
+        max_run: Duration::from_secs(3600),
+        own_node: "live".into(),
+    };
+    assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 2);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+    assert_eq!(fetch(&pool, "q", "live", 10, &lim).await.unwrap().len(), 3);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_gate_cap_below_the_group_caps_binds_and_its_own_max_overrides_the_ceiling(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 3, 10).await;
+    let ungated = Uuid::new_v4();
+    let mut conn = pool.acquire().await.unwrap();
+    let plain: Vec<NewJob> = (0..10).map(|n| job(n).group(ungated)).collect();
+    enqueue_many(&mut conn, &plain).await.unwrap();
+    assert!(matches!(
+        set_gate_max_in_flight(&pool, "host-a", Some(0)).await,
+        Err(breakwater_queue::Error::InvalidArgument(_))
+    ));
+    set_gate_max_in_flight(&pool, "host-a", Some(5))
+        .await
+        .unwrap();
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(2)).await.unwrap();
+    let gated = got.jobs.iter().filter(|j| j.gate_key.is_some()).count();
+    assert_eq!(
+        gated, 5,
+        "the gate's own max (5), not the pool's gate ceiling (2)"
+    );
+    assert_eq!(
+        got.jobs
+            .iter()
+            .filter(|j| j.group_id == Some(ungated))
+            .count(),
+        10,
+        "a group without a gate is not limited by any gate"
+    );
+    assert_eq!(got.capped_gates, vec!["host-a".to_string()]);
+    assert!(groups.iter().all(|g| !got.capped.contains(g)));
+    let st = group_state(&pool, ungated).await.unwrap().unwrap();
+    assert_eq!(st.in_flight, 10);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_10000_jobs(
+    pool: PgPool,
+) {
+    let mut conn = pool.acquire().await.unwrap();
+    let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    let jobs: Vec<NewJob> = (0..30)
+        .map(|n| job(n).group(healthy[n as usize % 3]))
+        .collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let lim = GroupLimits {
+        initial: 4,
+        floor: 1,
+        ceiling: 4,
+        gate_ceiling: 2,
+        ..GroupLimits::default()
+    };
+    let baseline = index_rows(&explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap());
+    assert!(baseline > 0);
+
+    // A parked gate of 4 groups holding 10 000 jobs.
+    gated_groups(&pool, "parked-host", None, 4, 2_500).await;
+    park_gate(&mut conn, "parked-host").await.unwrap();
+    let beside_parked = index_rows(&explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap());
+    // A gate of 4 groups holding 10 000 jobs, at its cap (2 of its jobs executing).
+    let full = gated_groups(&pool, "full-host", None, 4, 2_500).await;
+    let claimed = fetch(&pool, "q", "n", 100, &lim).await.unwrap();
+    let in_full = claimed
+        .iter()
+        .filter(|j| full.contains(&j.group_id.unwrap()))
+        .count();
+    assert_eq!(in_full, 2);
+    for j in claimed
+        .iter()
+        .filter(|j| !full.contains(&j.group_id.unwrap()))
+    {
+        snooze(&mut conn, j.id, j.claim_token, Duration::ZERO, None)
+            .await
+            .unwrap();
+    }
+    let beside_both = index_rows(&explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap());
+    // Each group of a parked or full gate costs its one head entry, never its backlog.
+    assert!(
+        beside_parked <= baseline + 4 && beside_both <= baseline + 8,
+        "index rows: {baseline} alone, {beside_parked} beside the parked gate, {beside_both} beside both"
+    );
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgPool) {
+    gated_groups(&pool, "host-a", None, 5, 6).await;
+    let (now, max, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let handler = Arc::new(Gauge {
+        pool: pool.clone(),
+        now,
+        max: max.clone(),
+        done: done.clone(),
+    });
+    // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
+    // the capped gate can make the runner fetch again.
+    let cfg = PoolConfig {
+        concurrency: 20,
+        ..pool_config(0, Duration::from_secs(600), limits(2))
+    };
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(run_pool(
+        pool.clone(),
+        cfg,
+        handler,
+        Wakers::default(),
+        stop.clone(),
+    ));
+    let flowed = tokio::time::timeout(Duration::from_secs(20), async {
+        while done.load(Ordering::SeqCst) < 30 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    stop.cancel();
+    runner.await.unwrap();
+    assert!(
+        flowed.is_ok(),
+        "only {} of 30 ran: the runner waited for its poll",
+        done.load(Ordering::SeqCst)
+    );
+    assert!(max.load(Ordering::SeqCst) <= 2, "the gate's cap held");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_group_parked_on_its_own_stays_parked_inside_an_open_gate(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 2, 5).await;
+    let mut conn = pool.acquire().await.unwrap();
+    park_group(&mut conn, groups[0]).await.unwrap();
+    let got = fetch(&pool, "q", "n", 100, &limits(1000)).await.unwrap();
+    assert_eq!(got.len(), 5);
+    assert!(got.iter().all(|j| j.group_id == Some(groups[1])));
+    // Its own cap still applies inside a gate too.
+    let more: Vec<NewJob> = (0..5).map(|n| job(n).group(groups[1])).collect();
+    enqueue_many(&mut conn, &more).await.unwrap();
+    set_max_in_flight(&pool, groups[1], Some(6)).await.unwrap();
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(1000))
+        .await
+        .unwrap();
+    assert_eq!(got.jobs.len(), 1, "6 of the group at most");
+    assert_eq!(got.capped, vec![groups[1]]);
+    assert!(got.capped_gates.is_empty());
+}
