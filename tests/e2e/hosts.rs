@@ -76,13 +76,15 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
     let mut node_settings = settings();
     node_settings.worker.pool_default = 4;
+    // The per-host cap, cluster-wide: 4 in flight to the host across 12 workers on 3 nodes.
+    node_settings.hosts.max_in_flight = 4;
     // One delivery in flight per channel, and retries not due before the host has opened: every
     // failure counted before the opening is then a distinct channel, so what the host receives
     // before opening is bounded by the threshold plus what was in flight.
     node_settings.worker.channel_concurrency_initial = 1;
     node_settings.worker.backoff_base_ms = 3_000;
     node_settings.worker.backoff_cap_ms = 3_000;
-    let in_flight_max = 3 * node_settings.worker.pool_default as i64;
+    let in_flight_max = node_settings.hosts.max_in_flight as i64;
 
     // 5 tenants × 10 channels, all on one receiver port (one host), different paths.
     let mut tenants = Vec::new();
@@ -410,5 +412,85 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
         .get("/api/v1/admin/hosts?state=weird", OPERATOR_KEY)
         .await;
     assert_eq!(s, 422);
+    app.stop().await;
+}
+
+/// Arrival times and the fixed answer delay give each request's interval at the receiver; the
+/// most intervals overlapping at any arrival is the most requests the host had at once.
+fn max_concurrent(app: &TestApp, endpoints: &[String], delay: Duration) -> usize {
+    let mut at: Vec<std::time::Instant> = endpoints
+        .iter()
+        .flat_map(|e| app.receiver.received(e).into_iter().map(|r| r.at))
+        .collect();
+    at.sort();
+    (0..at.len())
+        .map(|i| (0..=i).filter(|&j| at[i] < at[j] + delay).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| {
+        tune(s);
+        s.hosts.max_in_flight = 4;
+    })
+    .await;
+    let mut node_settings = settings();
+    node_settings.worker.pool_default = 4;
+    node_settings.hosts.max_in_flight = 4;
+    let delay = Duration::from_millis(200);
+    let mut endpoints = Vec::new();
+    let mut work = Vec::new();
+    for t in 0..3 {
+        let (_, key) = app.tenant(&format!("t{t}"), "default").await;
+        for c in 0..4 {
+            let ep = format!("slow-{t}-{c}");
+            app.receiver.set(&ep, Behavior::Delay(delay, 200));
+            let ch = app.channel(&key, &ep).await;
+            endpoints.push(ep);
+            work.push((key.clone(), ch));
+        }
+    }
+    let host = host_of(&pool, work[0].1).await;
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            spawn_node_thread(
+                (*pool.connect_options()).clone(),
+                node_settings.clone(),
+                Role::Worker,
+            )
+        })
+        .collect();
+    let mut n = 0;
+    for (key, ch) in &work {
+        n += app.deliver_many(key, *ch, 5).await.len();
+    }
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            let left: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            left == 0
+        })
+        .await,
+        "all delivered"
+    );
+    for node in nodes {
+        node.stop();
+    }
+    let received: usize = endpoints.iter().map(|e| app.receiver.count(e)).sum();
+    assert_eq!(received, n, "each once");
+    let most = max_concurrent(&app, &endpoints, delay);
+    println!("host cap 4: at most {most} requests at once at the receiver ({n} deliveries, 12 channels, 3 tenants, 12 workers)");
+    assert!(most <= 4, "{most} requests at once: over the host cap");
+    assert_eq!(most, 4, "the cap is used, not undershot");
+    let (_, v) = app
+        .get(&format!("/api/v1/admin/hosts/{host}"), OPERATOR_KEY)
+        .await;
+    assert_eq!(v["cap"], 4);
+    assert_eq!(v["in_flight"], 0);
     app.stop().await;
 }

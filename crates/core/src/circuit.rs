@@ -587,13 +587,7 @@ pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64
 
 /// Releases the channel's job group (one row update; the fetch takes its jobs again, oldest
 /// first) and puts its paused deliveries back to `pending`. Returns the number of jobs released.
-///
-/// A live channel whose host circuit is not closed stays parked ([`crate::hosts::holds_channel`]):
-/// its host releases it when it closes. Returns 0 then.
 pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
-    if crate::hosts::holds_channel(tx, channel_id).await? {
-        return Ok(0);
-    }
     let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
     sqlx::query(
         "UPDATE deliveries SET status = 'pending', updated_at = now()
@@ -615,8 +609,7 @@ pub struct Reconciled {
 }
 
 /// The safety net for a park or a release that was missed (DESIGN.md: parked means asleep until
-/// released, never woken by a timer): compares every channel's circuit (and its host circuit's:
-/// a host that is not closed holds its channels, [`crate::hosts`]) with its job group's
+/// released, never woken by a timer): compares every channel's circuit with its job group's
 /// parked flag and repairs a mismatch with the same one-row park or release, each in its own
 /// transaction under the channel row's lock, re-checked there. Cheap: it reads the parked groups
 /// (a partial index) and the channels that are not closed (another), never a job.
@@ -625,19 +618,14 @@ pub async fn reconcile_parking(conn: &mut PgConnection) -> Result<Reconciled> {
     // A deleted channel's group is released too: a job that outlived the deletion (a retry
     // recorded by an attempt that was in flight) must reach the worker, which cancels it.
     let closed: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels c WHERE id = ANY($1)
-           AND ((circuit_state = 'closed' AND NOT EXISTS (SELECT 1 FROM host_circuits h
-                     WHERE h.host_key = c.host_key AND h.state <> 'closed'))
-                OR deleted_at IS NOT NULL)",
+        "SELECT id FROM channels WHERE id = ANY($1) AND (circuit_state = 'closed' OR deleted_at IS NOT NULL)",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
     .await?;
     let held: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM channels
-         WHERE (circuit_state <> 'closed'
-                OR host_key IN (SELECT host_key FROM host_circuits WHERE state <> 'closed'))
-           AND deleted_at IS NULL AND NOT (id = ANY($1))",
+         WHERE circuit_state <> 'closed' AND deleted_at IS NULL AND NOT (id = ANY($1))",
     )
     .bind(&parked)
     .fetch_all(&mut *conn)
@@ -655,11 +643,8 @@ async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) 
     for &channel_id in channels {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let state: Option<String> = sqlx::query_scalar(
-            "SELECT CASE WHEN deleted_at IS NOT NULL THEN 'deleted'
-                         WHEN EXISTS (SELECT 1 FROM host_circuits h
-                                      WHERE h.host_key = c.host_key AND h.state <> 'closed') THEN 'host_held'
-                         ELSE circuit_state END
-             FROM channels c WHERE id = $1 FOR UPDATE",
+            "SELECT CASE WHEN deleted_at IS NULL THEN circuit_state ELSE 'deleted' END
+             FROM channels WHERE id = $1 FOR UPDATE",
         )
         .bind(channel_id)
         .fetch_optional(&mut *tx)

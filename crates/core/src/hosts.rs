@@ -51,12 +51,19 @@
 //! a waiting delivery and extends the lease; when a chosen probe's lease expires (its node died),
 //! a new probe takes over: that is a transition (generation + 1) and is audited once.
 //!
-//! **Parking.** Until the queue's gates (a set of job groups sharing one parked flag, one probe
-//! slot and a cluster-wide cap) are available, a host parks and releases the job groups of its
-//! channels one by one ([`park_host_jobs`], [`release_host_jobs`]); a channel whose own circuit
-//! is not closed stays parked when its host releases, and a channel that closes while its host is
-//! open stays parked ([`holds_channel`]). The reconciler ([`crate::circuit::reconcile_parking`])
-//! treats "host not closed" like "channel not closed".
+//! **Parking and the cap** use the queue's *gates*: every channel's job group is in the gate
+//! named by its host key ([`assign`], in the transaction that sets the URL), so parking or
+//! releasing a whole host is one row update ([`breakwater_queue::park_gate`] /
+//! [`breakwater_queue::release_gate`]), whatever the number of channels and jobs; a channel's own
+//! circuit keeps its own group flag, and a job runs only if both let it. The host probe is the
+//! gate's one probe slot ([`breakwater_queue::wake_one_in_gate`]). The gate's cluster-wide cap
+//! is the per-host concurrency cap: `max_in_flight` overridden per host, else
+//! `hosts.max_in_flight` (the pools' `GroupLimits::gate_ceiling`). The reconciler
+//! ([`reconcile_gates`]) repairs a gate whose parked flag disagrees with its host circuit.
+//!
+//! A delivery held by its host keeps its status (`pending`, or `failed` with a retry
+//! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
+//! the channel shows its host's state (`host_circuit_state`).
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::circuit::{self, QUEUE_ALERTS, QUEUE_CIRCUIT};
@@ -273,50 +280,29 @@ pub async fn claim_probe(
 }
 
 /// Sets channel `channel_id`'s host key (computed by [`host_key`] when its URL was set), creates
-/// the host's circuit row if it has none, and places the channel's jobs under it: a channel that
-/// joins a host that is not closed is parked; one that leaves such a host for a closed one is
-/// released if its own circuit is closed. In the caller's transaction, which holds the channel
-/// row.
+/// the host's circuit row if it has none, and moves the channel's job group into the host's gate
+/// ([`breakwater_queue::set_group_gate`]), so from the commit on the channel's jobs follow the
+/// host's parked flag, probe slot and cap. In the caller's transaction, which holds the channel
+/// row. A host key that does not change changes nothing.
 pub async fn assign(conn: &mut PgConnection, channel_id: Uuid, key: &str) -> Result<()> {
-    let old: Option<Option<String>> = sqlx::query_scalar(
-        "UPDATE channels c SET host_key = $2 FROM (SELECT id, host_key FROM channels WHERE id = $1) o
-         WHERE c.id = o.id AND c.host_key IS DISTINCT FROM $2 RETURNING o.host_key",
+    let changed = sqlx::query(
+        "UPDATE channels SET host_key = $2 WHERE id = $1 AND host_key IS DISTINCT FROM $2",
     )
     .bind(channel_id)
     .bind(key)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(_old) = old else { return Ok(()) };
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1;
+    if !changed {
+        return Ok(());
+    }
     sqlx::query("INSERT INTO host_circuits (host_key) VALUES ($1) ON CONFLICT DO NOTHING")
         .bind(key)
         .execute(&mut *conn)
         .await?;
-    let state: Option<String> = sqlx::query_scalar(
-        "SELECT c.circuit_state FROM channels c WHERE c.id = $1 AND c.deleted_at IS NULL",
-    )
-    .bind(channel_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    if state.as_deref() == Some("closed") {
-        if holds_channel(&mut *conn, channel_id).await? {
-            circuit::park_backlog(conn, channel_id).await?;
-        } else {
-            circuit::release_backlog(conn, channel_id).await?;
-        }
-    }
+    breakwater_queue::set_group_gate(&mut *conn, channel_id, Some(key)).await?;
     Ok(())
-}
-
-/// Whether channel `channel_id`'s host circuit is not closed (so its jobs stay parked whatever
-/// its own circuit says).
-pub async fn holds_channel(conn: &mut PgConnection, channel_id: Uuid) -> Result<bool> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM channels c JOIN host_circuits h ON h.host_key = c.host_key
-                        WHERE c.id = $1 AND c.deleted_at IS NULL AND h.state <> 'closed')",
-    )
-    .bind(channel_id)
-    .fetch_one(&mut *conn)
-    .await?)
 }
 
 /// A host transition (returned to its winner only).
@@ -573,65 +559,29 @@ async fn effects(
     Ok(())
 }
 
-/// Parks every job of the host: (until the queue's gates land) the job group of each of its
-/// channels, which also marks their waiting deliveries `paused`. Returns the jobs parked.
-pub async fn park_host_jobs(tx: &mut PgConnection, key: &str) -> Result<u64> {
-    let ids: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels WHERE host_key = $1 AND deleted_at IS NULL ORDER BY id",
-    )
-    .bind(key)
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut n = 0;
-    for id in ids {
-        n += circuit::park_backlog(tx, id).await?;
-    }
-    Ok(n)
+/// Parks every job of the host: its gate's parked flag (one row update). Returns the waiting
+/// jobs of the host.
+async fn park_host_jobs(tx: &mut PgConnection, key: &str) -> Result<u64> {
+    Ok(breakwater_queue::park_gate(&mut *tx, key).await?)
 }
 
-/// Releases the host's jobs: the job group of each of its channels whose own circuit is closed
-/// (the others stay parked by their channel circuit). Returns the jobs released.
-pub async fn release_host_jobs(tx: &mut PgConnection, key: &str) -> Result<u64> {
-    let ids: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels WHERE host_key = $1 AND deleted_at IS NULL
-           AND circuit_state = 'closed' ORDER BY id",
-    )
-    .bind(key)
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut n = 0;
-    for id in ids {
-        n += circuit::release_backlog(tx, id).await?;
-    }
-    Ok(n)
+/// Releases the host's gate (one row update); channels whose own circuit is not closed stay
+/// parked by their own group flag. Returns the waiting jobs of the host.
+async fn release_host_jobs(tx: &mut PgConnection, key: &str) -> Result<u64> {
+    Ok(breakwater_queue::release_gate(&mut *tx, key).await?)
 }
 
-/// Wakes exactly one waiting delivery of the host as its probe — the oldest waiting delivery
-/// job among its channels whose own circuit is closed — and returns `(delivery, channel)`, or
-/// `None` when none waits (the role then goes to the next delivery that claims it).
+/// Wakes exactly one waiting delivery of the host (among channels whose own circuit does not
+/// park them) as its probe through the gate's one probe slot, and returns `(delivery, channel)`;
+/// `None` when none waits: the slot then goes to the next delivery that arrives, which claims
+/// the role in the admission.
 async fn wake_host_probe(tx: &mut PgConnection, key: &str) -> Result<Option<(Uuid, Uuid)>> {
-    let channel: Option<Uuid> = sqlx::query_scalar(
-        "SELECT c.id FROM channels c
-         CROSS JOIN LATERAL (SELECT scheduled_at FROM jobs j
-                             WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')
-                               AND j.kind = $2
-                             ORDER BY j.scheduled_at LIMIT 1) j
-         WHERE c.host_key = $1 AND c.deleted_at IS NULL AND c.circuit_state = 'closed'
-         ORDER BY j.scheduled_at LIMIT 1",
-    )
-    .bind(key)
-    .bind(JOB_DELIVER)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(channel_id) = channel else {
-        return Ok(None);
-    };
     let woken =
-        breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
-    let delivery = woken
-        .as_ref()
-        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok());
-    Ok(delivery.map(|d| (d, channel_id)))
+        breakwater_queue::wake_one_in_gate(&mut *tx, key, JOB_DELIVER, PRIORITY_URGENT).await?;
+    Ok(woken.and_then(|(_, channel, args)| {
+        let d = args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok()?;
+        Some((d, channel))
+    }))
 }
 
 /// The unique key of host `key`'s probe watcher job.
@@ -788,12 +738,6 @@ async fn set_probe(
         .bind(d)
         .bind(c)
         .bind(generation)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'",
-        )
-        .bind(d)
         .execute(&mut *tx)
         .await?;
     }
@@ -973,7 +917,7 @@ pub struct HostCircuit {
     pub max_in_flight: Option<i32>,
     /// Live channels on the host.
     pub channels: i64,
-    /// Waiting jobs of those channels that are parked.
+    /// Waiting jobs of those channels held by the host (0 while the host's gate is not parked).
     pub parked: i64,
     /// Deliveries of those channels in flight now, cluster-wide.
     pub in_flight: i64,
@@ -985,13 +929,14 @@ const HOST_SELECT: &str = "SELECT h.host_key, h.state, h.generation, h.changed_a
         h.probe_failures, h.probe_delivery_id, h.last_failure_at, h.last_failure_reason,
         h.failure_threshold, h.cooldown_ms, h.max_in_flight,
         (SELECT count(*) FROM channels c WHERE c.host_key = h.host_key AND c.deleted_at IS NULL) AS channels,
-        (SELECT count(*) FROM channels c JOIN job_groups g ON g.group_id = c.id AND g.parked
-           JOIN jobs j ON j.group_id = c.id AND j.state IN ('available', 'scheduled')
-         WHERE c.host_key = h.host_key AND c.deleted_at IS NULL) AS parked,
-        (SELECT coalesce(sum(g.in_flight), 0)::int8 FROM channels c JOIN job_groups g ON g.group_id = c.id
-         WHERE c.host_key = h.host_key AND c.deleted_at IS NULL) AS in_flight,
-        coalesce(h.max_in_flight, $1) AS cap
-     FROM host_circuits h";
+        CASE WHEN x.parked THEN
+            (SELECT count(*) FROM job_groups g
+               JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
+             WHERE g.gate_key = h.host_key)
+        ELSE 0 END AS parked,
+        coalesce(x.in_flight, 0)::int8 AS in_flight,
+        coalesce(x.max_in_flight, h.max_in_flight, $1) AS cap
+     FROM host_circuits h LEFT JOIN job_gates x ON x.gate_key = h.host_key";
 
 /// A page of host circuits by host key, optionally only those in `state`.
 pub async fn list(
@@ -1099,6 +1044,9 @@ pub async fn set_overrides(
     .bind(new.2)
     .execute(&mut *tx)
     .await?;
+    if new.2 != old.2 {
+        breakwater_queue::set_gate_max_in_flight(&mut *tx, key, new.2).await?;
+    }
     let as_json = |v: &Vals| serde_json::json!({ "failure_threshold": v.0, "cooldown_ms": v.1, "max_in_flight": v.2 });
     let details =
         audit::changes(&as_json(&old), &as_json(&new)).unwrap_or_else(|| serde_json::json!({}));
@@ -1115,6 +1063,70 @@ pub async fn set_overrides(
     )
     .await?;
     Ok(())
+}
+
+/// What [`reconcile_gates`] repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Closed hosts whose gate was still parked: released.
+    pub released: u64,
+    /// Open or half-open hosts whose gate was not parked: parked.
+    pub parked: u64,
+}
+
+/// The safety net for a missed park or release of a host (the host part of the parking
+/// reconciler, run beside [`crate::circuit::reconcile_parking`]): compares every host circuit
+/// with its gate's parked flag and repairs a mismatch with the same one-row park or release,
+/// each in its own transaction under the host row's lock, re-checked there. Reads the parked
+/// gates and the hosts that are not closed (two partial indexes), never a job.
+pub async fn reconcile_gates(conn: &mut PgConnection) -> Result<Reconciled> {
+    let parked = breakwater_queue::parked_gates(&mut *conn).await?;
+    let to_release: Vec<String> = sqlx::query_scalar(
+        "SELECT k FROM unnest($1::text[]) k
+         WHERE NOT EXISTS (SELECT 1 FROM host_circuits h WHERE h.host_key = k AND h.state <> 'closed')
+           AND EXISTS (SELECT 1 FROM host_circuits h WHERE h.host_key = k)",
+    )
+    .bind(&parked)
+    .fetch_all(&mut *conn)
+    .await?;
+    let to_park: Vec<String> = sqlx::query_scalar(
+        "SELECT host_key FROM host_circuits WHERE state <> 'closed' AND NOT (host_key = ANY($1))",
+    )
+    .bind(&parked)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Reconciled::default();
+    for (keys, park) in [(to_release, false), (to_park, true)] {
+        for key in keys {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let state: Option<String> = sqlx::query_scalar(
+                "SELECT state FROM host_circuits WHERE host_key = $1 FOR UPDATE",
+            )
+            .bind(&key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let gate_parked = breakwater_queue::gate_state(&mut *tx, &key)
+                .await?
+                .is_some_and(|g| g.parked);
+            let needs = match state.as_deref() {
+                Some("closed") => !park && gate_parked,
+                Some(_) => park && !gate_parked,
+                None => false,
+            };
+            if needs {
+                let jobs = if park {
+                    out.parked += 1;
+                    park_host_jobs(&mut tx, &key).await?
+                } else {
+                    out.released += 1;
+                    release_host_jobs(&mut tx, &key).await?
+                };
+                tracing::warn!(host_key = %key, jobs, park, "reconciler: repaired a missed host park or release");
+            }
+            tx.commit().await?;
+        }
+    }
+    Ok(out)
 }
 
 /// Gives every live channel without a host key its key at granularity `g` (channels created

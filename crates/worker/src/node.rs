@@ -65,6 +65,9 @@ pub async fn run_node(
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
+    // The per-host cap (the gate's cap) defaults to hosts.max_in_flight.
+    let mut limits = cfg.channel_limits();
+    limits.gate_ceiling = hosts.max_in_flight.max(1) as u32;
     let handler = Arc::new(Worker {
         pool: pool.clone(),
         client,
@@ -75,7 +78,7 @@ pub async fn run_node(
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
         hosts: hosts.clone(),
-        limits: cfg.channel_limits(),
+        limits: limits.clone(),
     });
     // Channels created before host circuits existed get their host key (and circuit row).
     match pool.acquire().await {
@@ -157,7 +160,7 @@ pub async fn run_node(
                 poll_interval: Duration::from_millis(cfg.poll_interval_ms),
                 shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
                 backoff: cfg.backoff(),
-                limits: cfg.channel_limits(),
+                limits: limits.clone(),
             },
             handler.clone(),
             wakers.clone(),
@@ -196,13 +199,15 @@ where
     }
 }
 
-/// Runs the parking reconciler ([`circuit::reconcile_parking`]) every few seconds until
-/// `shutdown`: the safety net for a missed park or release.
+/// Runs the parking reconciler ([`circuit::reconcile_parking`] for channels,
+/// [`breakwater_core::hosts::reconcile_gates`] for hosts) every few seconds until `shutdown`:
+/// the safety net for a missed park or release.
 async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
     every(RECONCILE_INTERVAL, shutdown, || async {
         let r = async {
             let mut conn = pool.acquire().await?;
-            circuit::reconcile_parking(&mut conn).await
+            circuit::reconcile_parking(&mut conn).await?;
+            breakwater_core::hosts::reconcile_gates(&mut conn).await
         }
         .await;
         if let Err(e) = r {
