@@ -494,3 +494,144 @@ async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(po
     assert_eq!(v["in_flight"], 0);
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_host_opened_with_nothing_waiting_probes_with_the_next_arrival_and_writes_no_row_per_lease(
+    pool: PgPool,
+) {
+    use breakwater_core::hosts::{self, WatchStep};
+    // The API only at first: the test steps the watcher itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| {
+        tune(s);
+        s.hosts.cooldown_ms = 1;
+    })
+    .await;
+    let mut cfg = settings().hosts;
+    cfg.cooldown_ms = 1;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "idle").await;
+    let host = host_of(&pool, ch).await;
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/open"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            let mut tx = pool.begin().await.unwrap();
+            let step = hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
+            tx.commit().await.unwrap();
+            matches!(step, WatchStep::Wait(_)) && host_state(&pool, &host).await == "half_open"
+        })
+        .await,
+        "the cooldown passes and the host goes half-open with nothing to probe"
+    );
+    let rows = host_audit(&pool, &host).await;
+    assert_eq!(
+        rows.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>(),
+        ["host.forced_open", "host.probe_started"]
+    );
+    // Leases expire (moved into the past on the database clock) with no probe ever chosen: the
+    // watcher writes nothing and moves no generation.
+    for _ in 0..3 {
+        sqlx::query(
+            "UPDATE host_circuits SET probe_deadline = now() - interval '1 s' WHERE host_key = $1",
+        )
+        .bind(&host)
+        .execute(&pool)
+        .await
+        .unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        let step = hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(matches!(step, WatchStep::Wait(_)));
+    }
+    assert_eq!(
+        host_audit(&pool, &host).await,
+        rows,
+        "no row per lease expiry"
+    );
+    assert_eq!(host_state(&pool, &host).await, "half_open");
+
+    // The next delivery that arrives is the probe; it succeeds and closes the host.
+    let node = spawn_node_thread((*pool.connect_options()).clone(), settings(), Role::Worker);
+    let d = app.deliver(&key, ch, json!({"first": true})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(d).await == "delivered"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            host_state(&pool, &host).await == "closed"
+        })
+        .await
+    );
+    let probe: bool =
+        sqlx::query_scalar("SELECT probe FROM delivery_attempts WHERE delivery_id = $1")
+            .bind(d)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(probe, "the first arrival was the host probe");
+    let actions: Vec<String> = host_audit(&pool, &host)
+        .await
+        .into_iter()
+        .map(|(a, _)| a)
+        .collect();
+    assert_eq!(
+        actions,
+        ["host.forced_open", "host.probe_started", "host.closed"]
+    );
+    node.stop();
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_reconciler_repairs_a_host_gate_that_disagrees_with_its_circuit(pool: PgPool) {
+    use breakwater_core::hosts;
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "r").await;
+    let host = host_of(&pool, ch).await;
+    let parked = |pool: PgPool, host: String| async move {
+        breakwater_queue::gate_state(&pool, &host)
+            .await
+            .unwrap()
+            .is_some_and(|g| g.parked)
+    };
+    // A closed host whose gate was left parked: released.
+    let mut conn = pool.acquire().await.unwrap();
+    breakwater_queue::park_gate(&mut conn, &host).await.unwrap();
+    assert!(parked(pool.clone(), host.clone()).await);
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (1, 0));
+    assert!(!parked(pool.clone(), host.clone()).await);
+    // An open host whose gate is not parked: parked.
+    sqlx::query("UPDATE host_circuits SET state = 'open', next_probe_at = now() + interval '1 h' WHERE host_key = $1")
+        .bind(&host)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (0, 1));
+    assert!(parked(pool.clone(), host.clone()).await);
+    // Nothing left to repair.
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (0, 0));
+    drop(conn);
+    // Leave it consistent for the doctor.
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/close"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    app.stop().await;
+}
