@@ -1254,6 +1254,60 @@ mod tests {
     }
 
     #[test]
+    fn a_delivery_goes_only_if_both_the_channel_and_its_host_let_it() {
+        let d = Uuid::new_v4();
+        let with_host = |state: &str, host: &str, probe: Option<Uuid>| GateRow {
+            host_state: Some(host.into()),
+            host_generation: Some(9),
+            host_probe_delivery_id: probe,
+            ..gate(state, None, None)
+        };
+        assert!(matches!(
+            decide(Some(&with_host("closed", "closed", None)), d),
+            Admission::Send {
+                host_probe: None,
+                ..
+            }
+        ));
+        assert_eq!(
+            decide(Some(&with_host("closed", "open", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("open", "closed", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("closed", "half_open", None)), d),
+            Admission::ClaimHostProbe(9)
+        );
+        assert!(matches!(
+            decide(Some(&with_host("closed", "half_open", Some(d))), d),
+            Admission::Send {
+                host_probe: Some(9),
+                rate: None,
+                ..
+            }
+        ));
+        assert_eq!(
+            decide(
+                Some(&with_host("closed", "half_open", Some(Uuid::new_v4()))),
+                d
+            ),
+            Admission::Park
+        );
+        // A half-open channel does not claim its own probe while its host holds it.
+        assert_eq!(
+            decide(Some(&with_host("half_open", "open", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("half_open", "closed", None)), d),
+            Admission::ClaimProbe(7)
+        );
+    }
+
+    #[test]
     fn a_missing_channel_is_gone() {
         assert_eq!(decide(None, Uuid::new_v4()), Admission::Gone);
     }
