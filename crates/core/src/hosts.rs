@@ -348,6 +348,16 @@ pub async fn record_result(
     reason: &str,
     cfg: &HostsConfig,
 ) -> Result<Option<Transition>> {
+    if host_probe.is_some() || class == Class::Transient {
+        // Lock order group row → host row → gate row (the fetch and the slot-release trigger
+        // take group rows before gate rows): take the channel's group row now, before a
+        // transition here parks or releases the host's gate, so a fetch holding this group and
+        // waiting for the gate cannot deadlock with us.
+        sqlx::query("SELECT 1 FROM job_groups WHERE group_id = $1 FOR UPDATE")
+            .bind(channel_id)
+            .execute(&mut *tx)
+            .await?;
+    }
     match (host_probe, class) {
         (Some(generation), Class::Transient) => {
             probe_failed(tx, channel_id, generation, reason, cfg).await
