@@ -61,6 +61,11 @@
 //! `hosts.max_in_flight` (the pools' `GroupLimits::gate_ceiling`). The reconciler
 //! ([`reconcile_gates`]) repairs a gate whose parked flag disagrees with its host circuit.
 //!
+//! **Lock order**: a channel's job group row, then its host row, then the host's gate row (the
+//! fetch and the queue's slot-release trigger take group rows before gate rows, and the fetch
+//! *waits* for a gate row). A result that may make a host transition therefore takes its own
+//! group row first ([`record_result`]); the watcher and the operator routes take no group row.
+//!
 //! A delivery held by its host keeps its status (`pending`, or `failed` with a retry
 //! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
 //! the channel shows its host's state (`host_circuit_state`).

@@ -1,8 +1,9 @@
 //! One delivery job: admit (circuit gate), load, sign, send, classify, record — and move the
 //! channel's circuit.
 //!
-//! The gate reads the channel row before the delivery is loaded: a job of an open, paused or
-//! half-open (not the probe) channel goes back at once — no payload read, no HTTP request, no
+//! The gate reads the channel row (joined with its host circuit, [`breakwater_core::hosts`])
+//! before the delivery is loaded: a job of an open, paused or half-open (not the probe) channel,
+//! or of an open or half-open (not the host probe) host, goes back at once — no payload read, no HTTP request, no
 //! attempt of the job or the delivery used. (Such a job is rare: the channel's job group is
 //! parked with its circuit, so the fetch does not hand out its jobs; only one claimed in the
 //! instant before the transition gets here.)
