@@ -58,6 +58,19 @@ async fn host_audit(pool: &PgPool, host: &str) -> Vec<(String, i64)> {
     .unwrap()
 }
 
+/// Waits (up to 30 s) until every delivery of the test is delivered.
+async fn all_delivered(pool: &PgPool) -> bool {
+    eventually(Duration::from_secs(30), || async {
+        let left: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        left == 0
+    })
+    .await
+}
+
 fn alerts_of(app: &TestApp, endpoint: &str, event: &str) -> Vec<Value> {
     app.receiver
         .received(endpoint)
@@ -197,18 +210,7 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     for (_, ep, _) in &channels {
         app.receiver.set(ep, Behavior::Status(200, None));
     }
-    assert!(
-        eventually(Duration::from_secs(30), || async {
-            let n: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            n == 0
-        })
-        .await,
-        "every delivery delivered"
-    );
+    assert!(all_delivered(&pool).await, "every delivery delivered");
     for n in nodes {
         n.stop();
     }
@@ -466,18 +468,7 @@ async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(po
     for (key, ch) in &work {
         n += app.deliver_many(key, *ch, 5).await.len();
     }
-    assert!(
-        eventually(Duration::from_secs(30), || async {
-            let left: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            left == 0
-        })
-        .await,
-        "all delivered"
-    );
+    assert!(all_delivered(&pool).await, "all delivered");
     for node in nodes {
         node.stop();
     }

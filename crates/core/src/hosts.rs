@@ -1006,33 +1006,31 @@ pub async fn set_overrides(
     o: &Overrides,
     actor: &str,
 ) -> Result<()> {
-    if o.failure_threshold
-        .flatten()
-        .is_some_and(|t| !(1..=10_000).contains(&t))
-    {
-        return Err(Error::invalid(
-            "failure_threshold",
-            "must be between 1 and 10000",
-        ));
-    }
-    if o.cooldown_ms
-        .flatten()
-        .is_some_and(|c| !(1..=86_400_000).contains(&c))
-    {
-        return Err(Error::invalid(
-            "cooldown_ms",
-            "must be between 1 and 86400000 (24 h)",
-        ));
-    }
-    if o.max_in_flight
-        .flatten()
-        .is_some_and(|m| !(1..=100_000).contains(&m))
-    {
-        return Err(Error::invalid(
-            "max_in_flight",
-            "must be between 1 and 100000",
-        ));
-    }
+    let in_range = |field: &'static str, v: Option<i64>, max: i64, unit: &str| match v {
+        Some(v) if !(1..=max).contains(&v) => Err(Error::invalid(
+            field,
+            format!("must be between 1 and {max}{unit}"),
+        )),
+        _ => Ok(()),
+    };
+    in_range(
+        "failure_threshold",
+        o.failure_threshold.flatten().map(i64::from),
+        10_000,
+        "",
+    )?;
+    in_range(
+        "cooldown_ms",
+        o.cooldown_ms.flatten(),
+        86_400_000,
+        " (24 h)",
+    )?;
+    in_range(
+        "max_in_flight",
+        o.max_in_flight.flatten().map(i64::from),
+        100_000,
+        "",
+    )?;
     type Vals = (Option<i32>, Option<i64>, Option<i32>);
     let old: Vals = sqlx::query_as(
         "SELECT failure_threshold, cooldown_ms, max_in_flight FROM host_circuits WHERE host_key = $1 FOR UPDATE",
