@@ -128,6 +128,11 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
     // Fixtures made before the walk: a tenant, a channel, and a delivery that went dead.
     let (tenant, key) = app.tenant("audited", "default").await;
     let channel = app.channel(&key, "ok").await;
+    let host: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
+        .bind(channel)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     let dead_channel = app.channel(&key, "gone").await;
     let dead = app.deliver(&key, dead_channel, json!({"n": 1})).await;
     assert!(
@@ -394,6 +399,26 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
             body: None,
             operator: true,
             action: "circuit.forced_open",
+            changed: &[],
+        },
+        Case {
+            method: "PATCH",
+            route: "/api/v1/admin/hosts/{host}",
+            path: format!("/api/v1/admin/hosts/{host}"),
+            key: OPERATOR_KEY.into(),
+            body: Some(json!({"max_in_flight": 7})),
+            operator: true,
+            action: "host.settings_changed",
+            changed: &["max_in_flight"],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/admin/hosts/{host}/{action}",
+            path: format!("/api/v1/admin/hosts/{host}/open"),
+            key: OPERATOR_KEY.into(),
+            body: None,
+            operator: true,
+            action: "host.forced_open",
             changed: &[],
         },
     ];

@@ -351,6 +351,73 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
     wait_shown(&c, reports, "closed", Duration::from_secs(10)).await;
     assert_eq!(app.circuit_state(reports).await, "closed");
 
+    // The host circuits table: every channel here shares the receiver's host. Force it open
+    // from the page, see it live, and close it again.
+    let host: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
+        .bind(orders)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let host_shown = |state: &'static str| {
+        let c = &c;
+        let host = host.clone();
+        async move {
+            js(
+                c,
+                &format!(
+                    "const r = document.querySelector('#hosts tr[data-host-key=\"{host}\"]'); \
+                     return r ? r.dataset.state : null;"
+                ),
+            )
+            .await
+                == json!(state)
+        }
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || host_shown("closed")).await,
+        "the host is listed"
+    );
+    click(
+        &c,
+        &format!("#hosts tr[data-host-key=\"{host}\"] button[data-action=\"open\"]"),
+    )
+    .await;
+    let dialog = c
+        .wait()
+        .at_most(Duration::from_secs(5))
+        .for_element(Locator::Css("dialog#confirm[open]"))
+        .await
+        .expect("a confirmation dialog opens");
+    assert!(dialog.text().await.unwrap().contains(&host));
+    click(&c, "#confirm-ok").await;
+    assert!(
+        eventually(Duration::from_secs(10), || host_shown("open")).await,
+        "the page shows the host open"
+    );
+    click(
+        &c,
+        &format!("#hosts tr[data-host-key=\"{host}\"] button[data-action=\"close\"]"),
+    )
+    .await;
+    c.wait()
+        .at_most(Duration::from_secs(5))
+        .for_element(Locator::Css("dialog#confirm[open]"))
+        .await
+        .expect("a confirmation dialog opens");
+    click(&c, "#confirm-ok").await;
+    assert!(
+        eventually(Duration::from_secs(10), || host_shown("closed")).await,
+        "the page shows the host closed again"
+    );
+    let actions: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE details->>'host_key' = $1 AND actor = 'operator' ORDER BY id",
+    )
+    .bind(&host)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(actions, ["host.forced_open", "host.forced_closed"]);
+
     let shot = artifacts_dir().join("admin-closed.png");
     std::fs::write(&shot, c.screenshot().await.unwrap()).unwrap();
     println!("admin page screenshot after closing: {}", shot.display());

@@ -7,6 +7,7 @@ mod browser;
 mod circuit;
 mod closing;
 mod delivery;
+mod hosts;
 mod lifecycle;
 mod limits;
 mod listing;

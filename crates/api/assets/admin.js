@@ -34,6 +34,19 @@
     },
   ];
 
+  const HOST_ACTIONS = [
+    {
+      action: "open", label: "Force open", from: ["closed", "half_open"],
+      title: "Force the host circuit open",
+      text: "Every channel on this host, of every tenant, is parked; a probe tests the host after the cooldown.",
+    },
+    {
+      action: "close", label: "Force close", from: ["open", "half_open"],
+      title: "Force the host circuit closed",
+      text: "Every channel on this host is released at once (each channel's own circuit still applies).",
+    },
+  ];
+
   const $ = (id) => document.getElementById(id);
   let key = sessionStorage.getItem(KEY_STORE);
   let timer = null;
@@ -42,7 +55,9 @@
   let channels = [];
   let channelById = new Map();
   let prevStates = new Map();
-  let pending = null; // { channel, spec } while the confirmation dialog is open
+  let pending = null; // { channel, spec } or { host, spec } while the confirmation dialog is open
+  let hosts = [];
+  let prevHostStates = new Map();
 
   // ---- helpers ------------------------------------------------------------------------------
 
@@ -198,15 +213,18 @@
   async function refresh() {
     if (!key) return;
     try {
-      const [queues, list, audit] = await Promise.all([
+      const [queues, list, audit, hostPage] = await Promise.all([
         api("/api/v1/admin/queues"),
         listChannels(),
         api("/api/v1/admin/audit?limit=100"),
+        api("/api/v1/admin/hosts?limit=1000"),
       ]);
+      hosts = hostPage.data;
       channels = list.all;
       channelById = new Map(channels.map((c) => [c.id, c]));
       renderQueues(queues.data);
       renderChannels(list.more);
+      renderHosts();
       renderTransitions(audit.data);
       lastOkAt = Date.now();
       $("banner").hidden = true;
@@ -312,13 +330,62 @@
       : "";
   }
 
+  function hostProbe(h) {
+    if (h.state === "half_open") return "probing";
+    if (h.state !== "open" || !h.next_probe_at) return "–";
+    const ms = new Date(h.next_probe_at).getTime() - serverNow();
+    return ms <= 0 ? "due" : `in ${fmtDuration(ms)}`;
+  }
+
+  function renderHosts() {
+    const rows = hosts
+      .slice()
+      .sort((a, b) => (STATE_ORDER[a.state] ?? 9) - (STATE_ORDER[b.state] ?? 9)
+        || a.host_key.localeCompare(b.host_key))
+      .map((h) => {
+        const prev = prevHostStates.get(h.host_key);
+        const tr = el("tr", {
+          dataset: { hostKey: h.host_key, state: h.state },
+          class: prev && prev !== h.state ? "changed" : "",
+        });
+        const buttons = HOST_ACTIONS.map((spec) => {
+          const b = el("button", {
+            type: "button", dataset: { action: spec.action }, text: spec.label,
+            title: `${spec.title} (asks for confirmation)`,
+          });
+          b.disabled = !spec.from.includes(h.state);
+          b.addEventListener("click", () => askConfirmHost(h.host_key, spec));
+          return b;
+        });
+        tr.append(
+          el("td", { text: h.host_key }),
+          el("td", { class: "state-cell" }, stateBadge(h.state)),
+          el("td", {
+            class: "num since", dataset: { since: h.changed_at },
+            text: fmtDuration(serverNow() - new Date(h.changed_at).getTime()),
+          }),
+          el("td", { class: "num", text: h.channels }),
+          el("td", { class: "num", text: h.parked }),
+          el("td", { class: "num", text: `${h.in_flight} / ${h.cap}` }),
+          el("td", { class: "probe", text: hostProbe(h) }),
+          el("td", { class: "actions" }, ...buttons),
+        );
+        return tr;
+      });
+    prevHostStates = new Map(hosts.map((h) => [h.host_key, h.state]));
+    $("hosts").tBodies[0].replaceChildren(...rows);
+    $("hosts-empty").hidden = rows.length > 0;
+  }
+
   function renderTransitions(entries) {
     const items = entries
       .filter((r) => r.to_state)
       .slice(0, 15)
       .map((r) => {
         const c = channelById.get(r.channel_id);
-        const who = c ? `${c.tenant_name} / ${channelLabel(c)}` : (r.channel_id || "–");
+        const hostKey = r.details && r.details.host_key;
+        const who = hostKey && r.action.startsWith("host.") ? `host ${hostKey}`
+          : c ? `${c.tenant_name} / ${channelLabel(c)}` : (r.channel_id || "–");
         return el("li", { dataset: { channelId: r.channel_id || "" } },
           el("span", { class: "at", text: fmtTime(r.at), title: r.at }),
           el("span", { text: who }),
@@ -332,7 +399,7 @@
 
   // Time in state and next probe move every second, between polls.
   function tick() {
-    for (const td of document.querySelectorAll("#channels td.since")) {
+    for (const td of document.querySelectorAll("#channels td.since, #hosts td.since")) {
       td.textContent = fmtDuration(serverNow() - new Date(td.dataset.since).getTime());
     }
     for (const tr of document.querySelectorAll("#channels tr[data-channel-id]")) {
@@ -358,6 +425,20 @@
     $("confirm-reason").focus();
   }
 
+  function askConfirmHost(hostKey, spec) {
+    const h = hosts.find((x) => x.host_key === hostKey);
+    if (!h) return;
+    pending = { host: h, spec };
+    $("confirm-title").textContent = `${spec.title}?`;
+    $("confirm-text").textContent =
+      `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}). ${spec.text}`;
+    $("confirm-ok").textContent = spec.label;
+    $("confirm-ok").dataset.action = spec.action;
+    $("confirm-reason").value = "";
+    $("confirm").showModal();
+    $("confirm-reason").focus();
+  }
+
   async function confirmed() {
     const p = pending;
     pending = null;
@@ -366,6 +447,13 @@
     const reason = $("confirm-reason").value.trim();
     const q = reason ? `?reason=${encodeURIComponent(reason)}` : "";
     try {
+      if (p.host) {
+        await api(`/api/v1/admin/hosts/${encodeURIComponent(p.host.host_key)}/${p.spec.action}${q}`,
+          { method: "POST" });
+        toast(`Host ${p.host.host_key}: ${p.spec.label.toLowerCase()} done.`);
+        refresh();
+        return;
+      }
       await api(`/api/v1/admin/channels/${encodeURIComponent(p.channel.id)}/${p.spec.action}${q}`,
         { method: "POST" });
       toast(`${channelLabel(p.channel)} (${p.channel.tenant_name}): ${p.spec.label.toLowerCase()} done.`);

@@ -68,6 +68,8 @@ struct Inner {
     max_attempts: i32,
     circuit: CircuitConfig,
     channel_limits: breakwater_queue::GroupLimits,
+    /// Host circuit settings (granularity of channel keys, defaults shown in the host list).
+    hosts: breakwater_core::hosts::HostsConfig,
     ingress: Option<auth::IngressLimiter>,
     /// `/metrics` on the API's address, unless it is served elsewhere ([`AppState::with_metrics`]).
     metrics: Option<Metrics>,
@@ -99,6 +101,7 @@ impl AppState {
                 max_attempts,
                 circuit,
                 channel_limits,
+                hosts: Default::default(),
                 ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
                 metrics: None,
                 ready: tokio::sync::Mutex::new(None),
@@ -112,6 +115,15 @@ impl AppState {
         Arc::get_mut(&mut self.inner)
             .expect("with_metrics is called before the state is shared")
             .metrics = metrics;
+        self
+    }
+
+    /// Uses `hosts` for host circuits (default: [`breakwater_core::hosts::HostsConfig`]'s
+    /// defaults). Call before [`app`].
+    pub fn with_hosts(mut self, hosts: breakwater_core::hosts::HostsConfig) -> Self {
+        Arc::get_mut(&mut self.inner)
+            .expect("with_hosts is called before the state is shared")
+            .hosts = hosts;
         self
     }
 
@@ -149,6 +161,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::keys::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
+        .merge(routes::hosts::router())
         .merge(routes::queues::router())
         .merge(metrics)
         .merge(routes::admin::router())

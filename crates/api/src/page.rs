@@ -46,6 +46,17 @@ impl CursorKey for Uuid {
     }
 }
 
+/// A text key (host circuits: the host key).
+impl CursorKey for String {
+    const TAG: u8 = b's';
+    fn to_bytes(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        String::from_utf8(b.to_vec()).ok()
+    }
+}
+
 /// A sequence number (audit entries).
 impl CursorKey for i64 {
     const TAG: u8 = b'i';

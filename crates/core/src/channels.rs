@@ -31,6 +31,9 @@ pub struct Channel {
     /// request (a second signature); in the past once that grace period is over, null when the
     /// secret was never rotated or rotated without a grace period.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// The host circuit this channel shares with every channel on the same host (see
+    /// [`crate::hosts::host_key`]), e.g. `api.example.com`; null before it was keyed.
+    pub host_key: Option<String>,
     /// `closed` | `open` | `half_open` | `paused`.
     #[schema(value_type = crate::circuit::State)]
     pub circuit_state: String,
@@ -76,7 +79,7 @@ pub struct Channel {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, tenant_id, name, url, rate_limit, event_types, previous_secret_expires_at, \
+const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
@@ -115,6 +118,8 @@ pub struct NewChannel {
     pub max_in_flight: Option<i32>,
     /// Event types the channel subscribes to ([`canonical_event_types`]); `None` = every type.
     pub event_types: Option<Vec<String>>,
+    /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit.
+    pub host_key: Option<String>,
 }
 
 /// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
@@ -155,6 +160,11 @@ pub async fn create(
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
+    let mut channel = channel;
+    if let Some(key) = &new.host_key {
+        crate::hosts::assign(&mut *conn, channel.id, key).await?;
+        channel.host_key = Some(key.clone());
+    }
     if new.max_in_flight.is_some() {
         breakwater_queue::set_max_in_flight(&mut *conn, channel.id, new.max_in_flight).await?;
     }
@@ -200,6 +210,8 @@ pub struct ChannelPatch {
     pub max_in_flight: Option<Option<i32>>,
     /// Event-type filter (`Some(None)` clears it: the channel then receives every type).
     pub event_types: Option<Option<Vec<String>>>,
+    /// The new URL's host key ([`crate::hosts::host_key`]), given with `url`.
+    pub host_key: Option<String>,
 }
 
 /// Most event types in one channel's filter.
@@ -382,6 +394,11 @@ pub async fn update(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
+    let mut channel = channel;
+    if let Some(key) = &patch.host_key {
+        crate::hosts::assign(&mut *conn, channel.id, key).await?;
+        channel.host_key = Some(key.clone());
+    }
     if let Some(m) = patch.max_in_flight {
         breakwater_queue::set_max_in_flight(&mut *conn, channel.id, m).await?;
     }

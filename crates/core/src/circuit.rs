@@ -267,6 +267,15 @@ pub struct GateRow {
     pub rate_slot_at: Option<DateTime<Utc>>,
     /// Database time of the read.
     pub now: DateTime<Utc>,
+    /// The channel's host circuit state (joined in the same read; `None`: no host circuit).
+    #[sqlx(default)]
+    pub host_state: Option<String>,
+    /// Its generation.
+    #[sqlx(default)]
+    pub host_generation: Option<i64>,
+    /// The delivery chosen as the host's half-open probe, if any.
+    #[sqlx(default)]
+    pub host_probe_delivery_id: Option<Uuid>,
 }
 
 /// What the worker should do with a delivery job it picked up.
@@ -281,6 +290,9 @@ pub enum Admission {
         /// The channel's rate limit (none for the probe: one request per cooldown), with the
         /// slot the delivery reserved earlier and the database time of the read.
         rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+        /// The host circuit's generation when this delivery is the host probe
+        /// ([`crate::hosts`]).
+        host_probe: Option<i64>,
     },
     /// Park it again (open, paused, or half-open and not the probe); no request, no attempt.
     Park,
@@ -289,15 +301,52 @@ pub enum Admission {
     Wait(Duration),
     /// Half-open with no probe chosen: try to become the probe.
     ClaimProbe(i64),
+    /// The channel lets it go and its host is half-open with no probe chosen: try to become the
+    /// host probe (generation of the host circuit).
+    ClaimHostProbe(i64),
     /// The channel no longer exists, or was deleted.
     Gone,
 }
 
-/// The pure decision for delivery `delivery_id` given its channel's gate row.
+/// The pure decision for delivery `delivery_id` given its channel's gate row: the channel's
+/// circuit, then its host's ([`crate::hosts::decide`]); a delivery goes only if both let it.
 pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
+    use crate::hosts::HostGate;
     let Some(g) = gate else {
         return Admission::Gone;
     };
+    let host = crate::hosts::decide(
+        g.host_state.as_deref(),
+        g.host_generation,
+        g.host_probe_delivery_id,
+        delivery_id,
+    );
+    match (decide_channel(g, delivery_id), host) {
+        (a, HostGate::Pass) => a,
+        (Admission::Send { .. } | Admission::ClaimProbe(_), HostGate::Park) => Admission::Park,
+        (
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                ..
+            },
+            HostGate::Probe(h),
+        ) => {
+            // The host probe: one request per host cooldown, no rate limit.
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                rate: None,
+                host_probe: Some(h),
+            }
+        }
+        (Admission::Send { .. }, HostGate::Claim(h)) => Admission::ClaimHostProbe(h),
+        (Admission::ClaimProbe(_), _) => Admission::Park,
+        (other, _) => other,
+    }
+}
+
+fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
     match g.circuit_state.as_str() {
         "closed" => match g.retry_after_until {
             Some(until) if until > g.now => {
@@ -311,6 +360,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
                     .as_deref()
                     .and_then(|r| RateLimit::parse(r).ok())
                     .map(|r| (r, g.rate_slot_at, g.now)),
+                host_probe: None,
             },
         },
         "half_open" => match g.probe_delivery_id {
@@ -318,6 +368,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
                 probe_generation: Some(g.circuit_generation),
                 consecutive_failures: g.consecutive_failures,
                 rate: None,
+                host_probe: None,
             },
             None => Admission::ClaimProbe(g.circuit_generation),
             Some(_) => Admission::Park,
@@ -343,12 +394,13 @@ pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option
     .await?)
 }
 
-/// Reads the gate and decides; when half-open without a probe, claims the probe role for this
-/// delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
-/// becomes the probe. The claim starts the probe's lease (`cfg.probe_lease_ms`, database clock)
-/// and schedules the probe watcher for its end, in one transaction: a claimed probe whose node
-/// dies is taken over (module doc, "The probe role with nothing waiting"). Never returns
-/// [`Admission::ClaimProbe`].
+/// Reads the gate (the channel row joined with its host circuit row: one read) and decides;
+/// when half-open without a probe (the channel's, or the host's), claims the probe role for
+/// this delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
+/// becomes the probe. A channel probe's claim starts its lease (`cfg.probe_lease_ms`, database
+/// clock) and schedules the probe watcher for its end, in one transaction: a claimed probe whose
+/// node dies is taken over (module doc, "The probe role with nothing waiting"). Never returns
+/// [`Admission::ClaimProbe`] or [`Admission::ClaimHostProbe`].
 pub async fn admit(
     conn: &mut PgConnection,
     channel_id: Uuid,
@@ -356,10 +408,13 @@ pub async fn admit(
     cfg: &CircuitConfig,
 ) -> Result<Admission> {
     let gate: Option<GateRow> = sqlx::query_as(
-        "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
-                consecutive_failures, rate_limit,
-                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now
-         FROM channels WHERE id = $1 AND deleted_at IS NULL",
+        "SELECT c.circuit_state, c.circuit_generation, c.probe_delivery_id, c.retry_after_until,
+                c.consecutive_failures, c.rate_limit,
+                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now,
+                h.state AS host_state, h.generation AS host_generation,
+                h.probe_delivery_id AS host_probe_delivery_id
+         FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.id = $1 AND c.deleted_at IS NULL",
     )
     .bind(channel_id)
     .bind(delivery_id)
@@ -392,6 +447,20 @@ pub async fn admit(
                     probe_generation: Some(generation),
                     consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
                     rate: None,
+                    host_probe: None,
+                }
+            } else {
+                Admission::Park
+            })
+        }
+        Admission::ClaimHostProbe(generation) => {
+            let won = crate::hosts::claim_probe(conn, channel_id, delivery_id, generation).await?;
+            Ok(if won {
+                Admission::Send {
+                    probe_generation: None,
+                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                    rate: None,
+                    host_probe: Some(generation),
                 }
             } else {
                 Admission::Park
@@ -1432,6 +1501,9 @@ mod tests {
             rate_limit: None,
             rate_slot_at: None,
             now,
+            host_state: None,
+            host_generation: None,
+            host_probe_delivery_id: None,
         }
     }
 
@@ -1443,7 +1515,8 @@ mod tests {
             Admission::Send {
                 probe_generation: None,
                 consecutive_failures: 2,
-                rate: None
+                rate: None,
+                host_probe: None
             }
         );
         let Admission::Wait(w) = decide(Some(&gate("closed", None, Some(30))), d) else {
@@ -1475,7 +1548,8 @@ mod tests {
             Admission::Send {
                 probe_generation: Some(7),
                 consecutive_failures: 2,
-                rate: None
+                rate: None,
+                host_probe: None
             }
         );
         assert_eq!(
@@ -1518,6 +1592,60 @@ mod tests {
             .validate()
             .unwrap_err()
             .contains("circuit.close_after_successes"));
+    }
+
+    #[test]
+    fn a_delivery_goes_only_if_both_the_channel_and_its_host_let_it() {
+        let d = Uuid::new_v4();
+        let with_host = |state: &str, host: &str, probe: Option<Uuid>| GateRow {
+            host_state: Some(host.into()),
+            host_generation: Some(9),
+            host_probe_delivery_id: probe,
+            ..gate(state, None, None)
+        };
+        assert!(matches!(
+            decide(Some(&with_host("closed", "closed", None)), d),
+            Admission::Send {
+                host_probe: None,
+                ..
+            }
+        ));
+        assert_eq!(
+            decide(Some(&with_host("closed", "open", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("open", "closed", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("closed", "half_open", None)), d),
+            Admission::ClaimHostProbe(9)
+        );
+        assert!(matches!(
+            decide(Some(&with_host("closed", "half_open", Some(d))), d),
+            Admission::Send {
+                host_probe: Some(9),
+                rate: None,
+                ..
+            }
+        ));
+        assert_eq!(
+            decide(
+                Some(&with_host("closed", "half_open", Some(Uuid::new_v4()))),
+                d
+            ),
+            Admission::Park
+        );
+        // A half-open channel does not claim its own probe while its host holds it.
+        assert_eq!(
+            decide(Some(&with_host("half_open", "open", None)), d),
+            Admission::Park
+        );
+        assert_eq!(
+            decide(Some(&with_host("half_open", "closed", None)), d),
+            Admission::ClaimProbe(7)
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod deliveries;
 pub mod doctor;
 mod error;
+pub mod hosts;
 pub mod keys;
 pub mod lifecycle;
 pub mod messages;

@@ -59,8 +59,10 @@ async fn retire_channels(
     // A deleted channel's job group is released at once (lock order: the channel rows, held by
     // the caller, before the group rows): a job that outlives the deletion must be able to run
     // and be cancelled by the worker's gate, and the parking reconciler finds nothing to repair.
+    // It also leaves its host's gate, so a parked host does not hold such a job either.
     for id in channel_ids {
         breakwater_queue::release_group(&mut *tx, *id).await?;
+        breakwater_queue::set_group_gate(&mut *tx, *id, None).await?;
     }
     // SKIP LOCKED: a row locked now belongs to a worker recording an attempt's result, which may
     // be waiting for a channel row this transaction holds; waiting for it would deadlock. Its

@@ -5,6 +5,7 @@
 use breakwater_api::ApiConfig;
 use breakwater_core::alerts::AlertConfig;
 use breakwater_core::circuit::CircuitConfig;
+use breakwater_core::hosts::HostsConfig;
 use breakwater_worker::{RetentionConfig, WorkerConfig};
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
@@ -116,6 +117,8 @@ pub struct Settings {
     pub circuit: CircuitConfig,
     /// `[alerts]`: the alert policy (flapping).
     pub alerts: AlertConfig,
+    /// `[hosts]`: host circuits and the per-host cap.
+    pub hosts: HostsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `[retention]`.
@@ -168,6 +171,7 @@ impl Settings {
         self.worker.validate()?;
         self.circuit.validate()?;
         self.alerts.validate()?;
+        self.hosts.validate()?;
         self.telemetry.validate()?;
         self.retention.validate()?;
         for (name, v) in [
@@ -206,6 +210,16 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_defaults_are_loaded_and_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.hosts.failure_threshold, 3);
+        assert_eq!(s.hosts.failure_window_ms, 60_000);
+        assert_eq!(s.hosts.max_in_flight, 128);
+        s.hosts.probe_lease_ms = 0;
+        assert!(s.validate().unwrap_err().contains("hosts.probe_lease_ms"));
+    }
 
     #[test]
     fn retention_defaults_to_30_days_in_batches_of_1000() {

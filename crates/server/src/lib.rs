@@ -142,7 +142,8 @@ pub async fn start_node(
             settings.circuit.clone(),
             settings.worker.channel_limits(),
         )
-        .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()));
+        .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()))
+        .with_hosts(settings.hosts.clone());
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
             .with_context(|| {
@@ -174,6 +175,7 @@ pub async fn start_node(
         let params = breakwater_worker::NodeParams {
             worker: settings.worker.clone(),
             circuit: settings.circuit.clone(),
+            hosts: settings.hosts.clone(),
             node_id: node_id.clone(),
             allow_private_targets: settings.allow_private_targets,
             retention: settings.retention.clone(),

@@ -24,11 +24,13 @@ use uuid::Uuid;
 /// `channel.flapping_ended`) the transitions not alerted one by one; `status` (only on
 /// `channel.endpoint_rejected`) the HTTP status the endpoint answered. `from_state` is null on
 /// `channel.flapping_ended`, whose `to_state` is the circuit's state when it ended.
+///
+/// A host circuit's alert (`host.circuit_opened` / `host.circuit_closed`) has `channel_id` null
+/// and adds `host_key` and `channels` (the tenant's channels on that host).
 pub fn body(args: &serde_json::Value) -> serde_json::Value {
     let mut data = serde_json::json!({
         "tenant_id": args["tenant_id"],
         "channel_id": args["channel_id"],
-        // "host": the host circuit, if any — added with per-host circuits.
         "from_state": args["from_state"],
         "to_state": args["to_state"],
         "reason": args["reason"],
@@ -37,7 +39,7 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
         "transition_count": args["transition_count"],
         "flapping_window_ms": args["flapping_window_ms"],
     });
-    for optional in ["suppressed", "status", "flapping_since"] {
+    for optional in ["suppressed", "status", "flapping_since", "host_key", "channels"] {
         if let Some(v) = args.get(optional) {
             data[optional] = v.clone();
         }

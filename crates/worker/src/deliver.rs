@@ -1,8 +1,9 @@
 //! One delivery job: admit (circuit gate), load, sign, send, classify, record — and move the
 //! channel's circuit.
 //!
-//! The gate reads the channel row before the delivery is loaded: a job of an open, paused or
-//! half-open (not the probe) channel goes back at once — no payload read, no HTTP request, no
+//! The gate reads the channel row (joined with its host circuit, [`breakwater_core::hosts`])
+//! before the delivery is loaded: a job of an open, paused or half-open (not the probe) channel,
+//! or of an open or half-open (not the host probe) host, goes back at once — no payload read, no HTTP request, no
 //! attempt of the job or the delivery used. (Such a job is rare: the channel's job group is
 //! parked with its circuit, so the fetch does not hand out its jobs; only one claimed in the
 //! instant before the transition gets here.)
@@ -17,7 +18,7 @@ use breakwater_core::outcome::{
     redirect_note, Class, Observed,
 };
 use breakwater_core::ratelimit::{self, Budget};
-use breakwater_core::{lifecycle, signing, targets, Result};
+use breakwater_core::{hosts, lifecycle, signing, targets, Result};
 use breakwater_queue::{Feedback, Job, RetryOutcome};
 use chrono::Utc;
 use rand::Rng;
@@ -111,12 +112,13 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
 
     let mut conn = w.pool.acquire().await?;
     let admission = circuit::admit(&mut conn, channel_id, delivery_id, &w.circuit).await?;
-    let (probe_generation, failures_before, rate) = match admission {
+    let (probe_generation, failures_before, rate, host_probe) = match admission {
         Admission::Send {
             probe_generation,
             consecutive_failures,
             rate,
-        } => (probe_generation, consecutive_failures, rate),
+            host_probe,
+        } => (probe_generation, consecutive_failures, rate, host_probe),
         Admission::Park => {
             // Back to waiting, no attempt used; the parked job group keeps the fetch from handing
             // it out again until the circuit closes. The delay only bounds the cost should the
@@ -158,7 +160,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             }
             return Ok(());
         }
-        Admission::ClaimProbe(_) => {
+        Admission::ClaimProbe(_) | Admission::ClaimHostProbe(_) => {
             breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
             return Ok(());
         }
@@ -263,7 +265,8 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         &AttemptRecord {
             delivery_id: d.id,
             channel_id: d.channel_id,
-            probe: probe_generation.is_some(),
+            // A channel probe or a host probe.
+            probe: probe_generation.is_some() || host_probe.is_some(),
             started_at,
             duration_ms,
             outcome: class.as_str(),
@@ -299,7 +302,18 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         return Ok(());
     }
 
-    // The circuit. Each call is a conditional UPDATE; only a winner parks, releases, audits.
+    // The host circuit first (lock order: host row, channel row, job groups), then the
+    // channel's. Each call is a conditional UPDATE; only a winner parks, releases, audits.
+    hosts::record_result(
+        &mut tx,
+        d.channel_id,
+        host_probe,
+        class,
+        failures_before,
+        &error_text,
+        &w.hosts,
+    )
+    .await?;
     if let Some(wait) = retry_after {
         circuit::set_retry_after(&mut *tx, d.channel_id, wait).await?;
     }

@@ -1,8 +1,9 @@
 //! The node's job handler: routes each job to its kind's code.
 
-use crate::{alert, deliver, probe};
+use crate::{alert, deliver, host_probe, probe};
 use breakwater_core::alerts::JOB_FLAPPING_WATCH;
 use breakwater_core::circuit::{CircuitConfig, JOB_ALERT, JOB_PROBE};
+use breakwater_core::hosts::{HostsConfig, JOB_HOST_PROBE};
 use breakwater_core::JOB_DELIVER;
 use breakwater_queue::{runner::Handler, Backoff, GroupLimits, Job};
 use sqlx::PgPool;
@@ -27,6 +28,8 @@ pub struct Worker {
     pub allow_private: bool,
     /// Circuit settings.
     pub circuit: CircuitConfig,
+    /// Host circuit settings.
+    pub hosts: HostsConfig,
     /// Each channel's cluster-wide concurrency bounds (its adaptive limit moves inside them).
     pub limits: GroupLimits,
 }
@@ -50,6 +53,7 @@ impl Handler for Worker {
             let r = match job.kind.as_str() {
                 JOB_DELIVER => deliver::run(self, job).await,
                 JOB_PROBE => probe::run(self, job).await,
+                JOB_HOST_PROBE => host_probe::run(self, job).await,
                 JOB_ALERT => alert::run(self, job).await,
                 JOB_FLAPPING_WATCH => alert::run_flapping_watch(self, job).await,
                 other => {

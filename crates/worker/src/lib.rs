@@ -11,6 +11,7 @@ pub mod alert;
 mod config;
 pub mod deliver;
 mod handler;
+mod host_probe;
 pub mod http;
 mod node;
 mod observe;

@@ -3,6 +3,7 @@
 use crate::retention::{self, RetentionConfig};
 use crate::{Worker, WorkerConfig};
 use breakwater_core::circuit::{self, CircuitConfig, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use breakwater_core::hosts::HostsConfig;
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
@@ -31,6 +32,8 @@ pub struct NodeParams {
     pub worker: WorkerConfig,
     /// Circuit settings.
     pub circuit: CircuitConfig,
+    /// Host circuit settings.
+    pub hosts: HostsConfig,
     /// This node's id.
     pub node_id: String,
     /// Whether deliveries may go to internal addresses.
@@ -51,6 +54,7 @@ pub async fn run_node(
     let NodeParams {
         worker: cfg,
         circuit: circuit_cfg,
+        hosts,
         node_id,
         allow_private_targets,
         retention,
@@ -61,6 +65,9 @@ pub async fn run_node(
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
+    // The per-host cap (the gate's cap) defaults to hosts.max_in_flight.
+    let mut limits = cfg.channel_limits();
+    limits.gate_ceiling = hosts.max_in_flight.max(1) as u32;
     let handler = Arc::new(Worker {
         pool: pool.clone(),
         client,
@@ -70,8 +77,20 @@ pub async fn run_node(
         excerpt_bytes: cfg.response_excerpt_bytes,
         allow_private: allow_private_targets,
         circuit: circuit_cfg.clone(),
-        limits: cfg.channel_limits(),
+        hosts: hosts.clone(),
+        limits: limits.clone(),
     });
+    // Channels created before host circuits existed get their host key (and circuit row).
+    match pool.acquire().await {
+        Ok(mut conn) => {
+            match breakwater_core::hosts::rekey_missing(&mut conn, hosts.granularity).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(channels = n, "host keys given to channels that had none"),
+                Err(e) => tracing::warn!(error = %e, "keying channels by host failed"),
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "keying channels by host failed"),
+    }
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
     maintenance::heartbeat(&pool, &node_id)
         .await
@@ -141,7 +160,7 @@ pub async fn run_node(
                 poll_interval: Duration::from_millis(cfg.poll_interval_ms),
                 shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
                 backoff: cfg.backoff(),
-                limits: cfg.channel_limits(),
+                limits: limits.clone(),
             },
             handler.clone(),
             wakers.clone(),
@@ -180,13 +199,15 @@ where
     }
 }
 
-/// Runs the parking reconciler ([`circuit::reconcile_parking`]) every few seconds until
-/// `shutdown`: the safety net for a missed park or release.
+/// Runs the parking reconciler ([`circuit::reconcile_parking`] for channels,
+/// [`breakwater_core::hosts::reconcile_gates`] for hosts) every few seconds until `shutdown`:
+/// the safety net for a missed park or release.
 async fn reconcile_loop(pool: PgPool, shutdown: CancellationToken) {
     every(RECONCILE_INTERVAL, shutdown, || async {
         let r = async {
             let mut conn = pool.acquire().await?;
-            circuit::reconcile_parking(&mut conn).await
+            circuit::reconcile_parking(&mut conn).await?;
+            breakwater_core::hosts::reconcile_gates(&mut conn).await
         }
         .await;
         if let Err(e) = r {

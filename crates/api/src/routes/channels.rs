@@ -14,7 +14,7 @@ use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
 use breakwater_core::page::Order;
-use breakwater_core::{audit, circuit, tenants};
+use breakwater_core::{audit, circuit, hosts, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -114,6 +114,8 @@ pub(crate) async fn create(
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
     let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
+    let host_key = hosts::host_key(&url, state.inner.hosts.granularity)
+        .map_err(|m| ApiError::invalid("url", m))?;
     let mut tx = state.begin_audited(&request).await?;
     let created = channels::create(
         &mut tx,
@@ -129,6 +131,7 @@ pub(crate) async fn create(
             rate_limit: body.rate_limit,
             max_in_flight: body.max_in_flight,
             event_types: body.event_types,
+            host_key: Some(host_key),
         },
         &audit::tenant_actor(key.key_id),
     )
@@ -173,6 +176,10 @@ pub(crate) struct ChannelView {
     circuit: CircuitView,
     /// Its cluster-wide concurrency.
     concurrency: ConcurrencyView,
+    /// The state of its host circuit (shared with every channel on `host_key`): `closed` |
+    /// `open` | `half_open`; null when the channel has no host key.
+    #[schema(value_type = Option<breakwater_core::hosts::State>)]
+    host_circuit_state: Option<String>,
 }
 
 /// The channel's cluster-wide concurrency, as the scheduler sees it now.
@@ -258,10 +265,16 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         floor,
         ceiling,
     };
+    let host_circuit_state: Option<String> =
+        sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
+            .bind(&channel.host_key)
+            .fetch_optional(state.pool())
+            .await?;
     Ok(ChannelView {
         channel,
         circuit,
         concurrency,
+        host_circuit_state,
     })
 }
 
@@ -363,7 +376,15 @@ pub(crate) async fn update(
         Some(u) => Some(checked_url("url", u, state.inner.allow_private_targets).await?),
         None => None,
     };
+    let host_key = match &url {
+        Some(u) => Some(
+            hosts::host_key(u, state.inner.hosts.granularity)
+                .map_err(|m| ApiError::invalid("url", m))?,
+        ),
+        None => None,
+    };
     let patch = ChannelPatch {
+        host_key,
         name: body.name,
         url,
         failure_threshold: body.failure_threshold,

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod channels;
 pub mod deliveries;
 pub mod health;
+pub mod hosts;
 pub mod keys;
 pub mod lifecycle;
 pub mod messages;

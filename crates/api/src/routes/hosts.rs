@@ -1,0 +1,234 @@
+//! Operator routes for host circuits (operator key): list and read every host's circuit, force
+//! one open or closed, and override its threshold, cooldown and in-flight cap. See
+//! [`breakwater_core::hosts`] for what a host circuit is.
+
+use super::channels::ReasonQuery;
+use crate::auth::Operator;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::page::{Page, PageQuery};
+use crate::AppState;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::Router;
+use breakwater_core::audit::ACTOR_OPERATOR;
+use breakwater_core::hosts::{self, HostCircuit, Manual, Overrides};
+use breakwater_core::page::Order;
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/admin/hosts", get(list))
+        .route("/api/v1/admin/hosts/{host}", get(read).patch(update))
+        .route("/api/v1/admin/hosts/{host}/{action}", post(act))
+}
+
+/// Filters and paging of `GET /api/v1/admin/hosts`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct HostListQuery {
+    /// Only hosts whose circuit is in this state.
+    #[param(value_type = Option<hosts::State>)]
+    state: Option<String>,
+    #[serde(flatten)]
+    #[param(ignore)]
+    page: PageQuery,
+}
+
+/// Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/hosts",
+    tag = "operator",
+    operation_id = "admin_list_hosts",
+    params(HostListQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page of host circuits.", body = Page<HostCircuit>),
+        BadRequest,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn list(
+    _: Operator,
+    State(state): State<AppState>,
+    Query(q): Query<HostListQuery>,
+) -> Result<axum::Json<Page<HostCircuit>>, ApiError> {
+    if let Some(s) = &q.state {
+        hosts::State::parse(s)
+            .map_err(|_| ApiError::invalid("state", "must be one of closed, open, half_open"))?;
+    }
+    let keyset = q.page.keyset::<String>(Order::OldestFirst)?;
+    let mut conn = state.pool().acquire().await?;
+    let rows = hosts::list(&mut conn, q.state.as_deref(), &state.inner.hosts, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |h| h.host_key.clone())))
+}
+
+/// Reads one host circuit.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/hosts/{host}",
+    tag = "operator",
+    operation_id = "admin_get_host",
+    params(("host" = String, Path, description = "Host key, e.g. `api.example.com` or `127.0.0.1:8080`.")),
+    responses(
+        (status = 200, description = "The host circuit.", body = HostCircuit),
+        BadRequest,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn read(
+    _: Operator,
+    State(state): State<AppState>,
+    Path(host): Path<String>,
+) -> Result<axum::Json<HostCircuit>, ApiError> {
+    let mut conn = state.pool().acquire().await?;
+    Ok(axum::Json(
+        hosts::get(&mut conn, &host, &state.inner.hosts).await?,
+    ))
+}
+
+/// A manual action on a host circuit.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documents the `{action}` path segment, which the handler matches as text
+pub(crate) enum HostAction {
+    /// Force the host open: park every channel on it; host probes follow after the cooldown.
+    Open,
+    /// Force the host closed: release every channel on it (each channel's own circuit still
+    /// applies).
+    Close,
+}
+
+/// Forces a host circuit open or closed.
+///
+/// `POST /api/v1/admin/hosts/{host}/{open|close}?reason=`: audited as `operator`, alerted to
+/// every tenant with channels on the host. Idempotent: a host already there changes nothing and
+/// audits nothing. Any other action is 404.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/hosts/{host}/{action}",
+    tag = "operator",
+    operation_id = "admin_host_action",
+    params(
+        ("host" = String, Path, description = "Host key."),
+        ("action" = inline(HostAction), Path, description = "What to do."),
+        ReasonQuery,
+    ),
+    responses(
+        (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
+        BadRequest,
+        NotFound,
+        Invalid,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn act(
+    _: Operator,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path((host, action)): Path<(String, String)>,
+    Query(q): Query<ReasonQuery>,
+) -> Result<axum::Json<HostCircuit>, ApiError> {
+    let change = match action.as_str() {
+        "open" => Manual::ForceOpen,
+        "close" => Manual::ForceClose,
+        _ => return Err(ApiError::not_found("action (one of open, close)")),
+    };
+    let cfg = &state.inner.hosts;
+    {
+        let mut conn = state.pool().acquire().await?;
+        hosts::get(&mut conn, &host, cfg).await?;
+    }
+    let reason = q.reason.unwrap_or_else(|| {
+        format!(
+            "{} by {ACTOR_OPERATOR}",
+            match change {
+                Manual::ForceOpen => "host.forced_open",
+                Manual::ForceClose => "host.forced_closed",
+            }
+        )
+    });
+    if reason.chars().count() > 500 {
+        return Err(ApiError::invalid(
+            "reason",
+            "must be at most 500 characters",
+        ));
+    }
+    let mut tx = state.begin_audited(&request).await?;
+    hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
+    tx.commit().await?;
+    let mut conn = state.pool().acquire().await?;
+    Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
+}
+
+/// Body of `PATCH /api/v1/admin/hosts/{host}`; `null` returns a value to the configuration's.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchHost {
+    /// Distinct failing channels within the window that open the host (null = `hosts.failure_threshold`).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
+    failure_threshold: Option<Option<i32>>,
+    /// First cooldown, ms (null = `hosts.cooldown_ms`).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
+    cooldown_ms: Option<Option<i64>>,
+    /// Cap of deliveries in flight to the host, cluster-wide (null = `hosts.max_in_flight`).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100000)]
+    max_in_flight: Option<Option<i32>>,
+}
+
+/// Overrides a host circuit's threshold, cooldown or in-flight cap.
+///
+/// Audited (`host.settings_changed`, old and new values) when something changed.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/admin/hosts/{host}",
+    tag = "operator",
+    operation_id = "admin_update_host",
+    params(("host" = String, Path, description = "Host key.")),
+    request_body = PatchHost,
+    responses(
+        (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
+        BadRequest,
+        JsonBody,
+        NotFound,
+        OperatorAuth,
+    ),
+    security(("operator_key" = [])),
+)]
+pub(crate) async fn update(
+    _: Operator,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(host): Path<String>,
+    Json(body): Json<PatchHost>,
+) -> Result<axum::Json<HostCircuit>, ApiError> {
+    let cfg = &state.inner.hosts;
+    {
+        let mut conn = state.pool().acquire().await?;
+        hosts::get(&mut conn, &host, cfg).await?;
+    }
+    let mut tx = state.begin_audited(&request).await?;
+    hosts::set_overrides(
+        &mut tx,
+        &host,
+        &Overrides {
+            failure_threshold: body.failure_threshold,
+            cooldown_ms: body.cooldown_ms,
+            max_in_flight: body.max_in_flight,
+        },
+        ACTOR_OPERATOR,
+    )
+    .await?;
+    tx.commit().await?;
+    let mut conn = state.pool().acquire().await?;
+    Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
+}

@@ -1,0 +1,40 @@
+//! The host probe watcher: one job per open host circuit (unique key `host_probe:<host>`),
+//! snoozing itself between steps, that moves `open` to `half_open` after the cooldown, wakes one
+//! waiting delivery of the host as its probe, and takes over a probe whose lease expired (see
+//! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
+//! host is closed.
+
+use crate::handler::Worker;
+use breakwater_core::hosts::{self, WatchStep};
+use breakwater_core::Result;
+use breakwater_queue::Job;
+use std::time::Duration;
+
+pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
+    let Some(key) = job
+        .args
+        .get("host_key")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+    else {
+        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a host_key").await?;
+        return Ok(());
+    };
+    let mut tx = w.pool.begin().await?;
+    let step = hosts::watch_step(&mut tx, &key, &w.hosts).await?;
+    let fenced = match step {
+        WatchStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        WatchStep::Wait(wait) => {
+            // A little past the moment, so the condition holds when the watcher looks again.
+            let wait = wait + Duration::from_millis(20);
+            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+        }
+    };
+    if fenced {
+        tx.commit().await?;
+    } else {
+        tracing::warn!(host_key = %key, "host probe watcher lost its claim; step rolled back");
+        tx.rollback().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,628 @@
+//! Host circuits end to end (issue 13, part 1): one circuit per receiving host, shared by every
+//! channel and tenant on it, on three worker nodes, with real HTTP and the real queue.
+
+use breakwater::Role;
+use breakwater_e2e::{
+    eventually, spawn_node_thread, test_settings, Behavior, TestApp, OPERATOR_KEY,
+};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Host settings of these tests: 3 distinct channels open a host, 0.5 s cooldown doubling to
+/// 1 s, a lease above the request timeout.
+fn tune(s: &mut breakwater::config::Settings) {
+    s.hosts.failure_threshold = 3;
+    s.hosts.failure_window_ms = 60_000;
+    s.hosts.cooldown_ms = 500;
+    s.hosts.max_cooldown_ms = 1_000;
+    s.hosts.probe_lease_ms = 5_000;
+    s.worker.request_timeout_ms = 1_000;
+    // Deliveries must outlive the outage: nothing may go dead while the host is down.
+    s.worker.max_attempts = 25;
+}
+
+fn settings() -> breakwater::config::Settings {
+    let mut s = test_settings();
+    tune(&mut s);
+    s
+}
+
+async fn host_of(pool: &PgPool, channel: Uuid) -> String {
+    sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
+        .bind(channel)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn host_state(pool: &PgPool, host: &str) -> String {
+    sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
+        .bind(host)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Host audit rows (`action`, generation), oldest first.
+async fn host_audit(pool: &PgPool, host: &str) -> Vec<(String, i64)> {
+    sqlx::query_as(
+        "SELECT action, (details->>'generation')::int8 FROM audit_log
+         WHERE action LIKE 'host.%' AND details->>'host_key' = $1 ORDER BY id",
+    )
+    .bind(host)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// Waits (up to 30 s) until every delivery of the test is delivered.
+async fn all_delivered(pool: &PgPool) -> bool {
+    eventually(Duration::from_secs(30), || async {
+        let left: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        left == 0
+    })
+    .await
+}
+
+fn alerts_of(app: &TestApp, endpoint: &str, event: &str) -> Vec<Value> {
+    app.receiver
+        .received(endpoint)
+        .iter()
+        .filter(|r| r.answered == Some(200))
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .filter(|b| b["type"] == event)
+        .collect()
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recover_exactly_once(
+    pool: PgPool,
+) {
+    // API here; three worker nodes, each on its own runtime and pool.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let mut node_settings = settings();
+    node_settings.worker.pool_default = 4;
+    // The per-host cap, cluster-wide: 4 in flight to the host across 12 workers on 3 nodes.
+    node_settings.hosts.max_in_flight = 4;
+    // One delivery in flight per channel, and retries not due before the host has opened: every
+    // failure counted before the opening is then a distinct channel, so what the host receives
+    // before opening is bounded by the threshold plus what was in flight.
+    node_settings.worker.channel_concurrency_initial = 1;
+    node_settings.worker.backoff_base_ms = 3_000;
+    node_settings.worker.backoff_cap_ms = 3_000;
+    let in_flight_max = node_settings.hosts.max_in_flight as i64;
+
+    // 5 tenants × 10 channels, all on one receiver port (one host), different paths.
+    let mut tenants = Vec::new();
+    let mut channels = Vec::new();
+    for t in 0..5 {
+        let alert = format!("oncall-{t}");
+        let (s, v) = app
+            .post(
+                "/api/v1/tenants",
+                OPERATOR_KEY,
+                &json!({ "name": format!("t{t}"), "alert_url": app.receiver.url(&alert) }),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+        app.receiver
+            .set_secret(&alert, v["alert_secret"].as_str().unwrap());
+        let key = v["api_key"].as_str().unwrap().to_string();
+        for c in 0..10 {
+            let ep = format!("ep-{t}-{c}");
+            app.receiver.set(&ep, Behavior::Hang);
+            channels.push((key.clone(), ep.clone(), app.channel(&key, &ep).await));
+        }
+        tenants.push((alert, key));
+    }
+    let host = host_of(&pool, channels[0].2).await;
+    for (_, _, ch) in &channels {
+        assert_eq!(host_of(&pool, *ch).await, host, "one host for all 50");
+    }
+    assert!(host.starts_with("127.0.0.1:"), "{host}");
+
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            spawn_node_thread(
+                (*pool.connect_options()).clone(),
+                node_settings.clone(),
+                Role::Worker,
+            )
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for (key, _, ch) in &channels {
+        ids.extend(app.deliver_many(key, *ch, 2).await);
+    }
+
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            host_state(&pool, &host).await != "closed"
+        })
+        .await,
+        "the host opened"
+    );
+    // Watch the open host over a few cooldowns: probes only, one at a time.
+    tokio::time::sleep(Duration::from_millis(6_000)).await;
+    let (non_probe, probes): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE NOT probe), count(*) FILTER (WHERE probe) FROM delivery_attempts",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let received: usize = channels
+        .iter()
+        .map(|(_, ep, _)| app.receiver.count(ep))
+        .sum();
+    println!(
+        "dead host: {non_probe} requests before opening (threshold 3, in flight ≤ {in_flight_max}), {probes} host probes in 6 s; receiver saw {received}"
+    );
+    assert_eq!(
+        received as i64,
+        non_probe + probes,
+        "every request is an attempt"
+    );
+    assert!(non_probe >= 3, "{non_probe}");
+    assert!(
+        non_probe <= 3 + in_flight_max,
+        "{non_probe} requests before opening: more than threshold + in flight (not 50 × 5)"
+    );
+    let opened_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT at FROM audit_log WHERE action = 'host.opened' AND details->>'host_key' = $1",
+    )
+    .bind(&host)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let late: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM delivery_attempts WHERE NOT probe AND started_at > $1 + interval '1 s'",
+    )
+    .bind(opened_at)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(late, 0, "nothing but host probes once the host is open");
+    // One probe per cooldown: each probe hangs 1 s then re-opens for 0.5–1 s, so 6 s hold at
+    // most 4; never two at once.
+    let starts: Vec<(chrono::DateTime<chrono::Utc>, i32)> = sqlx::query_as(
+        "SELECT started_at, duration_ms FROM delivery_attempts WHERE probe ORDER BY started_at",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!((2..=5).contains(&probes), "{probes} host probes in 6 s");
+    for w in starts.windows(2) {
+        let gap = (w[1].0 - w[0].0).num_milliseconds() - i64::from(w[0].1);
+        assert!(
+            gap >= 450,
+            "a probe started {gap} ms after the last one ended"
+        );
+    }
+
+    // Recovery: the next probe succeeds, the host closes, everything is delivered once.
+    for (_, ep, _) in &channels {
+        app.receiver.set(ep, Behavior::Status(200, None));
+    }
+    assert!(all_delivered(&pool).await, "every delivery delivered");
+    for n in nodes {
+        n.stop();
+    }
+    assert_eq!(host_state(&pool, &host).await, "closed");
+    let mut ok: HashMap<String, usize> = HashMap::new();
+    for (_, ep, _) in &channels {
+        for r in app.receiver.received(ep) {
+            if r.answered == Some(200) {
+                *ok.entry(r.webhook_id.clone().unwrap()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(ok.len(), ids.len(), "nothing lost");
+    assert!(ok.values().all(|&n| n == 1), "no duplicates: {ok:?}");
+
+    // One audit row per transition, one alert per transition and tenant.
+    let audit = host_audit(&pool, &host).await;
+    let opens = audit
+        .iter()
+        .filter(|(a, _)| a == "host.opened" || a == "host.reopened")
+        .count();
+    let closes = audit.iter().filter(|(a, _)| a == "host.closed").count();
+    let mut gens: Vec<i64> = audit.iter().map(|(_, g)| *g).collect();
+    gens.dedup();
+    assert_eq!(gens.len(), audit.len(), "one row per generation: {audit:?}");
+    assert_eq!(
+        audit.iter().filter(|(a, _)| a == "host.opened").count(),
+        1,
+        "{audit:?}"
+    );
+    assert_eq!(closes, 1, "{audit:?}");
+    for (alert, _) in &tenants {
+        assert!(
+            eventually(Duration::from_secs(10), || async {
+                alerts_of(&app, alert, "host.circuit_closed").len() == 1
+            })
+            .await
+        );
+        let opened = alerts_of(&app, alert, "host.circuit_opened");
+        assert_eq!(
+            opened.len(),
+            opens,
+            "{alert}: one opened alert per transition"
+        );
+        assert_eq!(opened[0]["data"]["host_key"], json!(host));
+        assert_eq!(opened[0]["data"]["channels"], json!(10));
+    }
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn one_channels_failures_alone_never_open_the_host(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), tune).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let sick = app.channel(&key, "sick").await;
+    let fine = app.channel(&key, "fine").await;
+    app.receiver.set("sick", Behavior::Status(503, None));
+    app.deliver_many(&key, sick, 20).await;
+    assert!(
+        eventually(Duration::from_secs(15), || async {
+            app.circuit_state(sick).await == "open"
+        })
+        .await,
+        "the channel's own circuit opens"
+    );
+    let host = host_of(&pool, sick).await;
+    assert_eq!(host, host_of(&pool, fine).await);
+    assert_eq!(host_state(&pool, &host).await, "closed");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM host_failures WHERE host_key = $1")
+        .bind(&host)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "one failing channel counted once");
+    // The other channel on the host keeps delivering.
+    let d = app.deliver(&key, fine, json!({})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(d).await == "delivered"
+        })
+        .await
+    );
+    assert!(host_audit(&pool, &host).await.is_empty());
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        tune(s);
+        s.hosts.cooldown_ms = 600_000;
+        s.hosts.max_cooldown_ms = 600_000;
+    })
+    .await;
+    let (_, a) = app.tenant("a", "default").await;
+    let (_, b) = app.tenant("b", "default").await;
+    let ca = app.channel(&a, "a").await;
+    let cb = app.channel(&b, "b").await;
+    let host = host_of(&pool, ca).await;
+    let path = format!("/api/v1/admin/hosts/{host}");
+
+    // A tenant sees none of it.
+    for k in [&a, &b] {
+        let (s, _) = app.get("/api/v1/admin/hosts", k).await;
+        assert!(s == 403 || s == 404, "{s}");
+        let (s, _) = app.get(&path, k).await;
+        assert!(s == 403 || s == 404, "{s}");
+        let (s, _) = app.post(&format!("{path}/open"), k, &json!({})).await;
+        assert!(s == 403 || s == 404, "{s}");
+    }
+
+    let (s, v) = app.get("/api/v1/admin/hosts", OPERATOR_KEY).await;
+    assert_eq!(s, 200, "{v}");
+    let row = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host_key"] == json!(host))
+        .cloned()
+        .expect("the host is listed");
+    assert_eq!(row["state"], "closed");
+    assert_eq!(row["channels"], 2);
+    assert_eq!(row["cap"], 128);
+
+    let (s, v) = app
+        .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["state"], "open");
+    let (s, _) = app
+        .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))
+        .await;
+    assert_eq!(s, 200, "idempotent");
+    assert_eq!(
+        host_audit(&pool, &host).await,
+        vec![("host.forced_open".to_string(), 1)],
+        "one row for the change, none for the repeat"
+    );
+    // Channel JSON shows the host and its state.
+    let (_, cv) = app.get(&format!("/api/v1/channels/{ca}"), &a).await;
+    assert_eq!(cv["host_key"], json!(host));
+    assert_eq!(cv["host_circuit_state"], "open");
+
+    // While open, nothing is sent to either tenant's channel.
+    let da = app.deliver(&a, ca, json!({"n": 1})).await;
+    let db = app.deliver(&b, cb, json!({"n": 2})).await;
+    let parked_seen = eventually(Duration::from_secs(5), || async {
+        let (_, v) = app.get(&path, OPERATOR_KEY).await;
+        v["parked"] == 2
+    })
+    .await;
+    assert!(parked_seen, "both deliveries parked under the host");
+    assert_eq!(app.receiver.count("a") + app.receiver.count("b"), 0);
+
+    // Overrides, checked and audited.
+    let r = app
+        .http
+        .patch(format!("{}{path}", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .json(&json!({"max_in_flight": 0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+    assert!(r.text().await.unwrap().contains("max_in_flight"));
+    let r = app
+        .http
+        .patch(format!("{}{path}", app.api))
+        .bearer_auth(OPERATOR_KEY)
+        .json(&json!({"max_in_flight": 4, "failure_threshold": 5}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["cap"], 4);
+    assert_eq!(v["failure_threshold"], 5);
+
+    let (s, v) = app
+        .post(&format!("{path}/close"), OPERATOR_KEY, &json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["state"], "closed");
+    for d in [da, db] {
+        assert!(
+            eventually(Duration::from_secs(10), || async {
+                app.delivery_status(d).await == "delivered"
+            })
+            .await
+        );
+    }
+    let (s, _) = app
+        .get("/api/v1/admin/hosts/nope.example", OPERATOR_KEY)
+        .await;
+    assert_eq!(s, 404);
+    let (s, _) = app
+        .post(&format!("{path}/explode"), OPERATOR_KEY, &json!({}))
+        .await;
+    assert_eq!(s, 404);
+    let (s, _) = app
+        .get("/api/v1/admin/hosts?state=weird", OPERATOR_KEY)
+        .await;
+    assert_eq!(s, 422);
+    app.stop().await;
+}
+
+/// Arrival times and the fixed answer delay give each request's interval at the receiver; the
+/// most intervals overlapping at any arrival is the most requests the host had at once.
+fn max_concurrent(app: &TestApp, endpoints: &[String], delay: Duration) -> usize {
+    let mut at: Vec<std::time::Instant> = endpoints
+        .iter()
+        .flat_map(|e| app.receiver.received(e).into_iter().map(|r| r.at))
+        .collect();
+    at.sort();
+    (0..at.len())
+        .map(|i| (0..=i).filter(|&j| at[i] < at[j] + delay).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| {
+        tune(s);
+        s.hosts.max_in_flight = 4;
+    })
+    .await;
+    let mut node_settings = settings();
+    node_settings.worker.pool_default = 4;
+    node_settings.hosts.max_in_flight = 4;
+    let delay = Duration::from_millis(200);
+    let mut endpoints = Vec::new();
+    let mut work = Vec::new();
+    for t in 0..3 {
+        let (_, key) = app.tenant(&format!("t{t}"), "default").await;
+        for c in 0..4 {
+            let ep = format!("slow-{t}-{c}");
+            app.receiver.set(&ep, Behavior::Delay(delay, 200));
+            let ch = app.channel(&key, &ep).await;
+            endpoints.push(ep);
+            work.push((key.clone(), ch));
+        }
+    }
+    let host = host_of(&pool, work[0].1).await;
+    let nodes: Vec<_> = (0..3)
+        .map(|_| {
+            spawn_node_thread(
+                (*pool.connect_options()).clone(),
+                node_settings.clone(),
+                Role::Worker,
+            )
+        })
+        .collect();
+    let mut n = 0;
+    for (key, ch) in &work {
+        n += app.deliver_many(key, *ch, 5).await.len();
+    }
+    assert!(all_delivered(&pool).await, "all delivered");
+    for node in nodes {
+        node.stop();
+    }
+    let received: usize = endpoints.iter().map(|e| app.receiver.count(e)).sum();
+    assert_eq!(received, n, "each once");
+    let most = max_concurrent(&app, &endpoints, delay);
+    println!("host cap 4: at most {most} requests at once at the receiver ({n} deliveries, 12 channels, 3 tenants, 12 workers)");
+    assert!(most <= 4, "{most} requests at once: over the host cap");
+    assert_eq!(most, 4, "the cap is used, not undershot");
+    let (_, v) = app
+        .get(&format!("/api/v1/admin/hosts/{host}"), OPERATOR_KEY)
+        .await;
+    assert_eq!(v["cap"], 4);
+    assert_eq!(v["in_flight"], 0);
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_host_opened_with_nothing_waiting_probes_with_the_next_arrival_and_writes_no_row_per_lease(
+    pool: PgPool,
+) {
+    use breakwater_core::hosts::{self, WatchStep};
+    // The API only at first: the test steps the watcher itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| {
+        tune(s);
+        s.hosts.cooldown_ms = 1;
+    })
+    .await;
+    let mut cfg = settings().hosts;
+    cfg.cooldown_ms = 1;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "idle").await;
+    let host = host_of(&pool, ch).await;
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/open"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            let mut tx = pool.begin().await.unwrap();
+            let step = hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
+            tx.commit().await.unwrap();
+            matches!(step, WatchStep::Wait(_)) && host_state(&pool, &host).await == "half_open"
+        })
+        .await,
+        "the cooldown passes and the host goes half-open with nothing to probe"
+    );
+    let rows = host_audit(&pool, &host).await;
+    assert_eq!(
+        rows.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>(),
+        ["host.forced_open", "host.probe_started"]
+    );
+    // Leases expire (moved into the past on the database clock) with no probe ever chosen: the
+    // watcher writes nothing and moves no generation.
+    for _ in 0..3 {
+        sqlx::query(
+            "UPDATE host_circuits SET probe_deadline = now() - interval '1 s' WHERE host_key = $1",
+        )
+        .bind(&host)
+        .execute(&pool)
+        .await
+        .unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        let step = hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(matches!(step, WatchStep::Wait(_)));
+    }
+    assert_eq!(
+        host_audit(&pool, &host).await,
+        rows,
+        "no row per lease expiry"
+    );
+    assert_eq!(host_state(&pool, &host).await, "half_open");
+
+    // The next delivery that arrives is the probe; it succeeds and closes the host.
+    let node = spawn_node_thread((*pool.connect_options()).clone(), settings(), Role::Worker);
+    let d = app.deliver(&key, ch, json!({"first": true})).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.delivery_status(d).await == "delivered"
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            host_state(&pool, &host).await == "closed"
+        })
+        .await
+    );
+    let probe: bool =
+        sqlx::query_scalar("SELECT probe FROM delivery_attempts WHERE delivery_id = $1")
+            .bind(d)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(probe, "the first arrival was the host probe");
+    let actions: Vec<String> = host_audit(&pool, &host)
+        .await
+        .into_iter()
+        .map(|(a, _)| a)
+        .collect();
+    assert_eq!(
+        actions,
+        ["host.forced_open", "host.probe_started", "host.closed"]
+    );
+    node.stop();
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_reconciler_repairs_a_host_gate_that_disagrees_with_its_circuit(pool: PgPool) {
+    use breakwater_core::hosts;
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "r").await;
+    let host = host_of(&pool, ch).await;
+    let parked = |pool: PgPool, host: String| async move {
+        breakwater_queue::gate_state(&pool, &host)
+            .await
+            .unwrap()
+            .is_some_and(|g| g.parked)
+    };
+    // A closed host whose gate was left parked: released.
+    let mut conn = pool.acquire().await.unwrap();
+    breakwater_queue::park_gate(&mut conn, &host).await.unwrap();
+    assert!(parked(pool.clone(), host.clone()).await);
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (1, 0));
+    assert!(!parked(pool.clone(), host.clone()).await);
+    // An open host whose gate is not parked: parked.
+    sqlx::query("UPDATE host_circuits SET state = 'open', next_probe_at = now() + interval '1 h' WHERE host_key = $1")
+        .bind(&host)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (0, 1));
+    assert!(parked(pool.clone(), host.clone()).await);
+    // Nothing left to repair.
+    let r = hosts::reconcile_gates(&mut conn).await.unwrap();
+    assert_eq!((r.released, r.parked), (0, 0));
+    drop(conn);
+    // Leave it consistent for the doctor.
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/close"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    app.stop().await;
+}
