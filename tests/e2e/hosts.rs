@@ -626,3 +626,87 @@ async fn the_reconciler_repairs_a_host_gate_that_disagrees_with_its_circuit(pool
     assert_eq!(s, 200);
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
+    use breakwater_core::circuit::{self, CircuitConfig, Manual, ProbeStep};
+    // The API only: the test steps the channel's probe watcher itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app.channel(&key, "held-by-host").await;
+    app.deliver_many(&key, ch, 3).await;
+    let host = host_of(&pool, ch).await;
+    let cfg = CircuitConfig {
+        cooldown_ms: 1,
+        ..CircuitConfig::default()
+    };
+    // The channel's own circuit opens, then its host's.
+    let mut tx = pool.begin().await.unwrap();
+    circuit::apply_manual(&mut tx, ch, Manual::ForceOpen, "operator", "test", &cfg)
+        .await
+        .unwrap()
+        .expect("opened");
+    tx.commit().await.unwrap();
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/open"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let probes = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = 'circuit.probe_started'",
+        )
+        .bind(ch)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    // The channel's cooldown is long over (database clock), again and again: while the host is
+    // held no channel probe is started — it could never be fetched through the parked host.
+    for _ in 0..3 {
+        sqlx::query("UPDATE channels SET next_probe_at = now() - interval '1 s' WHERE id = $1")
+            .bind(ch)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(matches!(step, ProbeStep::Wait(w) if w >= Duration::from_secs(1)));
+    }
+    assert_eq!(
+        probes().await,
+        0,
+        "no probe, no audit row, while the host is held"
+    );
+    assert_eq!(app.circuit_state(ch).await, "open");
+
+    // The host closes: the channel's own probe goes ahead.
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/close"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let mut tx = pool.begin().await.unwrap();
+    let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(
+        matches!(
+            step,
+            ProbeStep::Started {
+                delivery_id: Some(_),
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    assert_eq!(probes().await, 1);
+    assert_eq!(app.circuit_state(ch).await, "half_open");
+    app.stop().await;
+}

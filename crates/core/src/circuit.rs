@@ -802,7 +802,13 @@ type WatchRow = (
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     DateTime<Utc>,
+    bool,
+    Option<DateTime<Utc>>,
 );
+
+/// Shortest wait of a channel's probe watcher while its host circuit holds the host (the host's
+/// next probe time is the usual wait; this bounds the polling when that time has passed).
+const HOST_HELD_RECHECK: Duration = Duration::from_secs(1);
 
 /// The probe watcher's step for a channel: if the circuit is open and the cooldown is over, or
 /// half-open and the probe's lease has expired, claims `half_open` (one conditional UPDATE:
@@ -810,7 +816,9 @@ type WatchRow = (
 /// lease of `cfg.probe_lease_ms` — or, with nothing parked, leaves the role empty and the lease
 /// unset for the next delivery that arrives (module doc, "The probe role with nothing waiting").
 /// A half-open circuit with an empty role is never claimed again here, so it writes no audit row
-/// per lease period. Entering `half_open` from `open` restarts the trial count. In the caller's
+/// per lease period. While the channel's host circuit is open or half-open (the host's whole gate
+/// is parked, so no channel probe could be fetched) it claims nothing and waits for the host's
+/// next step. Entering `half_open` from `open` restarts the trial count. In the caller's
 /// transaction.
 pub async fn probe_step(
     tx: &mut PgConnection,
@@ -829,6 +837,8 @@ pub async fn probe_step(
          WHERE c.id = before.id
            AND ((c.circuit_state = 'open' AND c.next_probe_at <= now())
              OR (c.circuit_state = 'half_open' AND c.probe_deadline <= now()))
+           AND NOT EXISTS (SELECT 1 FROM host_circuits h
+                           WHERE h.host_key = c.host_key AND h.state <> 'closed')
          RETURNING c.tenant_id, c.circuit_generation, before.circuit_state, c.probe_failures,
                    c.trial_successes",
     )
@@ -837,8 +847,12 @@ pub async fn probe_step(
     .await?;
     let Some((tenant_id, generation, before, probe_failures, passed)) = claimed else {
         let row: Option<WatchRow> = sqlx::query_as(
-            "SELECT circuit_state, next_probe_at, probe_deadline, now() FROM channels
-             WHERE id = $1 AND deleted_at IS NULL",
+            "SELECT c.circuit_state, c.next_probe_at, c.probe_deadline, now(),
+                    h.state IS NOT NULL AS host_held,
+                    coalesce(h.next_probe_at, h.probe_deadline) AS host_next
+             FROM channels c
+             LEFT JOIN host_circuits h ON h.host_key = c.host_key AND h.state <> 'closed'
+             WHERE c.id = $1 AND c.deleted_at IS NULL",
         )
         .bind(channel_id)
         .fetch_optional(&mut *tx)
@@ -846,8 +860,22 @@ pub async fn probe_step(
         let until =
             |at: DateTime<Utc>, now: DateTime<Utc>| (at - now).to_std().unwrap_or(Duration::ZERO);
         return Ok(match row {
-            Some((s, Some(next), _, now)) if s == "open" => ProbeStep::Wait(until(next, now)),
-            Some((s, _, Some(deadline), now)) if s == "half_open" => {
+            // The channel's host circuit is open or half-open: the whole host is parked, so a
+            // channel probe could not be fetched (its lease would only expire, again and again).
+            // The channel's own probe waits, quietly, until the host's next step.
+            Some((s, next, deadline, now, true, host_next))
+                if (s == "open" && next.is_some_and(|n| n <= now))
+                    || (s == "half_open" && deadline.is_some_and(|d| d <= now)) =>
+            {
+                ProbeStep::Wait(
+                    host_next
+                        .map(|at| until(at, now))
+                        .unwrap_or_default()
+                        .max(HOST_HELD_RECHECK),
+                )
+            }
+            Some((s, Some(next), _, now, _, _)) if s == "open" => ProbeStep::Wait(until(next, now)),
+            Some((s, _, Some(deadline), now, _, _)) if s == "half_open" => {
                 ProbeStep::Wait(until(deadline, now))
             }
             // Closed, paused, gone, or half-open with the role empty (no lease to watch).

@@ -39,7 +39,13 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
         "transition_count": args["transition_count"],
         "flapping_window_ms": args["flapping_window_ms"],
     });
-    for optional in ["suppressed", "status", "flapping_since", "host_key", "channels"] {
+    for optional in [
+        "suppressed",
+        "status",
+        "flapping_since",
+        "host_key",
+        "channels",
+    ] {
         if let Some(v) = args.get(optional) {
             data[optional] = v.clone();
         }
