@@ -13,7 +13,6 @@ use breakwater_core::{signing, targets, tenants, Result};
 use breakwater_queue::Job;
 use chrono::Utc;
 use std::time::Duration;
-use uuid::Uuid;
 
 /// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
 /// "data": {tenant_id, channel_id, from_state, to_state, reason, failure_count, generation,
@@ -62,12 +61,7 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
 /// the last transition + window (database clock). Each suppressed transition also pushes it
 /// there.
 pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = job
-        .args
-        .get("channel_id")
-        .and_then(|v| v.as_str())
-        .and_then(|s| s.parse::<Uuid>().ok())
-    else {
+    let Some(channel_id) = crate::handler::uuid_arg(&job, "channel_id") else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
             .await?;
         return Ok(());
@@ -98,11 +92,7 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
 }
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let tenant_id = job
-        .args
-        .get("tenant_id")
-        .and_then(|v| v.as_str())
-        .and_then(|s| s.parse::<Uuid>().ok());
+    let tenant_id = crate::handler::uuid_arg(&job, "tenant_id");
     let msg_id = job
         .args
         .get("id")

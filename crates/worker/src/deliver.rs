@@ -23,7 +23,6 @@ use breakwater_queue::{Feedback, Job, RetryOutcome};
 use chrono::Utc;
 use rand::Rng;
 use std::time::{Duration, Instant, SystemTime};
-use uuid::Uuid;
 
 /// What one HTTP request observed.
 #[derive(Debug)]
@@ -90,13 +89,9 @@ const PARK_RECHECK: Duration = Duration::from_secs(1);
 const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let (Some(delivery_id), Some(channel_id)) = (
-        job.args
-            .get("delivery_id")
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse::<Uuid>().ok()),
-        job.group_id,
-    ) else {
+    let (Some(delivery_id), Some(channel_id)) =
+        (crate::handler::uuid_arg(&job, "delivery_id"), job.group_id)
+    else {
         breakwater_queue::discard(
             &w.pool,
             job.id,

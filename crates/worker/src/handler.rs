@@ -70,3 +70,9 @@ impl Handler for Worker {
         .await
     }
 }
+
+/// Argument `name` of `job` as a UUID: `None` if it is missing or not a UUID string (the caller
+/// discards such a job with a reason).
+pub(crate) fn uuid_arg(job: &Job, name: &str) -> Option<uuid::Uuid> {
+    job.args.get(name)?.as_str()?.parse().ok()
+}

@@ -8,15 +8,9 @@ use breakwater_core::circuit::{self, ProbeStep};
 use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
-use uuid::Uuid;
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = job
-        .args
-        .get("channel_id")
-        .and_then(|v| v.as_str())
-        .and_then(|s| s.parse::<Uuid>().ok())
-    else {
+    let Some(channel_id) = crate::handler::uuid_arg(&job, "channel_id") else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
             .await?;
         return Ok(());
