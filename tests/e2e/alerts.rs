@@ -100,6 +100,11 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
     let nodes = three_workers(&pool, N, WINDOW_MS);
     let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
     let ch = app.channel(&key, "flappy").await;
+    let host_key: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
+        .bind(ch)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
 
     // The receiver flips between 503 and 200 under the test's control; each cycle opens the
     // circuit (3 failures) and closes it (a probe succeeds): two alerting transitions.
@@ -199,6 +204,9 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
             "{at} is a transition's database time"
         );
         assert!(a["data"]["transition_count"].as_i64().unwrap() >= 1);
+        // The channel's host circuit rides along (closed: only this channel fails).
+        assert_eq!(a["data"]["host"]["host_key"], host_key.as_str(), "{a}");
+        assert_eq!(a["data"]["host"]["state"], "closed", "{a}");
     }
     app.stop().await;
 }

@@ -266,7 +266,7 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
         "event": c.event,
         "tenant_id": c.tenant_id,
         "channel_id": c.channel_id,
-        // "host": the host circuit, if any — added with per-host circuits.
+        "host": channel_host(&mut *tx, c.channel_id).await?,
         "from_state": c.from,
         "to_state": c.to,
         "reason": c.reason,
@@ -298,6 +298,25 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
         }
     }
     Ok(Some(v))
+}
+
+/// The channel's host circuit for an alert body: `{"host_key", "state"}` (`state` of the host
+/// circuit, `closed` when it has no row yet), or `null` for a channel without a host key.
+async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<serde_json::Value> {
+    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT c.host_key, h.state FROM channels c
+         LEFT JOIN host_circuits h ON h.host_key = c.host_key WHERE c.id = $1",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(match row {
+        Some((Some(key), state)) => serde_json::json!({
+            "host_key": key,
+            "state": state.unwrap_or_else(|| "closed".into()),
+        }),
+        _ => serde_json::Value::Null,
+    })
 }
 
 /// Enqueues alert `args` of `event`, unique per (channel, generation, event).
@@ -429,7 +448,7 @@ pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<Fl
             "event": EVENT_FLAPPING_ENDED,
             "tenant_id": tenant_id,
             "channel_id": channel_id,
-            // "host": the host circuit, if any — added with per-host circuits.
+            "host": channel_host(&mut *tx, channel_id).await?,
             "from_state": null,
             "to_state": state,
             "reason": reason,
@@ -516,7 +535,7 @@ pub async fn endpoint_rejected(
             "event": EVENT_ENDPOINT_REJECTED,
             "tenant_id": tenant_id,
             "channel_id": channel_id,
-            // "host": the host circuit, if any — added with per-host circuits.
+            "host": channel_host(&mut *tx, channel_id).await?,
             "from_state": state,
             "to_state": state,
             "reason": why,

@@ -16,8 +16,10 @@ use std::time::Duration;
 
 /// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
 /// "data": {tenant_id, channel_id, from_state, to_state, reason, failure_count, generation,
-/// transition_count, flapping_window_ms, suppressed?, status?}}`.
+/// transition_count, flapping_window_ms, host, suppressed?, status?}}`.
 ///
+/// `host` is the channel's host circuit, `{"host_key", "state"}` (null for a channel without a
+/// host key), so an on-call sees at once whether the whole host is down.
 /// `transition_count` is the circuit's alerting transitions within `flapping_window_ms` (the
 /// alerted one included); `suppressed` (only on `channel.flapping` and
 /// `channel.flapping_ended`) the transitions not alerted one by one; `status` (only on
@@ -42,6 +44,7 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
         "suppressed",
         "status",
         "flapping_since",
+        "host",
         "host_key",
         "channels",
     ] {
