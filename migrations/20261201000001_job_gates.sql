@@ -32,7 +32,8 @@ CREATE INDEX job_groups_gate_idx ON job_groups (gate_key) WHERE gate_key IS NOT 
 -- The gate a job was counted in, set by the fetch's claim when (and only when) it locked and
 -- counted the job's gate (a capped or parked gate), or by set_gate_max_in_flight when a cap is
 -- turned on under load; NULL otherwise. The slot release lowers exactly that gate's count, so
--- the count stays exact whatever happens to the group's gate or the cap meanwhile.
+-- the count stays exact whatever happens to the group's gate or the cap meanwhile. Meaningful
+-- only while the job is 'executing' (left as it is afterwards; every claim overwrites it).
 ALTER TABLE jobs ADD COLUMN gate_slot text;
 
 -- Releasing a slot when a job leaves 'executing' (same triggers as before): the group's, and the
