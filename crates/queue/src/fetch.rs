@@ -198,7 +198,8 @@ WITH RECURSIVE heads AS (
     WHERE x.gate_key = c.gate_key
 )
 SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
-       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held
+       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held,
+       p.slot_key IS NOT NULL AS counted
 FROM claimed c
 LEFT JOIN per_group p ON p.group_id = c.group_id
 UNION ALL
@@ -213,7 +214,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
        CASE WHEN h.in_flight + coalesce(c.n, 0) >= h.cap THEN 'capped'
             WHEN h.gate_counted AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap
             THEN 'gate_capped'
-            ELSE 'waiting' END
+            ELSE 'waiting' END,
+       NULL
 FROM headrows h
 LEFT JOIN per_group c ON c.group_id = h.group_id
 LEFT JOIN per_gate q ON q.gate_key = h.gate_key
@@ -349,11 +351,12 @@ WITH RECURSIVE heads AS (
     WHERE g.group_id = c.group_id
 )
 SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
-       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held
+       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held,
+       false AS counted
 FROM claimed c
 LEFT JOIN per_group p ON p.group_id = c.group_id
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'full'
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'full', NULL
 FROM full_needed WHERE yes
 UNION ALL
 -- As in FETCH (this statement claims nothing in a counted gate).
@@ -361,7 +364,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
        CASE WHEN h.gate_counted AND h.gate_in_flight >= h.gate_cap THEN h.gate_key END,
        CASE WHEN h.in_flight + coalesce(c.n, 0) >= h.cap THEN 'capped'
             WHEN h.gate_counted AND h.gate_in_flight >= h.gate_cap THEN 'gate_capped'
-            ELSE 'waiting' END
+            ELSE 'waiting' END,
+       NULL
 FROM headrows h
 LEFT JOIN per_group c ON c.group_id = h.group_id
 WHERE NOT h.parked
@@ -450,6 +454,11 @@ pub struct Fetched {
     /// Whether some group with due jobs, under its cap, got nothing (another fetch held its
     /// row, or the limit was reached): fetch again soon.
     pub waiting: bool,
+    /// Whether counted gates (capped or parked) took part: this fetch claimed a job counted in
+    /// a gate, or left a gate at its cap. A runner passes it as `full_first` to its next
+    /// [`fetch_batch_from`] of the same queue, so a queue busy with a capped host runs the
+    /// full statement at once instead of the lean one and then the full one.
+    pub counted_gates: bool,
 }
 
 #[derive(sqlx::FromRow)]
@@ -467,6 +476,7 @@ struct FetchRow {
     created_at: Option<chrono::DateTime<chrono::Utc>>,
     gate_key: Option<String>,
     held: Option<String>,
+    counted: Option<bool>,
 }
 
 /// [`fetch`], also telling which groups it left waiting (for a runner's decision when to fetch
@@ -477,6 +487,21 @@ pub async fn fetch_batch<'c>(
     node_id: &str,
     limit: i64,
     limits: &GroupLimits,
+) -> Result<Fetched> {
+    fetch_batch_from(exec, queue, node_id, limit, limits, false).await
+}
+
+/// [`fetch_batch`], starting with the full statement when `full_first` (the previous fetch's
+/// [`Fetched::counted_gates`]) instead of the lean one. Same claims either way: only the cost
+/// differs (one statement instead of two while counted gates keep having work; the lean one
+/// again once they have none).
+pub async fn fetch_batch_from<'c>(
+    exec: impl PgExecutor<'c> + Copy,
+    queue: &str,
+    node_id: &str,
+    limit: i64,
+    limits: &GroupLimits,
+    full_first: bool,
 ) -> Result<Fetched> {
     // Not a prepared statement: a cached generic plan, chosen once the backlog grows, runs this
     // statement several times slower than a plan made for the actual parameters (measured:
@@ -495,8 +520,8 @@ pub async fn fetch_batch<'c>(
     };
     // The lean statement first; the full one only when a counted gate has a group that could
     // run (then the lean one claimed nothing).
-    let mut rows: Vec<FetchRow> = run(FETCH_LEAN).await?;
-    if rows.iter().any(|r| r.held.as_deref() == Some("full")) {
+    let mut rows: Vec<FetchRow> = run(if full_first { FETCH } else { FETCH_LEAN }).await?;
+    if !full_first && rows.iter().any(|r| r.held.as_deref() == Some("full")) {
         rows = run(FETCH).await?;
     }
     let mut out = Fetched::default();
@@ -514,23 +539,27 @@ pub async fn fetch_batch<'c>(
                     }
                 }
             }
-            (None, Some(id)) => out.jobs.push(Job {
-                id,
-                queue: r.queue.unwrap_or_default(),
-                kind: r.kind.unwrap_or_default(),
-                args: r.args.unwrap_or_default(),
-                priority: r.priority.unwrap_or_default(),
-                attempt: r.attempt.unwrap_or_default(),
-                max_attempts: r.max_attempts.unwrap_or_default(),
-                claim_token: r.claim_token.unwrap_or_default(),
-                unique_key: r.unique_key,
-                group_id: r.group_id,
-                gate_key: r.gate_key,
-                created_at: r.created_at.unwrap_or_default(),
-            }),
+            (None, Some(id)) => {
+                out.counted_gates |= r.counted == Some(true);
+                out.jobs.push(Job {
+                    id,
+                    queue: r.queue.unwrap_or_default(),
+                    kind: r.kind.unwrap_or_default(),
+                    args: r.args.unwrap_or_default(),
+                    priority: r.priority.unwrap_or_default(),
+                    attempt: r.attempt.unwrap_or_default(),
+                    max_attempts: r.max_attempts.unwrap_or_default(),
+                    claim_token: r.claim_token.unwrap_or_default(),
+                    unique_key: r.unique_key,
+                    group_id: r.group_id,
+                    gate_key: r.gate_key,
+                    created_at: r.created_at.unwrap_or_default(),
+                })
+            }
             (None, None) => {}
         }
     }
+    out.counted_gates |= !out.capped_gates.is_empty();
     out.jobs.sort_by_key(|j| (j.priority, j.id));
     Ok(out)
 }

@@ -5,9 +5,10 @@ use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
 use breakwater_queue::runner::{run_pool, PoolConfig};
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch,
-    gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group, parked_gates,
-    recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate, set_max_in_flight,
-    snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers, PRIORITY_URGENT,
+    fetch_batch_from, gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group,
+    parked_gates, recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate,
+    set_max_in_flight, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers,
+    PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -953,4 +954,49 @@ async fn a_cap_turned_on_under_load_holds_once_the_fetches_running_then_are_done
     assert!(samples > 1);
     assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
     assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_says_whether_counted_gates_took_part_and_either_statement_claims_alike(
+    pool: PgPool,
+) {
+    gated_groups(&pool, "open-host", None, 2, 5).await;
+    gated_groups(&pool, "capped-host", None, 2, 5).await;
+    let mut conn = pool.acquire().await.unwrap();
+    // Only the uncapped gate has work that can run: no counted gate took part, whichever
+    // statement starts.
+    park_gate(&mut conn, "capped-host").await.unwrap();
+    for full_first in [false, true] {
+        let got = fetch_batch_from(&pool, "q", "n", 2, &limits(None), full_first)
+            .await
+            .unwrap();
+        assert_eq!(got.jobs.len(), 2);
+        assert!(got
+            .jobs
+            .iter()
+            .all(|j| j.gate_key.as_deref() == Some("open-host")));
+        assert!(!got.counted_gates, "full_first {full_first}");
+    }
+    // The capped gate (cap 1) released: its claim is counted, and then it is at its cap.
+    set_gate_max_in_flight(&mut conn, "capped-host", Some(1))
+        .await
+        .unwrap();
+    release_gate(&mut conn, "capped-host").await.unwrap();
+    let got = fetch_batch_from(&pool, "q", "n", 100, &limits(None), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        got.jobs.len(),
+        6 + 1,
+        "the open host's 6 left, one of the capped host's"
+    );
+    assert!(got.counted_gates);
+    assert_eq!(got.capped_gates, vec!["capped-host".to_string()]);
+    let again = fetch_batch_from(&pool, "q", "n", 100, &limits(None), true)
+        .await
+        .unwrap();
+    assert!(again.jobs.is_empty());
+    assert!(again.counted_gates, "still at its cap");
+    assert_eq!(gate_in_flight(&pool, "capped-host").await, 1);
+    assert_eq!(gate_in_flight(&pool, "open-host").await, 0);
 }
