@@ -90,14 +90,14 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     let mut node_settings = settings();
     node_settings.worker.pool_default = 4;
     // The per-host cap, cluster-wide: 4 in flight to the host across 12 workers on 3 nodes.
-    node_settings.hosts.max_in_flight = 4;
+    node_settings.hosts.max_in_flight = Some(4);
     // One delivery in flight per channel, and retries not due before the host has opened: every
     // failure counted before the opening is then a distinct channel, so what the host receives
     // before opening is bounded by the threshold plus what was in flight.
     node_settings.worker.channel_concurrency_initial = 1;
     node_settings.worker.backoff_base_ms = 3_000;
     node_settings.worker.backoff_cap_ms = 3_000;
-    let in_flight_max = node_settings.hosts.max_in_flight as i64;
+    let in_flight_max = i64::from(node_settings.hosts.max_in_flight.unwrap());
 
     // 5 tenants × 10 channels, all on one receiver port (one host), different paths.
     let mut tenants = Vec::new();
@@ -333,7 +333,7 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
         .expect("the host is listed");
     assert_eq!(row["state"], "closed");
     assert_eq!(row["channels"], 2);
-    assert_eq!(row["cap"], 128);
+    assert_eq!(row["cap"], json!(null), "no default per-host cap");
 
     let (s, v) = app
         .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))
@@ -435,12 +435,12 @@ fn max_concurrent(app: &TestApp, endpoints: &[String], delay: Duration) -> usize
 async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| {
         tune(s);
-        s.hosts.max_in_flight = 4;
+        s.hosts.max_in_flight = Some(4);
     })
     .await;
     let mut node_settings = settings();
     node_settings.worker.pool_default = 4;
-    node_settings.hosts.max_in_flight = 4;
+    node_settings.hosts.max_in_flight = Some(4);
     let delay = Duration::from_millis(200);
     let mut endpoints = Vec::new();
     let mut work = Vec::new();

@@ -366,7 +366,7 @@
           }),
           el("td", { class: "num", text: h.channels }),
           el("td", { class: "num", text: h.parked }),
-          el("td", { class: "num", text: `${h.in_flight} / ${h.cap}` }),
+          el("td", { class: "num", text: `${h.in_flight} / ${h.cap ?? "none"}` }),
           el("td", { class: "probe", text: hostProbe(h) }),
           el("td", { class: "actions" }, ...buttons),
         );

@@ -57,8 +57,9 @@
 //! [`breakwater_queue::release_gate`]), whatever the number of channels and jobs; a channel's own
 //! circuit keeps its own group flag, and a job runs only if both let it. The host probe is the
 //! gate's one probe slot ([`breakwater_queue::wake_one_in_gate`]). The gate's cluster-wide cap
-//! is the per-host concurrency cap: `max_in_flight` overridden per host, else
-//! `hosts.max_in_flight` (the pools' `GroupLimits::gate_ceiling`). The reconciler
+//! is the per-host concurrency cap, opt-in: `max_in_flight` overridden per host, else
+//! `hosts.max_in_flight` if set (the pools' `GroupLimits::gate_ceiling`); a host with neither
+//! is not capped, and its gate row is not written by claims and results. The reconciler
 //! ([`reconcile_gates`]) repairs a gate whose parked flag disagrees with its host circuit.
 //!
 //! **Lock order**: a channel's job group row, then its host row, then the host's gate row (the
@@ -119,8 +120,12 @@ pub struct HostsConfig {
     /// How long a host probe may take before another may take over, ms (should exceed the
     /// request timeout).
     pub probe_lease_ms: i64,
-    /// Default cluster-wide cap of deliveries in flight to one host, across all its channels.
-    pub max_in_flight: i32,
+    /// Default cluster-wide cap of deliveries in flight to one host, across all its channels;
+    /// `None` (absent, the default): no default cap, a host is capped only by its own override
+    /// (`PATCH /api/v1/admin/hosts/{host}`). Opt-in because of its cost: every result of a
+    /// capped host's deliveries updates that host's one gate row, so its results serialize on
+    /// it (see `breakwater_queue::fetch`). If set, ≥ 1.
+    pub max_in_flight: Option<i32>,
 }
 
 impl Default for HostsConfig {
@@ -132,7 +137,7 @@ impl Default for HostsConfig {
             cooldown_ms: 30_000,
             max_cooldown_ms: 600_000,
             probe_lease_ms: 60_000,
-            max_in_flight: 128,
+            max_in_flight: None,
         }
     }
 }
@@ -146,11 +151,15 @@ impl HostsConfig {
             ("hosts.cooldown_ms", self.cooldown_ms),
             ("hosts.max_cooldown_ms", self.max_cooldown_ms),
             ("hosts.probe_lease_ms", self.probe_lease_ms),
-            ("hosts.max_in_flight", self.max_in_flight as i64),
         ] {
             if v <= 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+        }
+        if self.max_in_flight.is_some_and(|m| m <= 0) {
+            return Err(
+                "hosts.max_in_flight must be greater than 0 (or absent: no default cap)".into(),
+            );
         }
         if self.failure_threshold < 2 {
             return Err("hosts.failure_threshold must be at least 2 (one channel's failures are the channel circuit's job)".into());
@@ -936,8 +945,8 @@ pub struct HostCircuit {
     pub parked: i64,
     /// Deliveries of those channels in flight now, cluster-wide.
     pub in_flight: i64,
-    /// The cap in force: the override or `hosts.max_in_flight`.
-    pub cap: i32,
+    /// The cap in force: the override or `hosts.max_in_flight`; null = not capped.
+    pub cap: Option<i32>,
 }
 
 const HOST_SELECT: &str = "SELECT h.host_key, h.state, h.generation, h.changed_at, h.next_probe_at,
@@ -949,7 +958,7 @@ const HOST_SELECT: &str = "SELECT h.host_key, h.state, h.generation, h.changed_a
                JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
              WHERE g.gate_key = h.host_key)
         ELSE 0 END AS parked,
-        coalesce(x.in_flight, 0)::int8 AS in_flight,
+        (SELECT coalesce(sum(g.in_flight), 0) FROM job_groups g WHERE g.gate_key = h.host_key)::int8 AS in_flight,
         coalesce(x.max_in_flight, h.max_in_flight, $1) AS cap
      FROM host_circuits h LEFT JOIN job_gates x ON x.gate_key = h.host_key";
 
@@ -1243,7 +1252,7 @@ mod tests {
         };
         assert!(c.validate().unwrap_err().contains("hosts.max_cooldown_ms"));
         let c = HostsConfig {
-            max_in_flight: 0,
+            max_in_flight: Some(0),
             ..Default::default()
         };
         assert!(c.validate().unwrap_err().contains("hosts.max_in_flight"));

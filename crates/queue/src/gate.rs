@@ -7,19 +7,28 @@
 //! - a **probe slot** ([`wake_one_in_gate`]): one job of the whole parked gate, bound to the
 //!   group whose job was woken (or unbound: the next job to arrive in any of its unparked
 //!   groups);
-//! - a **cluster-wide concurrency cap**: jobs of all its groups in state `executing`, on all
-//!   nodes, never exceed `max_in_flight` (else [`crate::GroupLimits::gate_ceiling`]). The fetch
-//!   locks the gate's row (`FOR UPDATE SKIP LOCKED`), re-checks the cap on it and raises its
-//!   `in_flight` in the same statement; the trigger that lowers a group's count when a job
-//!   leaves `executing` (any path: result, rescue, hand back, delete) lowers its gate's too. The
-//!   room is shared across shares first, in the fetch's water-filling order (see
-//!   [`crate::fetch`]).
+//! - a **cluster-wide concurrency cap**, opt-in: jobs of all its groups in state `executing`,
+//!   on all nodes, never exceed `max_in_flight` (else [`crate::GroupLimits::gate_ceiling`], if
+//!   set) ([`set_gate_max_in_flight`]).
+//!
+//! **Counting.** A gate is counted only while it is capped or parked. The fetch locks a counted
+//! gate's row (after the group rows), re-checks it and raises its `in_flight` in the same
+//! statement, and stamps each job it takes with the gate it was counted in (`jobs.gate_slot`);
+//! the trigger that lowers a group's count when a job leaves `executing` (any path: result,
+//! rescue, hand back, delete) lowers the stamped gate's count, and touches no gate row for a job
+//! without a stamp. So a gate with no cap that is not parked — the common case: a host shared by
+//! many channels of many tenants — is never locked or written by claims and results, and the
+//! counts are exact whatever happens to a group's gate or to the cap meanwhile: `in_flight` is
+//! always the number of executing jobs stamped with the gate ([`gate_slots_drift`] checks it).
+//! The room of a counted gate is shared across shares first, in the fetch's water-filling order
+//! (see [`crate::fetch`]).
 //!
 //! A job is fetched only if its group lets it (not parked, or a group probe slot; under the
 //! group's cap) **and** its gate lets it. Groups without a gate behave as if gates did not exist.
 //!
-//! Lock order, everywhere: a group's row before its gate's row (the fetch, the trigger,
-//! [`set_group_gate`]); gate rows among themselves in key order.
+//! Lock order, everywhere: a group's row before its gate's row (the fetch, the trigger); gate
+//! rows among themselves in key order; [`set_gate_max_in_flight`] takes job rows, then the gate
+//! row.
 
 use crate::{notify_queues, Error, Result, PRIORITY_NORMAL};
 use sqlx::{PgConnection, PgExecutor};
@@ -28,14 +37,14 @@ use uuid::Uuid;
 /// Puts group `group_id` in gate `gate_key` (`None`: in no gate). Creates the gate's row (not
 /// parked, no cap of its own) and the group's row if they are missing.
 ///
-/// The group's jobs in flight move with it: the old gate's `in_flight` falls and the new one's
-/// rises by the group's `in_flight`, exactly, in one transaction (a savepoint if the caller is
-/// already in one) that holds the group's row lock — the fetch and the slot-release trigger take
-/// that lock before touching the gate, so neither can count a job on the wrong gate meanwhile.
-/// Moving a group to the gate it is in changes nothing.
+/// One update of the group's row; no count moves. That is exact: a job counts in the gate it
+/// was stamped with when claimed (`jobs.gate_slot`), and its slot is released there, whatever
+/// gate its group is in by then. The group's jobs already executing therefore stay counted in
+/// the old gate until they finish, and do not count against the new gate's cap (the new gate's
+/// cap binds from the next claim on). The fetch reads a group's gate from the group row under
+/// its lock, so a claim sees either the old or the new gate, never a mix.
 ///
-/// Errors: [`Error::Database`] only. Two calls moving different groups between the same gates
-/// in opposite directions lock the gates in key order, so they do not deadlock each other.
+/// Errors: [`Error::Database`] only.
 pub async fn set_group_gate(
     conn: &mut PgConnection,
     group_id: Uuid,
@@ -48,73 +57,75 @@ pub async fn set_group_gate(
             .execute(&mut *tx)
             .await?;
     }
-    sqlx::query("INSERT INTO job_groups (group_id) VALUES ($1) ON CONFLICT DO NOTHING")
-        .bind(group_id)
-        .execute(&mut *tx)
-        .await?;
-    // The group's row lock: from here until commit no fetch claims a job of the group and no
-    // finished job releases its slot, so `in_flight` is the number to move.
-    let (old, in_flight): (Option<String>, i32) =
-        sqlx::query_as("SELECT gate_key, in_flight FROM job_groups WHERE group_id = $1 FOR UPDATE")
-            .bind(group_id)
-            .fetch_one(&mut *tx)
-            .await?;
-    if old.as_deref() == gate_key {
-        tx.commit().await?;
-        return Ok(());
-    }
-    if in_flight > 0 {
-        let keys: Vec<&str> = old.as_deref().into_iter().chain(gate_key).collect();
-        sqlx::query(
-            "SELECT 1 FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
-        )
-        .bind(&keys)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE job_gates
-             SET in_flight = CASE WHEN gate_key = $2 THEN in_flight + $3
-                                  ELSE greatest(in_flight - $3, 0) END
-             WHERE gate_key = ANY($1)",
-        )
-        .bind(&keys)
-        .bind(gate_key)
-        .bind(in_flight)
-        .execute(&mut *tx)
-        .await?;
-    }
-    sqlx::query("UPDATE job_groups SET gate_key = $2 WHERE group_id = $1")
-        .bind(group_id)
-        .bind(gate_key)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO job_groups (group_id, gate_key) VALUES ($1, $2)
+         ON CONFLICT (group_id) DO UPDATE SET gate_key = EXCLUDED.gate_key
+         WHERE job_groups.gate_key IS DISTINCT FROM EXCLUDED.gate_key",
+    )
+    .bind(group_id)
+    .bind(gate_key)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// Sets gate `gate_key`'s own cap: jobs of all its groups executing at once, cluster-wide
-/// (`None`: the pool's [`crate::GroupLimits::gate_ceiling`]). Creates the gate's row if it is
-/// missing. Lowering the cap below the jobs already running stops new claims until enough
-/// finish; nothing running is interrupted.
+/// (`None`: the pool's [`crate::GroupLimits::gate_ceiling`], which may be `None` too: then the
+/// gate is not capped and, unless parked, not counted). Creates the gate's row if it is missing.
+/// Lowering the cap below the jobs already running stops new claims until enough finish;
+/// nothing running is interrupted.
+///
+/// **Turning a cap on under load stays exact.** When the gate gets a cap, the jobs of its groups
+/// already executing without a stamp (claimed while the gate was not counted) are stamped with
+/// it and added to its `in_flight`, in this transaction: first one UPDATE of those job rows
+/// (a job finishing concurrently either finished before it — not counted — or waits for its row
+/// and then, stamped, lowers the count after this commits), then the gate row (its cap and the
+/// count, under its lock). So from the next fetch on, jobs running plus jobs claimed stay within
+/// the cap. A fetch already running when this commits, whose snapshot saw the gate uncapped,
+/// can still claim a few jobs unstamped (at most its limit); they run uncounted. Removing a cap
+/// leaves the stamped jobs to lower the count as they finish.
+///
+/// Takes job rows before the gate row: a result's transaction holds its job row and may then
+/// take the gate row (its trigger, a host transition), never the other way round.
 ///
 /// Errors: [`Error::InvalidArgument`] if `max` is not ≥ 1; [`Error::Database`].
 pub async fn set_gate_max_in_flight(
-    exec: impl PgExecutor<'_>,
+    conn: &mut PgConnection,
     gate_key: &str,
     max: Option<i32>,
 ) -> Result<()> {
     if max.is_some_and(|m| m < 1) {
         return Err(Error::InvalidArgument("max_in_flight must be at least 1"));
     }
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    sqlx::query("INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(gate_key)
+        .execute(&mut *tx)
+        .await?;
+    let stamped = if max.is_some() {
+        sqlx::query(
+            "UPDATE jobs SET gate_slot = $1
+             WHERE state = 'executing' AND gate_slot IS NULL
+               AND group_id IN (SELECT group_id FROM job_groups WHERE gate_key = $1)",
+        )
+        .bind(gate_key)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected() as i32
+    } else {
+        0
+    };
     sqlx::query(
-        "INSERT INTO job_gates (gate_key, max_in_flight) VALUES ($1, $2)
-         ON CONFLICT (gate_key) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight
-         WHERE job_gates.max_in_flight IS DISTINCT FROM EXCLUDED.max_in_flight",
+        "UPDATE job_gates SET max_in_flight = $2, in_flight = in_flight + $3
+         WHERE gate_key = $1 AND (max_in_flight IS DISTINCT FROM $2 OR $3 > 0)",
     )
     .bind(gate_key)
     .bind(max)
-    .execute(exec)
+    .bind(stamped)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -124,8 +135,11 @@ pub async fn set_gate_max_in_flight(
 /// (`available` or `scheduled`) jobs of the gate's groups, parked or not.
 ///
 /// One update of the gate's row, whatever the number of groups and jobs. It waits for a fetch
-/// holding that row, so a job claimed just before is either claimed (it finishes, its slot
-/// released as usual) or not (it stays parked).
+/// holding that row (a counted gate's), so a job claimed just before is either claimed (it
+/// finishes, its slot released as usual) or not (it stays parked). A fetch already running
+/// whose snapshot saw the gate neither parked nor capped does not lock it and may still claim
+/// a job of it after this returns (the caller's own admission check, e.g. the host circuit's,
+/// holds such a job); a fetch that starts after this returns takes none but the probe.
 ///
 /// A job woken as a probe keeps its urgent priority: [`wake_one_in_gate`] picks it again first,
 /// and after a release it merely runs first in its group.
@@ -269,9 +283,10 @@ pub async fn wake_one_in_gate(
 /// A gate's row as an operator (or the host circuit) sees it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
 pub struct GateState {
-    /// Jobs of the gate's groups executing now, cluster-wide.
+    /// Jobs executing now, cluster-wide, counted in the gate (always 0 for a gate that was never
+    /// capped or parked: such a gate is not counted).
     pub in_flight: i32,
-    /// The gate's own cap, if set (else the pool's [`crate::GroupLimits::gate_ceiling`]).
+    /// The gate's own cap, if set (else the pool's [`crate::GroupLimits::gate_ceiling`], if any).
     pub max_in_flight: Option<i32>,
     /// Whether the gate is parked.
     pub parked: bool,
@@ -305,23 +320,22 @@ pub async fn parked_gates(exec: impl PgExecutor<'_>) -> Result<Vec<String>> {
     )
 }
 
-/// Gates whose `in_flight` differs from the number of their groups' jobs in state `executing`
-/// (at most `limit`, by key): `(gate_key, in_flight, executing)`. Reads only. On a live cluster
-/// a claim or result in progress can show here for an instant; [`recount_gate_slots`] re-counts
-/// under the gate's lock.
+/// Gates whose `in_flight` differs from the number of jobs in state `executing` counted in them
+/// (`jobs.gate_slot` = the gate; at most `limit`, by key): `(gate_key, in_flight, executing)`.
+/// Reads only. On a live cluster a claim or result in progress can show here for an instant;
+/// [`recount_gate_slots`] re-counts under the gate's lock.
 pub async fn gate_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(String, i32, i64)>> {
     Ok(sqlx::query_as(
-        "SELECT gate_key, in_flight, executing FROM (
-             SELECT x.gate_key, x.in_flight,
-                    (SELECT count(*) FROM job_groups g
-                     JOIN jobs j ON j.group_id = g.group_id AND j.state = 'executing'
-                     WHERE g.gate_key = x.gate_key) AS executing
-             FROM job_gates x) d
-         WHERE in_flight <> executing
-         ORDER BY gate_key
+        "SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS executing
+         FROM job_gates x
+         LEFT JOIN (SELECT gate_slot, count(*) AS n FROM jobs
+                    WHERE state = 'executing' AND gate_slot IS NOT NULL
+                    GROUP BY gate_slot) c ON c.gate_slot = x.gate_key
+         WHERE x.in_flight <> coalesce(c.n, 0)
+         ORDER BY x.gate_key
          LIMIT $1",
     )
     .bind(limit)
@@ -329,13 +343,14 @@ pub async fn gate_slots_drift(
     .await?)
 }
 
-/// Sets gate `gate_key`'s `in_flight` to the number of its groups' jobs executing now (a repair
-/// for a counter that went wrong: a bug, a hand edit, a restore). Returns whether it changed.
+/// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it
+/// (`jobs.gate_slot`) (a repair for a counter that went wrong: a bug, a hand edit, a restore).
+/// Returns whether it changed.
 ///
 /// Locks the gate's row first, in its own statement, then counts in a second one (a fresh
-/// snapshot): a fetch skips the locked gate meanwhile, and a finishing job's trigger waits for
-/// the lock and lowers the count after this one is written, so the result is exact. Runs in a
-/// transaction (a savepoint inside the caller's).
+/// snapshot): a fetch counting in this gate waits meanwhile, and a finishing stamped job's
+/// trigger waits for the lock and lowers the count after this one is written, so the result is
+/// exact. Runs in a transaction (a savepoint inside the caller's).
 pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     sqlx::query("SELECT 1 FROM job_gates WHERE gate_key = $1 FOR UPDATE")
@@ -345,9 +360,8 @@ pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Resu
     let changed = sqlx::query(
         "UPDATE job_gates x
          SET in_flight = c.n
-         FROM (SELECT count(*)::int AS n FROM job_groups g
-               JOIN jobs j ON j.group_id = g.group_id AND j.state = 'executing'
-               WHERE g.gate_key = $1) c
+         FROM (SELECT count(*)::int AS n FROM jobs
+               WHERE state = 'executing' AND gate_slot = $1) c
          WHERE x.gate_key = $1 AND x.in_flight <> c.n",
     )
     .bind(gate_key)

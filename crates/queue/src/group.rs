@@ -24,10 +24,13 @@ pub struct GroupLimits {
     pub latency_target: Duration,
     /// Factor the limit is multiplied by on overload (0 < factor < 1; e.g. 0.5).
     pub decrease_factor: f64,
-    /// A gate's cap ([`crate::set_group_gate`]): jobs of all the gate's groups in flight at once,
-    /// cluster-wide, unless the gate's own `max_in_flight` ([`crate::set_gate_max_in_flight`])
-    /// says otherwise. Not adaptive. 0 counts as 1.
-    pub gate_ceiling: u32,
+    /// A gate's default cap ([`crate::set_group_gate`]): jobs of all the gate's groups in flight
+    /// at once, cluster-wide, unless the gate's own `max_in_flight`
+    /// ([`crate::set_gate_max_in_flight`]) says otherwise. `None` (the default): a gate without
+    /// its own `max_in_flight` is not capped, and unless parked not counted at all (see
+    /// [`crate::fetch`]). Opt-in because every result of a capped gate's jobs updates that one
+    /// gate row. Not adaptive. `Some(0)` counts as 1 (callers validate it away).
+    pub gate_ceiling: Option<u32>,
 }
 
 impl Default for GroupLimits {
@@ -38,7 +41,7 @@ impl Default for GroupLimits {
             ceiling: 64,
             latency_target: Duration::from_millis(1_000),
             decrease_factor: 0.5,
-            gate_ceiling: 256,
+            gate_ceiling: None,
         }
     }
 }

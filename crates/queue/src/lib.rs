@@ -60,7 +60,7 @@ pub use backoff::Backoff;
 pub use cancel::{cancel_groups, cancel_keys};
 pub use enqueue::{enqueue, enqueue_many, reschedule_unique, schedule_unique};
 pub use error::{Error, Result};
-pub use fetch::{explain_fetch, fetch, fetch_batch, index_rows, Fetched};
+pub use fetch::{explain_fetch, fetch, fetch_batch, fetch_batch_from, index_rows, Fetched};
 pub use gate::{
     gate_slots_drift, gate_state, gate_waiting_count, park_gate, parked_gates, recount_gate_slots,
     release_gate, set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,

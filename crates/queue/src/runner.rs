@@ -1,7 +1,7 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch_batch, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
+use crate::{fetch_batch_from, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
 use futures::FutureExt;
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
@@ -72,6 +72,8 @@ pub async fn run_pool<H: Handler>(
     let mut capped: HashSet<Uuid> = HashSet::new();
     let mut capped_gates: HashSet<String> = HashSet::new();
     let mut waiting = false;
+    // Whether the last fetch involved counted gates: start the next one with the full statement.
+    let mut full_first = false;
 
     // Whether to fetch on this turn of the loop: at start, on a wake-up or poll, and when a
     // finished job may have made room for waiting work.
@@ -89,9 +91,19 @@ pub async fn run_pool<H: Handler>(
         let free = slots.available_permits();
         let mut fetched_full = false;
         if free > 0 && fetch_now {
-            match fetch_batch(&pool, &cfg.queue, &cfg.node_id, free as i64, &cfg.limits).await {
+            let fetched = fetch_batch_from(
+                &pool,
+                &cfg.queue,
+                &cfg.node_id,
+                free as i64,
+                &cfg.limits,
+                full_first,
+            )
+            .await;
+            match fetched {
                 Ok(fetched) => {
                     db_errors = 0;
+                    full_first = fetched.counted_gates;
                     fetched_full = fetched.jobs.len() == free;
                     capped = fetched.capped.into_iter().collect();
                     capped_gates = fetched.capped_gates.into_iter().collect();

@@ -5,9 +5,10 @@ use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
 use breakwater_queue::runner::{run_pool, PoolConfig};
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch,
-    gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group, parked_gates,
-    recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate, set_max_in_flight,
-    snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers, PRIORITY_URGENT,
+    fetch_batch_from, gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group,
+    parked_gates, recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate,
+    set_max_in_flight, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers,
+    PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -22,8 +23,9 @@ use support::{spawn_nodes, Counters, Gauge};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
-/// Group caps high enough never to bind; the gate ceiling as given.
-fn limits(gate_ceiling: u32) -> GroupLimits {
+/// Group caps high enough never to bind; the gate ceiling as given (`None`: a gate without its
+/// own cap is not capped, and unless parked not counted).
+fn limits(gate_ceiling: Option<u32>) -> GroupLimits {
     GroupLimits {
         initial: 1_000,
         floor: 1,
@@ -96,7 +98,7 @@ async fn parking_and_releasing_a_gate_of_many_groups_writes_no_job(pool: PgPool)
         before,
         "parking wrote no job row"
     );
-    let got = fetch_batch(&pool, "q", "n", 100, &limits(1000))
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(None))
         .await
         .unwrap();
     assert_eq!(
@@ -120,14 +122,74 @@ async fn parking_and_releasing_a_gate_of_many_groups_writes_no_job(pool: PgPool)
         "releasing wrote no job row"
     );
     assert!(parked_gates(&pool).await.unwrap().is_empty());
-    let released = fetch(&pool, "q", "n", 2000, &limits(1000)).await.unwrap();
+    let gate_row = gate_version(&pool, "host-a").await;
+    let released = fetch(&pool, "q", "n", 2000, &limits(None)).await.unwrap();
     assert_eq!(released.len(), 1000);
     assert!(released
         .iter()
         .all(|j| j.gate_key.as_deref() == Some("host-a")));
     let distinct: HashSet<Option<Uuid>> = released.iter().map(|j| j.group_id).collect();
     assert_eq!(distinct.len(), groups.len());
-    assert_eq!(gate_in_flight(&pool, "host-a").await, 1000);
+    assert_eq!(
+        gate_version(&pool, "host-a").await,
+        gate_row,
+        "a released gate without a cap is not counted: its row is not written"
+    );
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+}
+
+/// Gate `gate`'s row version (ctid, xmin): unchanged means the row was not written.
+async fn gate_version(pool: &PgPool, gate: &str) -> (String, String) {
+    sqlx::query_as("SELECT ctid::text, xmin::text FROM job_gates WHERE gate_key = $1")
+        .bind(gate)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_gate_without_cap_and_not_parked_is_never_written_by_claims_or_results(pool: PgPool) {
+    // Two tenants' groups on one shared host, no cap anywhere: four fetch-and-complete loops
+    // run all 300 jobs. The gate's row is never locked for update or written meanwhile.
+    gated_groups(&pool, "shared-host", Some(Uuid::new_v4()), 5, 30).await;
+    gated_groups(&pool, "shared-host", Some(Uuid::new_v4()), 5, 30).await;
+    let before = gate_version(&pool, "shared-host").await;
+    let mut loops = Vec::new();
+    for f in 0..4 {
+        let pool = pool.clone();
+        loops.push(tokio::spawn(async move {
+            let mut n = 0;
+            loop {
+                let batch = fetch(&pool, "q", &format!("n{f}"), 4, &limits(None))
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return n;
+                }
+                for j in &batch {
+                    assert_eq!(j.gate_key.as_deref(), Some("shared-host"));
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
+                }
+                n += batch.len();
+            }
+        }));
+    }
+    let mut done = 0;
+    for l in loops {
+        done += l.await.unwrap();
+    }
+    assert_eq!(done, 300, "every job flowed once");
+    assert_eq!(
+        gate_version(&pool, "shared-host").await,
+        before,
+        "no claim or result wrote the gate's row"
+    );
+    let stamped: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE gate_slot IS NOT NULL")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stamped, 0, "no job was counted in a gate");
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 /// Runs `fetchers` concurrent fetch loops (limit 5 each) until each sees `rounds` empty fetches
@@ -180,7 +242,7 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
     );
 
     // Six fetchers race: exactly one job of the gate comes out, the woken one.
-    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    let got = hammer(&pool, 6, 10, limits(None)).await;
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![probe]);
     assert_eq!(got[0].priority, PRIORITY_URGENT);
     let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
@@ -192,9 +254,9 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
         .await
         .unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
-    assert!(hammer(&pool, 3, 10, limits(1000)).await.is_empty());
+    assert!(hammer(&pool, 3, 10, limits(None)).await.is_empty());
     release_gate(&mut conn, "host-a").await.unwrap();
-    let rest = hammer(&pool, 3, 10, limits(1000)).await;
+    let rest = hammer(&pool, 3, 10, limits(None)).await;
     assert_eq!(rest.len(), 4 * 20 - 1);
     assert!(rest.iter().all(|j| j.group_id != Some(groups[0])));
 }
@@ -224,7 +286,7 @@ async fn an_unbound_probe_takes_exactly_the_next_job_to_arrive_in_the_gate(pool:
         jobs.extend((0..10).map(|n| job(n + 10 * i as i64).group(*g)));
     }
     enqueue_many(&mut conn, &jobs).await.unwrap();
-    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    let got = hammer(&pool, 6, 10, limits(None)).await;
     assert_eq!(got.len(), 1, "one job of the whole parked gate");
     assert_eq!(got[0].gate_key.as_deref(), Some("host-a"));
     let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
@@ -248,13 +310,14 @@ async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
     // 8 groups of 2 shares in one gate (cap 3), group caps far above it.
     let a = gated_groups(&pool, "host-a", Some(Uuid::new_v4()), 6, 10).await;
     let b = gated_groups(&pool, "host-a", Some(Uuid::new_v4()), 2, 30).await;
-    set_gate_max_in_flight(&pool, "host-a", Some(3))
+    let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(3))
         .await
         .unwrap();
     let total = 6 * 10 + 2 * 30;
     let counters = Counters::default();
     let nodes = spawn_nodes(&pool, 3, total, Duration::from_millis(30), &counters, |i| {
-        pool_config(i, Duration::from_millis(200), limits(1000))
+        pool_config(i, Duration::from_millis(200), limits(None))
     });
     // Meanwhile, sample the rows: never more than 3 of the gate's jobs executing.
     let groups: Vec<Uuid> = a.iter().chain(&b).copied().collect();
@@ -281,7 +344,7 @@ async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn concurrent_fetchers_never_overshoot_the_gate_cap(pool: PgPool) {
     let groups = gated_groups(&pool, "host-a", None, 10, 20).await;
-    let lim = limits(4);
+    let lim = limits(Some(4));
     let mut handles = Vec::new();
     for f in 0..5 {
         let (pool, lim, groups) = (pool.clone(), lim.clone(), groups.clone());
@@ -330,7 +393,7 @@ async fn the_gate_room_is_shared_across_shares_first(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let busy: Vec<NewJob> = (0..16).map(|n| job(n).group(elsewhere)).collect();
     enqueue_many(&mut conn, &busy).await.unwrap();
-    let lim = limits(4);
+    let lim = limits(Some(4));
     assert_eq!(fetch(&pool, "q", "n", 6, &lim).await.unwrap().len(), 6);
     // A has five groups in the gate, B one.
     let a = gated_groups(&pool, "host-a", Some(tenant_a), 5, 20).await;
@@ -373,11 +436,14 @@ async fn the_gate_room_is_shared_across_shares_first(pool: PgPool) {
     assert_eq!(next[0].group_id, Some(b[0]));
 }
 
-/// The counts as one snapshot: each gate's `in_flight`, the group's, and its executing jobs.
-async fn counts(pool: &PgPool, g: Uuid) -> (i32, i32, i32, i64) {
+/// The counts as one snapshot: gates x's and y's `in_flight`, the jobs executing counted in each
+/// (`gate_slot`), the group's `in_flight`, and its executing jobs.
+async fn counts(pool: &PgPool, g: Uuid) -> (i32, i32, i64, i64, i32, i64) {
     sqlx::query_as(
         "SELECT (SELECT in_flight FROM job_gates WHERE gate_key = 'x'),
                 (SELECT in_flight FROM job_gates WHERE gate_key = 'y'),
+                (SELECT count(*) FROM jobs WHERE state = 'executing' AND gate_slot = 'x'),
+                (SELECT count(*) FROM jobs WHERE state = 'executing' AND gate_slot = 'y'),
                 (SELECT in_flight FROM job_groups WHERE group_id = $1),
                 (SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'executing')",
     )
@@ -388,36 +454,59 @@ async fn counts(pool: &PgPool, g: Uuid) -> (i32, i32, i32, i64) {
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
-async fn a_group_moved_between_gates_with_jobs_in_flight_keeps_both_counts_exact(pool: PgPool) {
+async fn a_group_moved_between_capped_gates_with_jobs_in_flight_keeps_every_count_exact(
+    pool: PgPool,
+) {
     let g = gated_groups(&pool, "x", None, 1, 200).await[0];
     let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "x", Some(100))
+        .await
+        .unwrap();
+    set_gate_max_in_flight(&mut conn, "y", Some(100))
+        .await
+        .unwrap();
     set_group_gate(&mut conn, g, Some("y")).await.unwrap();
     set_group_gate(&mut conn, g, Some("x")).await.unwrap();
-    let running = fetch(&pool, "q", "n", 3, &limits(1000)).await.unwrap();
-    assert_eq!(counts(&pool, g).await, (3, 0, 3, 3));
+    let running = fetch(&pool, "q", "n", 3, &limits(None)).await.unwrap();
+    assert_eq!(counts(&pool, g).await, (3, 0, 3, 0, 3, 3));
     set_group_gate(&mut conn, g, Some("y")).await.unwrap();
     assert_eq!(
         counts(&pool, g).await,
-        (0, 3, 3, 3),
-        "the 3 moved with the group"
+        (3, 0, 3, 0, 3, 3),
+        "the 3 stay counted where they were claimed"
+    );
+    let more = fetch(&pool, "q", "n", 2, &limits(None)).await.unwrap();
+    assert_eq!(
+        counts(&pool, g).await,
+        (3, 2, 3, 2, 5, 5),
+        "new claims count in the new gate"
     );
     complete(&pool, running[0].id, running[0].claim_token)
         .await
         .unwrap();
+    complete(&pool, more[0].id, more[0].claim_token)
+        .await
+        .unwrap();
     assert_eq!(
         counts(&pool, g).await,
-        (0, 2, 2, 2),
-        "released on the new gate"
+        (2, 1, 2, 1, 3, 3),
+        "each released on the gate it was counted in"
     );
     set_group_gate(&mut conn, g, None).await.unwrap();
-    assert_eq!(counts(&pool, g).await, (0, 0, 2, 2), "out of every gate");
-    for j in &running[1..] {
+    assert_eq!(
+        counts(&pool, g).await,
+        (2, 1, 2, 1, 3, 3),
+        "out of every gate"
+    );
+    for j in running[1..].iter().chain(&more[1..]) {
         complete(&pool, j.id, j.claim_token).await.unwrap();
     }
-    assert_eq!(counts(&pool, g).await, (0, 0, 0, 0));
+    assert_eq!(counts(&pool, g).await, (0, 0, 0, 0, 0, 0));
 
     // Under load: four fetch-and-complete loops while the group flips between x and y. Every
-    // snapshot keeps x + y = the group's count = its executing jobs.
+    // snapshot keeps each gate's count equal to the jobs executing counted in it, and x + y
+    // equal to the group's count and its executing jobs (both gates are capped: every claim
+    // is counted in one of them).
     set_group_gate(&mut conn, g, Some("x")).await.unwrap();
     let stop = CancellationToken::new();
     let mut workers = Vec::new();
@@ -425,7 +514,7 @@ async fn a_group_moved_between_gates_with_jobs_in_flight_keeps_both_counts_exact
         let (pool, stop) = (pool.clone(), stop.clone());
         workers.push(tokio::spawn(async move {
             while !stop.is_cancelled() {
-                let batch = fetch(&pool, "q", &format!("n{f}"), 2, &limits(1000))
+                let batch = fetch(&pool, "q", &format!("n{f}"), 2, &limits(None))
                     .await
                     .unwrap();
                 if batch.is_empty() {
@@ -440,7 +529,12 @@ async fn a_group_moved_between_gates_with_jobs_in_flight_keeps_both_counts_exact
     for i in 0..40 {
         let to = if i % 2 == 0 { "y" } else { "x" };
         set_group_gate(&mut conn, g, Some(to)).await.unwrap();
-        let (x, y, group, executing) = counts(&pool, g).await;
+        let (x, y, in_x, in_y, group, executing) = counts(&pool, g).await;
+        assert_eq!(
+            (i64::from(x), i64::from(y)),
+            (in_x, in_y),
+            "each gate's count is its counted jobs"
+        );
         assert_eq!(x + y, group, "gates {x} + {y} against the group's {group}");
         assert_eq!(i64::from(group), executing);
     }
@@ -448,15 +542,14 @@ async fn a_group_moved_between_gates_with_jobs_in_flight_keeps_both_counts_exact
     for w in workers {
         w.await.unwrap();
     }
-    let (x, y, group, executing) = counts(&pool, g).await;
-    assert_eq!((x + y, i64::from(group)), (group, executing));
-    assert_eq!(executing, 0);
+    assert_eq!(counts(&pool, g).await, (0, 0, 0, 0, 0, 0));
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
-    gated_groups(&pool, "host-a", None, 2, 5).await;
-    let lim = limits(3);
+    let groups = gated_groups(&pool, "host-a", None, 2, 5).await;
+    let lim = limits(Some(3));
     heartbeat(&pool, "dead-node").await.unwrap();
     let running = fetch(&pool, "q", "dead-node", 10, &lim).await.unwrap();
     assert_eq!(running.len(), 3, "the gate's cap");
@@ -464,6 +557,13 @@ async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
         .await
         .unwrap()
         .is_empty());
+    // Both groups move to another gate (capped too, by the ceiling) while their jobs run: the
+    // slots still belong to the gate the jobs were counted in.
+    let mut conn = pool.acquire().await.unwrap();
+    for g in &groups {
+        set_group_gate(&mut conn, *g, Some("host-b")).await.unwrap();
+    }
+    assert_eq!(gate_in_flight(&pool, "host-b").await, 0);
     sqlx::query("UPDATE queue_nodes SET heartbeat_at = now() - interval '1 hour'")
         .execute(&pool)
         .await
@@ -475,7 +575,6 @@ async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(gate_in_flight(&pool, "host-a").await, 2);
-    let mut conn = pool.acquire().await.unwrap();
     let policy = RescuePolicy {
         stale_after: Duration::from_secs(30),
         max_run: Duration::from_secs(3600),
@@ -483,7 +582,12 @@ async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
     };
     assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 2);
     assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
-    assert_eq!(fetch(&pool, "q", "live", 10, &lim).await.unwrap().len(), 3);
+    assert_eq!(gate_in_flight(&pool, "host-b").await, 0);
+    let next = fetch(&pool, "q", "live", 10, &lim).await.unwrap();
+    assert_eq!(next.len(), 3);
+    assert!(next.iter().all(|j| j.gate_key.as_deref() == Some("host-b")));
+    assert_eq!(gate_in_flight(&pool, "host-b").await, 3);
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -494,13 +598,15 @@ async fn a_gate_cap_below_the_group_caps_binds_and_its_own_max_overrides_the_cei
     let plain: Vec<NewJob> = (0..10).map(|n| job(n).group(ungated)).collect();
     enqueue_many(&mut conn, &plain).await.unwrap();
     assert!(matches!(
-        set_gate_max_in_flight(&pool, "host-a", Some(0)).await,
+        set_gate_max_in_flight(&mut conn, "host-a", Some(0)).await,
         Err(breakwater_queue::Error::InvalidArgument(_))
     ));
-    set_gate_max_in_flight(&pool, "host-a", Some(5))
+    set_gate_max_in_flight(&mut conn, "host-a", Some(5))
         .await
         .unwrap();
-    let got = fetch_batch(&pool, "q", "n", 100, &limits(2)).await.unwrap();
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(Some(2)))
+        .await
+        .unwrap();
     let gated = got.jobs.iter().filter(|j| j.gate_key.is_some()).count();
     assert_eq!(
         gated, 5,
@@ -534,7 +640,7 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_1000
         initial: 4,
         floor: 1,
         ceiling: 4,
-        gate_ceiling: 2,
+        gate_ceiling: Some(2),
         ..GroupLimits::default()
     };
     let baseline = index_rows(&explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap());
@@ -581,7 +687,7 @@ async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgP
     // the capped gate can make the runner fetch again.
     let cfg = PoolConfig {
         concurrency: 20,
-        ..pool_config(0, Duration::from_secs(600), limits(2))
+        ..pool_config(0, Duration::from_secs(600), limits(Some(2)))
     };
     let stop = CancellationToken::new();
     let runner = tokio::spawn(run_pool(
@@ -612,14 +718,14 @@ async fn a_group_parked_on_its_own_stays_parked_inside_an_open_gate(pool: PgPool
     let groups = gated_groups(&pool, "host-a", None, 2, 5).await;
     let mut conn = pool.acquire().await.unwrap();
     park_group(&mut conn, groups[0]).await.unwrap();
-    let got = fetch(&pool, "q", "n", 100, &limits(1000)).await.unwrap();
+    let got = fetch(&pool, "q", "n", 100, &limits(None)).await.unwrap();
     assert_eq!(got.len(), 5);
     assert!(got.iter().all(|j| j.group_id == Some(groups[1])));
     // Its own cap still applies inside a gate too.
     let more: Vec<NewJob> = (0..5).map(|n| job(n).group(groups[1])).collect();
     enqueue_many(&mut conn, &more).await.unwrap();
     set_max_in_flight(&pool, groups[1], Some(6)).await.unwrap();
-    let got = fetch_batch(&pool, "q", "n", 100, &limits(1000))
+    let got = fetch_batch(&pool, "q", "n", 100, &limits(None))
         .await
         .unwrap();
     assert_eq!(got.jobs.len(), 1, "6 of the group at most");
@@ -630,7 +736,9 @@ async fn a_group_parked_on_its_own_stays_parked_inside_an_open_gate(pool: PgPool
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_drifted_gate_counter_is_found_and_recounted(pool: PgPool) {
     gated_groups(&pool, "host-a", None, 2, 3).await;
-    let running = fetch(&pool, "q", "n", 4, &limits(1000)).await.unwrap();
+    let running = fetch(&pool, "q", "n", 4, &limits(Some(1000)))
+        .await
+        .unwrap();
     assert_eq!(running.len(), 4);
     assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
     // A hand edit (or a bug) breaks the counter.
@@ -669,7 +777,7 @@ async fn racing_probe_wakers_still_let_exactly_one_job_of_the_gate_through(pool:
     for w in wakers {
         w.await.unwrap();
     }
-    let got = hammer(&pool, 6, 10, limits(1000)).await;
+    let got = hammer(&pool, 6, 10, limits(None)).await;
     assert_eq!(got.len(), 1, "one probe slot, one job");
     let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
     assert_eq!((st.probe_slots, st.in_flight), (0, 1));
@@ -687,7 +795,7 @@ async fn no_fetch_started_after_park_gate_returns_takes_a_job_of_the_gate(pool: 
             let mut after_park = 0;
             while after_park < 20 {
                 let started = std::time::Instant::now();
-                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &limits(1000))
+                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &limits(None))
                     .await
                     .unwrap();
                 let parked = *parked_at.lock().unwrap();
@@ -733,4 +841,162 @@ async fn no_fetch_started_after_park_gate_returns_takes_a_job_of_the_gate(pool: 
         waiting > 0 && waiting < 1000,
         "parked mid-way ({waiting} left)"
     );
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn turning_a_cap_on_while_jobs_run_counts_them(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 3, 20).await;
+    let mut conn = pool.acquire().await.unwrap();
+    // Six run uncounted (no cap yet), then the cap (4) is turned on: they are counted at once.
+    let running = fetch(&pool, "q", "n", 6, &limits(None)).await.unwrap();
+    assert_eq!(running.len(), 6);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+    set_gate_max_in_flight(&mut conn, "host-a", Some(4))
+        .await
+        .unwrap();
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 6);
+    let got = fetch_batch(&pool, "q", "n", 10, &limits(None))
+        .await
+        .unwrap();
+    assert!(got.jobs.is_empty(), "6 running against a cap of 4");
+    assert_eq!(got.capped_gates, vec!["host-a".to_string()]);
+    for j in &running[..3] {
+        complete(&pool, j.id, j.claim_token).await.unwrap();
+    }
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 3);
+    assert_eq!(
+        fetch(&pool, "q", "n", 10, &limits(None))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(executing_in(&pool, &groups).await, 4);
+    // Setting the same cap again counts nothing twice.
+    set_gate_max_in_flight(&mut conn, "host-a", Some(4))
+        .await
+        .unwrap();
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 4);
+    // Removing the cap: the counted jobs lower the count as they finish; new claims are not
+    // counted.
+    set_gate_max_in_flight(&mut conn, "host-a", None)
+        .await
+        .unwrap();
+    let uncounted = fetch(&pool, "q", "n", 5, &limits(None)).await.unwrap();
+    assert_eq!(uncounted.len(), 5);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 4);
+    let counted: Vec<&Job> = running[3..].iter().collect();
+    for j in counted {
+        complete(&pool, j.id, j.claim_token).await.unwrap();
+    }
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 1);
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_cap_turned_on_under_load_holds_once_the_fetches_running_then_are_done(pool: PgPool) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let groups = gated_groups(&pool, "host-a", None, 8, 60).await;
+    // Four fetch-and-complete loops, each job held a moment, no cap at first.
+    let rounds: Arc<Vec<AtomicU64>> = Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+    let stop = CancellationToken::new();
+    let mut workers = Vec::new();
+    for f in 0..4 {
+        let (pool, stop, rounds) = (pool.clone(), stop.clone(), rounds.clone());
+        workers.push(tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &limits(None))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                for j in batch {
+                    complete(&pool, j.id, j.claim_token).await.unwrap();
+                }
+                rounds[f].fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    // Let them get going uncounted, then turn the cap on under their feet.
+    let mut conn = pool.acquire().await.unwrap();
+    while rounds.iter().map(|r| r.load(Ordering::SeqCst)).sum::<u64>() < 8 {
+        tokio::task::yield_now().await;
+    }
+    set_gate_max_in_flight(&mut conn, "host-a", Some(3))
+        .await
+        .unwrap();
+    // Once every loop has finished a whole round that started after that (any batch fetched
+    // by a fetch already running then is completed), never more than 3 run.
+    let after: Vec<u64> = rounds.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+    while rounds
+        .iter()
+        .zip(&after)
+        .any(|(r, a)| r.load(Ordering::SeqCst) < a + 2)
+    {
+        tokio::task::yield_now().await;
+    }
+    let mut samples = 0;
+    loop {
+        let n = executing_in(&pool, &groups).await;
+        assert!(n <= 3, "{n} of the gate's jobs executing: its cap is 3");
+        samples += 1;
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if left == 0 {
+            break;
+        }
+    }
+    stop.cancel();
+    for w in workers {
+        w.await.unwrap();
+    }
+    assert!(samples > 1);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_says_whether_counted_gates_took_part_and_either_statement_claims_alike(
+    pool: PgPool,
+) {
+    gated_groups(&pool, "open-host", None, 2, 5).await;
+    gated_groups(&pool, "capped-host", None, 2, 5).await;
+    let mut conn = pool.acquire().await.unwrap();
+    // Only the uncapped gate has work that can run: no counted gate took part, whichever
+    // statement starts.
+    park_gate(&mut conn, "capped-host").await.unwrap();
+    for full_first in [false, true] {
+        let got = fetch_batch_from(&pool, "q", "n", 2, &limits(None), full_first)
+            .await
+            .unwrap();
+        assert_eq!(got.jobs.len(), 2);
+        assert!(got
+            .jobs
+            .iter()
+            .all(|j| j.gate_key.as_deref() == Some("open-host")));
+        assert!(!got.counted_gates, "full_first {full_first}");
+    }
+    // The capped gate (cap 1) released: its claim is counted, and then it is at its cap.
+    set_gate_max_in_flight(&mut conn, "capped-host", Some(1))
+        .await
+        .unwrap();
+    release_gate(&mut conn, "capped-host").await.unwrap();
+    let got = fetch_batch_from(&pool, "q", "n", 100, &limits(None), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        got.jobs.len(),
+        6 + 1,
+        "the open host's 6 left, one of the capped host's"
+    );
+    assert!(got.counted_gates);
+    assert_eq!(got.capped_gates, vec!["capped-host".to_string()]);
+    let again = fetch_batch_from(&pool, "q", "n", 100, &limits(None), true)
+        .await
+        .unwrap();
+    assert!(again.jobs.is_empty());
+    assert!(again.counted_gates, "still at its cap");
+    assert_eq!(gate_in_flight(&pool, "capped-host").await, 1);
+    assert_eq!(gate_in_flight(&pool, "open-host").await, 0);
 }

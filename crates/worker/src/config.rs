@@ -111,7 +111,7 @@ impl WorkerConfig {
             ceiling: self.channel_concurrency_ceiling,
             latency_target: Duration::from_millis(self.channel_latency_target_ms),
             decrease_factor: 0.5,
-            // No channel is in a gate yet; host circuits (issue 13) give this its own key.
+            // Set from `[hosts] max_in_flight` by the node (host circuits own that key).
             gate_ceiling: GroupLimits::default().gate_ceiling,
         }
     }

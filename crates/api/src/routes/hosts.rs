@@ -179,7 +179,7 @@ pub(crate) struct PatchHost {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     cooldown_ms: Option<Option<i64>>,
-    /// Cap of deliveries in flight to the host, cluster-wide (null = `hosts.max_in_flight`).
+    /// Cap of deliveries in flight to the host, cluster-wide (null = `hosts.max_in_flight`, if set; else not capped).
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 100000)]
     max_in_flight: Option<Option<i32>>,
