@@ -1115,4 +1115,37 @@ mod tests {
         // Capped: 1 s, 2 s, 2 s, 2 s …
         assert_eq!(probes_allowed(7_000.0, 1_000, 2_000), 4);
     }
+
+    #[test]
+    fn the_backlog_is_split_evenly_over_the_dead_channels_at_least_one_each() {
+        let o = |backlog, k| Options {
+            backlog,
+            dead_channels: k,
+            ..Options::default()
+        };
+        // The default: one channel takes it all.
+        assert!(!o(10_000, 1).multi());
+        assert_eq!(o(10_000, 1).share(0), 10_000);
+        let x = o(10_000, 50);
+        assert!(x.multi());
+        assert_eq!((0..50).map(|i| x.share(i)).sum::<u64>(), 10_000);
+        assert!((0..50).all(|i| x.share(i) == 200));
+        // Uneven: the first `backlog mod K` get one more.
+        let x = o(103, 5);
+        assert_eq!(
+            (0..5).map(|i| x.share(i)).collect::<Vec<_>>(),
+            [21, 21, 21, 20, 20]
+        );
+        // Fewer deliveries than channels: one each anyway.
+        let x = o(3, 10);
+        assert!((0..10).all(|i| x.share(i) == 1));
+        // Several tenants alone make it a dead-host run too.
+        let t = Options {
+            dead_tenants: 2,
+            dead_channels: 2,
+            ..Options::default()
+        };
+        assert!(t.multi());
+        assert_eq!(host_budget(3, 128, 1), 132);
+    }
 }
