@@ -316,6 +316,13 @@ async fn watch_host(
 /// flight at once (the host gate's cluster-wide cap, `hosts.max_in_flight`, and never more than
 /// the tier's pools); after the opening, the host is parked and only host probes go, at most
 /// `host_probes` (one per cooldown, doubling). Channel probes wait while the host holds.
+///
+/// This is the "threshold + in flight" with the in-flight part at its cap, **not a hard
+/// bound**: failures are counted one at a time under the host row's lock, so more than
+/// `threshold` requests can finish before the opening commits (a burst of timeouts), and each
+/// slot they free can be refilled by the fetch until the park commits. The report gives the
+/// parts (`attempts_completed_before_host_open`, `in_flight_at_host_open_by_attempt_times`) so
+/// an excess can be read off.
 pub fn host_budget(threshold: u64, in_flight_cap: u64, host_probes: u64) -> u64 {
     threshold + in_flight_cap + host_probes
 }
