@@ -13,6 +13,15 @@
 //! its circuit never opens and the backlog drains at whatever concurrency the service grants the
 //! channel. Whatever the mode, the report gives the most requests the dead endpoint held at once
 //! (`dead_max_in_flight`) and how many it received (`dead_endpoint_requests`).
+//!
+//! **A dead host** (issue 13): with `--dead-channels K` and `--dead-tenants T` (defaults 1 and 1:
+//! the one dead channel above, report unchanged) the backlog goes to K channels spread over T
+//! tenants (channel `i` belongs to dead tenant `i mod T`), all on the same dead endpoint (one
+//! port, paths `/dead/<i>`, so one host key), the backlog split evenly across them (at least 1
+//! each). The report then also has `dead_host`: when the host circuit opened (audit `host.opened`
+//! and the first 10-ms poll of `host_circuits` that saw it), the requests the host received
+//! before that and in all, how many channel circuits opened, the probes, and the budget of
+//! [`host_budget`].
 
 use crate::api::Api;
 use crate::chart::{self, Marker, Panel};
@@ -40,8 +49,13 @@ use uuid::Uuid;
 /// Options of the isolation scenario.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Deliveries enqueued to the dead channel before the measured stream.
+    /// Deliveries enqueued to the dead channel(s) before the measured stream (split evenly
+    /// over `dead_channels`, at least 1 each).
     pub backlog: u64,
+    /// Dead channels, all on the one dead endpoint (one host); 1 = the original scenario.
+    pub dead_channels: usize,
+    /// Tenants the dead channels are spread over (round robin); ≤ `dead_channels`.
+    pub dead_tenants: usize,
     /// How the dead endpoint fails.
     pub dead_mode: DeadMode,
     /// With [`DeadMode::Slow`]: how long the dead endpoint takes to answer 200.
@@ -72,10 +86,26 @@ pub struct Options {
     pub print: bool,
 }
 
+impl Options {
+    /// Whether this is the dead-host variant (more than one dead channel or tenant).
+    pub fn multi(&self) -> bool {
+        self.dead_channels > 1 || self.dead_tenants > 1
+    }
+
+    /// The backlog of dead channel `i`: `backlog` split evenly (the first `backlog mod K` get
+    /// one more), at least 1 each.
+    pub fn share(&self, i: usize) -> u64 {
+        let k = self.dead_channels.max(1) as u64;
+        (self.backlog / k + u64::from((i as u64) < self.backlog % k)).max(1)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Self {
             backlog: 10_000,
+            dead_channels: 1,
+            dead_tenants: 1,
             dead_mode: DeadMode::Timeout,
             slow: Duration::from_secs(2),
             rate: 50.0,
@@ -102,6 +132,11 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
     anyhow::ensure!(
         (1..=1000).contains(&o.backlog_batch),
         "--backlog-batch must be 1..=1000"
+    );
+    anyhow::ensure!(o.dead_channels >= 1, "--dead-channels must be at least 1");
+    anyhow::ensure!(
+        (1..=o.dead_channels).contains(&o.dead_tenants),
+        "--dead-tenants must be 1..=--dead-channels"
     );
     let mut settings = service::settings(o.config.as_deref())?;
     if o.prune_rows > 0 {
@@ -135,7 +170,8 @@ async fn with_db(
     let service = Service::start(settings, db, o.nodes).await?;
     let healthy = HealthyReceiver::start().await?;
     let dead = DeadEndpoint::start(o.dead_mode, o.slow).await?;
-    let pool = db.pool(2).await?;
+    // A dead host run has one more poller (the host circuit's state).
+    let pool = db.pool(if o.multi() { 3 } else { 2 }).await?;
     let r = scenario(o, tier, settings, &service, &healthy, &dead, &pool).await;
     // Teardown: the dead endpoint first (hanging requests are answered at once), then the
     // nodes (graceful), then the healthy receiver.
@@ -157,6 +193,18 @@ type AuditRow = (
     Option<i64>,
 );
 
+/// A host circuit's audit row: action, at, from_state, to_state, details.jobs, details.channels,
+/// details.tenants.
+type HostAuditRow = (
+    String,
+    DateTime<Utc>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
 /// One monitor sample of the queue.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 struct Sample {
@@ -170,7 +218,7 @@ struct Sample {
 
 async fn monitor(
     pool: PgPool,
-    dead: Uuid,
+    dead: Vec<Uuid>,
     healthy: Uuid,
     origin_us: u64,
     stop: CancellationToken,
@@ -186,14 +234,15 @@ async fn monitor(
         }
         let t_s = (now_us() as f64 - origin_us as f64) / 1e6;
         let r: Result<(i64, i64, i64, i64, i64), _> = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE group_id = $1 AND state = 'available'),
-                    count(*) FILTER (WHERE group_id = $1 AND state = 'executing'),
-                    count(*) FILTER (WHERE group_id = $1 AND state = 'scheduled'),
+            "SELECT count(*) FILTER (WHERE group_id = ANY($1) AND state = 'available'),
+                    count(*) FILTER (WHERE group_id = ANY($1) AND state = 'executing'),
+                    count(*) FILTER (WHERE group_id = ANY($1) AND state = 'scheduled'),
                     count(*) FILTER (WHERE group_id = $2 AND state = 'available'),
                     count(*) FILTER (WHERE group_id = $2 AND state = 'executing')
-             FROM jobs WHERE group_id IN ($1, $2) AND state IN ('available', 'executing', 'scheduled')",
+             FROM jobs WHERE (group_id = ANY($1) OR group_id = $2)
+               AND state IN ('available', 'executing', 'scheduled')",
         )
-        .bind(dead)
+        .bind(&dead)
         .bind(healthy)
         .fetch_one(&pool)
         .await;
@@ -211,18 +260,19 @@ async fn monitor(
     out
 }
 
-/// Polls the channel's circuit state every 10 ms until it leaves `closed` (or `stop`, or an
+/// Polls the channels' circuit states every 10 ms until one leaves `closed` (or `stop`, or an
 /// hour): the harness time at which the opening became visible, i.e. committed. The audit row's
 /// `at` is the opening transaction's start (`now()`), which can be much earlier.
-async fn watch_open(pool: PgPool, channel: Uuid, stop: CancellationToken) -> Option<u64> {
+async fn watch_open(pool: PgPool, channels: Vec<Uuid>, stop: CancellationToken) -> Option<u64> {
     for _ in 0..360_000 {
-        let state: Result<String, _> =
-            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1")
-                .bind(channel)
-                .fetch_one(&pool)
-                .await;
+        let open: Result<bool, _> = sqlx::query_scalar(
+            "SELECT coalesce(bool_or(circuit_state <> 'closed'), false) FROM channels WHERE id = ANY($1)",
+        )
+        .bind(&channels)
+        .fetch_one(&pool)
+        .await;
         let at = now_us();
-        if state.is_ok_and(|s| s != "closed") {
+        if open.is_ok_and(|o| o) {
             return Some(at);
         }
         tokio::select! {
@@ -231,6 +281,50 @@ async fn watch_open(pool: PgPool, channel: Uuid, stop: CancellationToken) -> Opt
         }
     }
     None
+}
+
+/// Polls the host circuit `host_key` every 10 ms until it leaves `closed` (or `stop`, or an
+/// hour): the harness time (µs) at which the opening became visible (committed), and the
+/// requests the dead endpoint held at that moment (`None` for `refuse`: nothing listens).
+async fn watch_host(
+    pool: PgPool,
+    host_key: String,
+    gauge: Option<std::sync::Arc<InFlight>>,
+    stop: CancellationToken,
+) -> Option<(u64, Option<u64>)> {
+    for _ in 0..360_000 {
+        let state: Result<Option<String>, _> =
+            sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
+                .bind(&host_key)
+                .fetch_optional(&pool)
+                .await;
+        let at = now_us();
+        if state.is_ok_and(|s| s.is_some_and(|s| s != "closed")) {
+            return Some((at, gauge.as_ref().map(|g| g.current())));
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+    }
+    None
+}
+
+/// The dead host's request budget (issue 13), from the code (`crates/core/src/hosts.rs`, the
+/// fetch's gate cap): `threshold` distinct channels' failures open the host; every request
+/// admitted before the opening committed may still be sent, and at most `in_flight_cap` are in
+/// flight at once (the host gate's cluster-wide cap, `hosts.max_in_flight`, and never more than
+/// the tier's pools); after the opening, the host is parked and only host probes go, at most
+/// `host_probes` (one per cooldown, doubling). Channel probes wait while the host holds.
+///
+/// This is the issue's "threshold + in flight" with the in-flight part at its cap, **not a hard
+/// bound**: failures are counted one at a time under the host row's lock, so more than
+/// `threshold` requests can finish before the opening commits (a burst of timeouts), and each
+/// slot they free can be refilled by the fetch until the park commits. The report gives the
+/// parts (`attempts_completed_before_host_open`, `in_flight_at_host_open_by_attempt_times`) so
+/// an excess can be read off.
+pub fn host_budget(threshold: u64, in_flight_cap: u64, host_probes: u64) -> u64 {
+    threshold + in_flight_cap + host_probes
 }
 
 /// Accepted but never received, for one stream.
@@ -318,11 +412,32 @@ async fn scenario(
     pool: &PgPool,
 ) -> anyhow::Result<Value> {
     let api = Api::new(&service.api, &service.operator_key)?;
-    let ta = api.create_tenant("lt-dead-tenant", tier.as_str()).await?;
+    let multi = o.multi();
+    let mut dead_tenants = vec![api.create_tenant("lt-dead-tenant", tier.as_str()).await?];
+    for j in 1..o.dead_tenants {
+        dead_tenants.push(
+            api.create_tenant(&format!("lt-dead-tenant-{j}"), tier.as_str())
+                .await?,
+        );
+    }
+    let ta = &dead_tenants[0];
     let tb = api
         .create_tenant("lt-healthy-tenant", tier.as_str())
         .await?;
-    let dead_ch = api.create_channel(&ta, "dead", &dead.url).await?;
+    // Dead channel `i` belongs to dead tenant `i mod T`; with one channel, as before.
+    let mut dead_chs: Vec<String> = Vec::with_capacity(o.dead_channels);
+    for i in 0..o.dead_channels {
+        let (name, url) = if multi {
+            (format!("dead-{i}"), dead.url_for(i))
+        } else {
+            ("dead".to_string(), dead.url.clone())
+        };
+        dead_chs.push(
+            api.create_channel(&dead_tenants[i % o.dead_tenants], &name, &url)
+                .await?,
+        );
+    }
+    let dead_ch = &dead_chs[0];
     let healthy_ch = api
         .create_channel(&tb, "healthy", &healthy.url("healthy"))
         .await?;
@@ -381,22 +496,55 @@ async fn scenario(
         o.backlog,
         o.dead_mode.as_str()
     ));
-    let dead_uuid: Uuid = dead_ch.parse()?;
+    let dead_uuids: Vec<Uuid> = dead_chs
+        .iter()
+        .map(|c| c.parse())
+        .collect::<Result<_, _>>()?;
     let healthy_uuid: Uuid = healthy_ch.parse()?;
+    // The dead host's key, as the service computed it (one port: one key for every channel).
+    let host_keys: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT DISTINCT host_key FROM channels WHERE id = ANY($1)")
+            .bind(&dead_uuids)
+            .fetch_all(pool)
+            .await?;
+    let host_key = host_keys.first().cloned().flatten();
+    if multi {
+        anyhow::ensure!(
+            host_keys.len() == 1 && host_key.is_some(),
+            "the dead channels do not share one host key: {host_keys:?}"
+        );
+    }
     let stop_watch = CancellationToken::new();
-    let watch = tokio::spawn(watch_open(pool.clone(), dead_uuid, stop_watch.clone()));
+    let watch = tokio::spawn(watch_open(
+        pool.clone(),
+        dead_uuids.clone(),
+        stop_watch.clone(),
+    ));
+    let host_watch = match (&host_key, multi) {
+        (Some(k), true) => Some(tokio::spawn(watch_host(
+            pool.clone(),
+            k.clone(),
+            dead.gauge(),
+            stop_watch.clone(),
+        ))),
+        _ => None,
+    };
     let wall = WallMap::now();
     let backlog_start_us = now_us();
     let mut enqueued = 0u64;
     let mut seq = 0u64;
-    while seq < o.backlog {
-        let n = (o.backlog - seq).min(o.backlog_batch as u64);
-        let payloads: Vec<Value> = (seq..seq + n).map(|i| json!({"backlog": i})).collect();
-        enqueued += api
-            .enqueue_batch(&ta, &dead_ch, &payloads)
-            .await
-            .context("enqueueing the backlog")? as u64;
-        seq += n;
+    for (i, ch) in dead_chs.iter().enumerate() {
+        let tenant = &dead_tenants[i % o.dead_tenants];
+        let end = seq + o.share(i);
+        while seq < end {
+            let n = (end - seq).min(o.backlog_batch as u64);
+            let payloads: Vec<Value> = (seq..seq + n).map(|i| json!({"backlog": i})).collect();
+            enqueued += api
+                .enqueue_batch(tenant, ch, &payloads)
+                .await
+                .context("enqueueing the backlog")? as u64;
+            seq += n;
+        }
     }
     let backlog_end_us = now_us();
     log(format!(
@@ -409,7 +557,7 @@ async fn scenario(
     let stop_monitor = CancellationToken::new();
     let mon = tokio::spawn(monitor(
         pool.clone(),
-        dead_uuid,
+        dead_uuids.clone(),
         healthy_uuid,
         backlog_start_us,
         stop_monitor.clone(),
@@ -434,26 +582,31 @@ async fn scenario(
     stop_watch.cancel();
     let samples = mon.await.unwrap_or_default();
     let open_seen_us = watch.await.ok().flatten();
+    let host_seen = match host_watch {
+        Some(h) => h.await.ok().flatten(),
+        None => None,
+    };
     log("measured; collecting".into());
 
     // What the database saw.
     let audit: Vec<AuditRow> = sqlx::query_as(
         "SELECT action, at, from_state, to_state, (details->>'parked')::int8
-         FROM audit_log WHERE channel_id = $1 ORDER BY at, id",
+         FROM audit_log WHERE channel_id = ANY($1) ORDER BY at, id",
     )
-    .bind(dead_uuid)
+    .bind(&dead_uuids)
     .fetch_all(pool)
     .await?;
-    let attempts: Vec<(DateTime<Utc>, i32, bool)> = sqlx::query_as(
-        "SELECT started_at, duration_ms, probe FROM delivery_attempts WHERE channel_id = $1 ORDER BY started_at",
+    let attempts: Vec<(DateTime<Utc>, i32, bool, Uuid)> = sqlx::query_as(
+        "SELECT started_at, duration_ms, probe, channel_id FROM delivery_attempts
+         WHERE channel_id = ANY($1) ORDER BY started_at",
     )
-    .bind(dead_uuid)
+    .bind(&dead_uuids)
     .fetch_all(pool)
     .await?;
     let statuses: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT status, count(*) FROM deliveries WHERE channel_id = $1 GROUP BY status ORDER BY status",
+        "SELECT status, count(*) FROM deliveries WHERE channel_id = ANY($1) GROUP BY status ORDER BY status",
     )
-    .bind(dead_uuid)
+    .bind(&dead_uuids)
     .fetch_all(pool)
     .await?;
     let healthy_attempts: (i64, i64) = sqlx::query_as(
@@ -463,7 +616,7 @@ async fn scenario(
     .fetch_one(pool)
     .await?;
     let circuit_end = api
-        .channel(&ta, &dead_ch)
+        .channel(ta, dead_ch)
         .await
         .map(|v| v["circuit"].clone())
         .unwrap_or(Value::Null);
@@ -528,7 +681,7 @@ async fn scenario(
     };
     let in_flight_db = attempts
         .iter()
-        .filter(|(s, d, p)| {
+        .filter(|(s, d, p, _)| {
             let s = wall.to_us(*s);
             !*p && opened_at.is_some_and(|o| s <= o && s + i64::from(*d) * 1000 > o)
         })
@@ -559,7 +712,134 @@ async fn scenario(
         })
         .collect();
 
-    let report = json!({
+    // The dead host (issue 13): only with several dead channels or tenants.
+    let host_audit: Vec<HostAuditRow> = match (&host_key, multi) {
+        (Some(k), true) => {
+            sqlx::query_as(
+                "SELECT action, at, from_state, to_state, (details->>'jobs')::int8,
+                        (details->>'channels')::int8, (details->>'tenants')::int8
+                 FROM audit_log WHERE action LIKE 'host.%' AND details->>'host_key' = $1
+                 ORDER BY at, id",
+            )
+            .bind(k)
+            .fetch_all(pool)
+            .await?
+        }
+        _ => Vec::new(),
+    };
+    let dead_host = multi.then(|| {
+        let hs = &settings.hosts;
+        let host_open_at = host_audit
+            .iter()
+            .find(|a| a.0 == "host.opened")
+            .map(|a| wall.to_us(a.1));
+        let host_seen_us = host_seen.map(|h| h.0 as i64);
+        // "Before the opening": before the first poll that saw it committed (else its
+        // transaction's start).
+        let boundary = host_seen_us.or(host_open_at);
+        let request_times: Vec<i64> = match o.dead_mode {
+            DeadMode::Refuse => attempts.iter().map(|a| wall.to_us(a.0)).collect(),
+            _ => arrivals.iter().map(|&t| t as i64).collect(),
+        };
+        let before = boundary.map(|b| request_times.iter().filter(|&&t| t < b).count() as u64);
+        let after = before.map(|b| dead_requests.saturating_sub(b));
+        // By the attempts' times (database clock), against the opening transaction's start.
+        let ends = |a: &(DateTime<Utc>, i32, bool, Uuid)| wall.to_us(a.0) + i64::from(a.1) * 1000;
+        let completed_before = host_open_at.map(|o| attempts.iter().filter(|a| ends(a) <= o).count());
+        let in_flight_at_open_db = host_open_at.map(|o| {
+            attempts
+                .iter()
+                .filter(|a| wall.to_us(a.0) <= o && ends(a) > o)
+                .count()
+        });
+        let channels_before = boundary.map(|b| {
+            attempts
+                .iter()
+                .filter(|a| wall.to_us(a.0) < b)
+                .map(|a| a.3)
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        });
+        let channels_hit = attempts
+            .iter()
+            .map(|a| a.3)
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        let count = |rows: &[AuditRow], action: &str| rows.iter().filter(|a| a.0 == action).count();
+        let host_count = |action: &str| host_audit.iter().filter(|a| a.0 == action).count();
+        let host_probes = host_count("host.probe_started") as u64;
+        let probe_attempts = attempts.iter().filter(|a| a.2).count() as u64;
+        let threshold = u64::try_from(hs.failure_threshold).unwrap_or(0);
+        let cap = u64::try_from(hs.max_in_flight).unwrap_or(0).min(in_flight_cap);
+        let host_span_ms = host_open_at.map_or(0.0, |o| ms_between(o, end_us as i64));
+        let host_probes_allowed = probes_allowed(host_span_ms, hs.cooldown_ms, hs.max_cooldown_ms);
+        let budget = host_budget(threshold, cap, host_probes_allowed);
+        let within = (o.dead_mode != DeadMode::Slow).then_some(dead_requests <= budget);
+        let host_transitions: Vec<Value> = host_audit
+            .iter()
+            .map(|(action, at, from, to, jobs, channels, tenants)| {
+                json!({
+                    "action": action,
+                    "from": from,
+                    "to": to,
+                    "jobs": jobs,
+                    "channels": channels,
+                    "tenants": tenants,
+                    "after_backlog_start_ms": ms_between(backlog_start_us as i64, wall.to_us(*at)),
+                })
+            })
+            .collect();
+        json!({
+            "host_key": host_key,
+            "channels": o.dead_channels,
+            "tenants": o.dead_tenants,
+            "backlog_per_channel": {"min": o.share(o.dead_channels - 1), "max": o.share(0)},
+            "host_opened_after_ms": host_seen_us.map(|t| ms_between(backlog_start_us as i64, t)),
+            "host_opened_definition": "from the first backlog batch request to the first 10-ms poll of host_circuits that saw the host leave closed (the opening committed)",
+            "host_open_tx_started_after_ms": host_open_at.map(|t| ms_between(backlog_start_us as i64, t)),
+            "host_opened_after_first_request_ms": host_open_at.zip(request_times.iter().min()).map(|(o, f)| ms_between(*f, o)),
+            "requests_total": dead_requests,
+            "requests_before_host_open": before,
+            "requests_after_host_open": after,
+            "requests_before_definition": "received by the dead endpoint (refuse: attempts started) before the first poll that saw the host open",
+            "in_flight_at_host_open": host_seen.and_then(|h| h.1),
+            "in_flight_at_host_open_definition": "requests the dead endpoint held when the poll saw the host open (null for refuse)",
+            "in_flight_at_host_open_by_attempt_times": in_flight_at_open_db,
+            "attempts_completed_before_host_open": completed_before,
+            "channels_with_requests_before_host_open": channels_before,
+            "channels_with_requests": channels_hit,
+            "channel_circuits_opened": count(&audit, "circuit.opened"),
+            "channel_probes_started": count(&audit, "circuit.probe_started"),
+            "host_probes_started": host_probes,
+            "probe_attempts": probe_attempts,
+            "host_transitions_by_action": {
+                "host.opened": host_count("host.opened"),
+                "host.reopened": host_count("host.reopened"),
+                "host.probe_started": host_probes,
+                "host.closed": host_count("host.closed"),
+            },
+            "budget": {
+                "host_failure_threshold": threshold,
+                "in_flight_cap": cap,
+                "in_flight_cap_definition": "min(hosts.max_in_flight, the tier's pool × nodes): the host gate's cluster-wide cap",
+                "host_probes_allowed": host_probes_allowed,
+                "budget": budget,
+                "within": within,
+                "without_host_circuit": o.dead_channels as u64 * u64::try_from(settings.circuit.failure_threshold).unwrap_or(0),
+                "without_host_circuit_definition": "dead channels × circuit.failure_threshold: what the channels' own circuits alone would cost at the least",
+            },
+            "transitions": host_transitions,
+            "host_settings": {
+                "failure_threshold": hs.failure_threshold,
+                "failure_window_ms": hs.failure_window_ms,
+                "cooldown_ms": hs.cooldown_ms,
+                "max_cooldown_ms": hs.max_cooldown_ms,
+                "max_in_flight": hs.max_in_flight,
+            },
+        })
+    });
+
+    let mut report = json!({
         "scenario": "isolation",
         "backlog": o.backlog,
         "dead_mode": o.dead_mode.as_str(),
@@ -648,6 +928,15 @@ async fn scenario(
         },
     });
 
+    if let Some(h) = &dead_host {
+        report["dead_channels"] = json!(o.dead_channels);
+        report["dead_tenants"] = json!(o.dead_tenants);
+        // With a dead host, the budget that applies is the host's (the channel budget above
+        // assumes one channel).
+        report["goals"]["dead_requests_within_budget"] = h["budget"]["within"].clone();
+        report["dead_host"] = h.clone();
+    }
+
     if let Some(dir) = &o.out {
         std::fs::create_dir_all(dir)?;
         let base_panel = panel(
@@ -684,10 +973,26 @@ async fn scenario(
                 label: "circuit.open_seen".into(),
             });
         }
-        loaded_panel.markers.extend(audit.iter().map(|a| Marker {
-            t_s: rel(wall.to_us(a.1)),
-            label: a.0.clone(),
-        }));
+        if multi {
+            // Dozens of channel transitions would bury the chart: the host's only.
+            if let Some((t, _)) = host_seen {
+                loaded_panel.markers.push(Marker {
+                    t_s: rel(t as i64),
+                    label: "host.open_seen".into(),
+                });
+            }
+            loaded_panel
+                .markers
+                .extend(host_audit.iter().map(|a| Marker {
+                    t_s: rel(wall.to_us(a.1)),
+                    label: a.0.clone(),
+                }));
+        } else {
+            loaded_panel.markers.extend(audit.iter().map(|a| Marker {
+                t_s: rel(wall.to_us(a.1)),
+                label: a.0.clone(),
+            }));
+        }
         loaded_panel.x_min = rel(backlog_start_us as i64).floor().min(0.0);
         loaded_panel.dead_requests = match o.dead_mode {
             DeadMode::Refuse => attempts.iter().map(|a| rel(wall.to_us(a.0))).collect(),
@@ -748,6 +1053,30 @@ fn print_summary(r: &Value) {
         "  dead endpoint: {} requests, at most {} in flight at once{budget}",
         r["dead_endpoint_requests"], r["dead_max_in_flight"],
     );
+    if !r["dead_host"].is_null() {
+        let h = &r["dead_host"];
+        println!(
+            "  dead host {}: {} channels of {} tenants; host opened after {} ms; requests {} before it opened, {} in all (budget {}: host threshold {} + in-flight cap {} + host probes {}; without host circuit ≥ {})",
+            h["host_key"].as_str().unwrap_or("?"),
+            h["channels"],
+            h["tenants"],
+            h["host_opened_after_ms"],
+            h["requests_before_host_open"],
+            h["requests_total"],
+            h["budget"]["budget"],
+            h["budget"]["host_failure_threshold"],
+            h["budget"]["in_flight_cap"],
+            h["budget"]["host_probes_allowed"],
+            h["budget"]["without_host_circuit"],
+        );
+        println!(
+            "  in flight at host open {}; channel circuits opened {}; host probes {}; channel probes {}",
+            h["in_flight_at_host_open"],
+            h["channel_circuits_opened"],
+            h["host_probes_started"],
+            h["channel_probes_started"],
+        );
+    }
     println!(
         "  lost {}  duplicates {}  enqueue errors {}  backlog accounted {}",
         r["lost"], r["duplicates"], r["enqueue_errors"], r["backlog_accounted"]
@@ -792,5 +1121,38 @@ mod tests {
         assert_eq!(probes_allowed(90_000.0, 30_000, 600_000), 2);
         // Capped: 1 s, 2 s, 2 s, 2 s …
         assert_eq!(probes_allowed(7_000.0, 1_000, 2_000), 4);
+    }
+
+    #[test]
+    fn the_backlog_is_split_evenly_over_the_dead_channels_at_least_one_each() {
+        let o = |backlog, k| Options {
+            backlog,
+            dead_channels: k,
+            ..Options::default()
+        };
+        // The default: one channel takes it all.
+        assert!(!o(10_000, 1).multi());
+        assert_eq!(o(10_000, 1).share(0), 10_000);
+        let x = o(10_000, 50);
+        assert!(x.multi());
+        assert_eq!((0..50).map(|i| x.share(i)).sum::<u64>(), 10_000);
+        assert!((0..50).all(|i| x.share(i) == 200));
+        // Uneven: the first `backlog mod K` get one more.
+        let x = o(103, 5);
+        assert_eq!(
+            (0..5).map(|i| x.share(i)).collect::<Vec<_>>(),
+            [21, 21, 21, 20, 20]
+        );
+        // Fewer deliveries than channels: one each anyway.
+        let x = o(3, 10);
+        assert!((0..10).all(|i| x.share(i) == 1));
+        // Several tenants alone make it a dead-host run too.
+        let t = Options {
+            dead_tenants: 2,
+            dead_channels: 2,
+            ..Options::default()
+        };
+        assert!(t.multi());
+        assert_eq!(host_budget(3, 128, 1), 132);
     }
 }

@@ -48,6 +48,13 @@ enum Command {
         /// Deliveries enqueued to the dead channel before the measured stream.
         #[arg(long, default_value_t = 10_000)]
         backlog: u64,
+        /// Dead channels, all on the one dead endpoint (one host: paths /dead/<i> of one port),
+        /// the backlog split evenly over them (at least 1 each). 1: the single dead channel.
+        #[arg(long, default_value_t = 1)]
+        dead_channels: usize,
+        /// Tenants the dead channels are spread over (round robin), ≤ --dead-channels.
+        #[arg(long, default_value_t = 1)]
+        dead_tenants: usize,
         /// How the dead endpoint fails: timeout (never answers), refuse (nothing listens), 503,
         /// or slow (answers 200 after --slow-ms, so its circuit never opens).
         #[arg(long, value_enum, default_value = "timeout")]
@@ -163,6 +170,8 @@ async fn main() -> anyhow::Result<()> {
     let report = match cli.command {
         Command::Isolation {
             backlog,
+            dead_channels,
+            dead_tenants,
             dead_mode,
             slow_ms,
             rate,
@@ -174,6 +183,8 @@ async fn main() -> anyhow::Result<()> {
         } => {
             isolation::run(&isolation::Options {
                 backlog,
+                dead_channels,
+                dead_tenants,
                 dead_mode,
                 slow: Duration::from_millis(slow_ms),
                 rate,

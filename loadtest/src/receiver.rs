@@ -372,6 +372,7 @@ impl DeadEndpoint {
         let url = format!("http://{}/dead", listener.local_addr()?);
         let app = Router::new()
             .route("/dead", post(dead))
+            .route("/dead/{i}", post(dead))
             .with_state(DeadState {
                 mode,
                 slow,
@@ -399,6 +400,18 @@ impl DeadEndpoint {
     /// the first 2 000 000).
     pub fn arrivals(&self) -> Vec<u64> {
         self.arrivals.lock().unwrap().clone()
+    }
+
+    /// The URL of the `i`-th dead channel of a dead *host*: `<url>/<i>` (`/dead/<i>`), the same
+    /// port and so the same host key; every path fails the same way.
+    pub fn url_for(&self, i: usize) -> String {
+        format!("{}/{i}", self.url)
+    }
+
+    /// The same gauge as [`Self::in_flight`], shared, for a task that samples it while the run
+    /// goes on; `None` for `refuse`.
+    pub fn gauge(&self) -> Option<Arc<InFlight>> {
+        (self.mode != DeadMode::Refuse).then(|| self.in_flight.clone())
     }
 
     /// Its gauge of requests held at once and received in all; `None` for `refuse` (nothing

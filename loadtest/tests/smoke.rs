@@ -70,3 +70,54 @@ async fn small_isolation_scenario_runs_end_to_end() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The dead-host variant (issue 13), small: 6 channels of 2 tenants on one endpoint answering
+/// 503, 3-s streams. Checks that the harness sees the host circuit open (the report's
+/// `dead_host`), that the requests before it are counted, and that nothing else changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_dead_host_scenario_reports_the_host_circuit() {
+    let o = Options {
+        backlog: 60,
+        dead_channels: 6,
+        dead_tenants: 2,
+        dead_mode: DeadMode::Status503,
+        rate: 20.0,
+        duration: Duration::from_secs(3),
+        drain_timeout: Duration::from_secs(30),
+        database_url: std::env::var("DATABASE_URL").ok(),
+        print: false,
+        ..Options::default()
+    };
+    let r = run(&o).await.expect("the dead-host scenario runs");
+    let h = &r["dead_host"];
+    assert_eq!(r["dead_channels"], 6, "{r:#}");
+    assert_eq!(h["tenants"], 2, "{r:#}");
+    assert_eq!(r["lost"], 0, "{r:#}");
+    assert_eq!(r["backlog_enqueued"], 60);
+    assert_eq!(r["backlog_accounted"], true, "{r:#}");
+    assert!(
+        h["host_opened_after_ms"].as_f64().is_some(),
+        "the host circuit never opened: {h:#}"
+    );
+    assert_eq!(h["host_transitions_by_action"]["host.opened"], 1, "{h:#}");
+    assert!(
+        h["host_key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("127.0.0.1:")),
+        "{h:#}"
+    );
+    // The host opens on failures from 3 distinct channels, so at least 3 were hit first.
+    assert!(
+        h["channels_with_requests_before_host_open"]
+            .as_u64()
+            .is_some_and(|n| n >= 3),
+        "{h:#}"
+    );
+    let before = h["requests_before_host_open"].as_u64().unwrap();
+    assert!(
+        before >= 3 && before <= h["requests_total"].as_u64().unwrap(),
+        "{h:#}"
+    );
+    assert_eq!(h["budget"]["within"], true, "{h:#}");
+    assert_eq!(r["goals"]["dead_requests_within_budget"], true, "{r:#}");
+}
