@@ -26,7 +26,7 @@ CREATE TABLE host_circuits (
     last_failure_at     timestamptz,
     last_failure_reason text,
     -- Operator overrides (NULL = [hosts] in the configuration).
-    failure_threshold   integer     CHECK (failure_threshold BETWEEN 1 AND 10000),
+    failure_threshold   integer     CHECK (failure_threshold BETWEEN 2 AND 10000),
     cooldown_ms         bigint      CHECK (cooldown_ms BETWEEN 1 AND 86400000),
     max_in_flight       integer     CHECK (max_in_flight BETWEEN 1 AND 100000),
     created_at          timestamptz NOT NULL DEFAULT now(),

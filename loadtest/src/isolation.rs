@@ -770,7 +770,11 @@ async fn scenario(
         let host_probes = host_count("host.probe_started") as u64;
         let probe_attempts = attempts.iter().filter(|a| a.2).count() as u64;
         let threshold = u64::try_from(hs.failure_threshold).unwrap_or(0);
-        let cap = u64::try_from(hs.max_in_flight).unwrap_or(0).min(in_flight_cap);
+        // No per-host cap (the default): what the pools can hold at once.
+        let cap = hs
+            .max_in_flight
+            .and_then(|m| u64::try_from(m).ok())
+            .map_or(in_flight_cap, |c| c.min(in_flight_cap));
         let host_span_ms = host_open_at.map_or(0.0, |o| ms_between(o, end_us as i64));
         let host_probes_allowed = probes_allowed(host_span_ms, hs.cooldown_ms, hs.max_cooldown_ms);
         let budget = host_budget(threshold, cap, host_probes_allowed);

@@ -545,6 +545,12 @@ async fn effects(
         },
     )
     .await?;
+    // A failed host probe re-opening the host is audited but not alerted (as a channel's: the
+    // tenants already heard it open, and a host that stays dead would page every tenant on it at
+    // every probe).
+    if actor == ACTOR_CIRCUIT_BREAKER && t.from == State::HalfOpen && t.to == State::Open {
+        return Ok(());
+    }
     // One alert per tenant with channels on the host and an alert URL, unique per (host,
     // generation, tenant, event): whichever node wins the transition, each is enqueued once.
     let with_url: Vec<(Uuid, i64)> = sqlx::query_as(
@@ -1015,28 +1021,32 @@ pub async fn set_overrides(
     o: &Overrides,
     actor: &str,
 ) -> Result<()> {
-    let in_range = |field: &'static str, v: Option<i64>, max: i64, unit: &str| match v {
-        Some(v) if !(1..=max).contains(&v) => Err(Error::invalid(
+    let in_range = |field: &'static str, v: Option<i64>, min: i64, max: i64, unit: &str| match v {
+        Some(v) if !(min..=max).contains(&v) => Err(Error::invalid(
             field,
-            format!("must be between 1 and {max}{unit}"),
+            format!("must be between {min} and {max}{unit}"),
         )),
         _ => Ok(()),
     };
+    // At least 2 distinct channels: one channel's failures alone are its own circuit's job.
     in_range(
         "failure_threshold",
         o.failure_threshold.flatten().map(i64::from),
+        2,
         10_000,
-        "",
+        " (distinct failing channels; one channel alone is its own circuit's job)",
     )?;
     in_range(
         "cooldown_ms",
         o.cooldown_ms.flatten(),
+        1,
         86_400_000,
         " (24 h)",
     )?;
     in_range(
         "max_in_flight",
         o.max_in_flight.flatten().map(i64::from),
+        1,
         100_000,
         "",
     )?;

@@ -187,11 +187,14 @@ pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<
     Ok(n as u64)
 }
 
-/// Waiting jobs of the group if it is parked, else 0.
+/// Waiting jobs of the group if it is parked, or its gate is ([`crate::park_gate`]), else 0.
 pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i64> {
     Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked
-         WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')",
+        "SELECT count(*) FROM jobs j
+         JOIN job_groups g ON g.group_id = j.group_id
+         LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+         WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')
+           AND (g.parked OR coalesce(x.parked, false))",
     )
     .bind(group_id)
     .fetch_one(exec)

@@ -17,8 +17,9 @@ pub struct QueueStats {
     pub scheduled: i64,
     /// Claimed by a worker on some node (`executing`): in flight.
     pub executing: i64,
-    /// Of `available` + `scheduled`, those of parked groups ([`crate::park_group`]) — for
-    /// Breakwater, deliveries held back by an open circuit or a pause.
+    /// Of `available` + `scheduled`, those of parked groups ([`crate::park_group`]) or of
+    /// groups in a parked gate ([`crate::park_gate`]) — for Breakwater, deliveries held back by
+    /// an open channel or host circuit, or a pause.
     pub parked: i64,
     /// How long the oldest available job has been due, milliseconds (0 when none is).
     pub oldest_available_ms: i64,
@@ -34,13 +35,16 @@ pub struct QueueStats {
 pub async fn queue_stats(exec: impl PgExecutor<'_>) -> Result<Vec<QueueStats>> {
     Ok(sqlx::query_as(
         "SELECT queue,
-                count(*) FILTER (WHERE state = 'available' AND g.parked IS NULL) AS available,
+                count(*) FILTER (WHERE state = 'available' AND p.group_id IS NULL) AS available,
                 count(*) FILTER (WHERE state = 'scheduled') AS scheduled,
                 count(*) FILTER (WHERE state = 'executing') AS executing,
-                count(*) FILTER (WHERE state IN ('available', 'scheduled') AND g.parked) AS parked,
-                greatest(coalesce(floor(extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE state = 'available' AND g.parked IS NULL)) * 1000), 0), 0)::int8
+                count(*) FILTER (WHERE state IN ('available', 'scheduled') AND p.group_id IS NOT NULL) AS parked,
+                greatest(coalesce(floor(extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE state = 'available' AND p.group_id IS NULL)) * 1000), 0), 0)::int8
                     AS oldest_available_ms
-         FROM jobs j LEFT JOIN job_groups g ON g.group_id = j.group_id AND g.parked
+         FROM jobs j
+         LEFT JOIN (SELECT g.group_id FROM job_groups g
+                    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+                    WHERE g.parked OR x.parked) p ON p.group_id = j.group_id
          WHERE state IN ('available', 'scheduled', 'executing')
          GROUP BY queue
          ORDER BY queue",
