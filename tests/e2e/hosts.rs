@@ -335,7 +335,7 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
         .expect("the host is listed");
     assert_eq!(row["state"], "closed");
     assert_eq!(row["channels"], 2);
-    assert_eq!(row["cap"], json!(null), "no default per-host cap");
+    assert_eq!(row["cap"], json!(64), "the default per-host cap");
 
     let (s, v) = app
         .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))

@@ -57,8 +57,9 @@
 //! [`breakwater_queue::release_gate`]), whatever the number of channels and jobs; a channel's own
 //! circuit keeps its own group flag, and a job runs only if both let it. The host probe is the
 //! gate's one probe slot ([`breakwater_queue::wake_one_in_gate`]). The gate's cluster-wide cap
-//! is the per-host concurrency cap, opt-in: `max_in_flight` overridden per host, else
-//! `hosts.max_in_flight` if set (the pools' `GroupLimits::gate_ceiling`); a host with neither
+//! is the per-host concurrency cap: `max_in_flight` overridden per host, else
+//! `hosts.max_in_flight` (default [`DEFAULT_HOST_MAX_IN_FLIGHT`]; the pools'
+//! `GroupLimits::gate_ceiling`), which can be removed; a host with neither
 //! is not capped, and its gate row is not written by claims and results. The reconciler
 //! ([`reconcile_gates`]) repairs a gate whose parked flag disagrees with its host circuit.
 //!
@@ -102,6 +103,13 @@ pub enum Granularity {
     Domain,
 }
 
+/// Default per-host cap (`hosts.max_in_flight`), deliveries in flight at once to one host,
+/// cluster-wide. Below a node's default pool (200) on purpose: measured, 50 channels of 5
+/// tenants on one host that hangs filled the whole pool for a request timeout (15 s) before any
+/// circuit could open, and a healthy tenant on another host waited: p95 13 s (BENCHMARKS.md,
+/// "Dead host"). With the cap the host holds at most this many slots.
+pub const DEFAULT_HOST_MAX_IN_FLIGHT: i32 = 64;
+
 /// Host circuit settings (`[hosts]` in `config/default.toml`; environment
 /// `BREAKWATER_HOSTS__<FIELD>`). Threshold, cooldown and cap can be overridden per host.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -137,12 +145,17 @@ impl Default for HostsConfig {
             cooldown_ms: 30_000,
             max_cooldown_ms: 600_000,
             probe_lease_ms: 60_000,
-            max_in_flight: None,
+            max_in_flight: Some(DEFAULT_HOST_MAX_IN_FLIGHT),
         }
     }
 }
 
 impl HostsConfig {
+    /// The default per-host cap in force: `max_in_flight`, with 0 meaning none.
+    pub fn default_cap(&self) -> Option<i32> {
+        self.max_in_flight.filter(|&m| m > 0)
+    }
+
     /// Checks the settings; the error names the key.
     pub fn validate(&self) -> std::result::Result<(), String> {
         for (name, v) in [
@@ -156,9 +169,9 @@ impl HostsConfig {
                 return Err(format!("{name} must be greater than 0"));
             }
         }
-        if self.max_in_flight.is_some_and(|m| m <= 0) {
+        if self.max_in_flight.is_some_and(|m| m < 0) {
             return Err(
-                "hosts.max_in_flight must be greater than 0 (or absent: no default cap)".into(),
+                "hosts.max_in_flight must not be negative (0: no default per-host cap)".into(),
             );
         }
         if self.failure_threshold < 2 {
@@ -981,7 +994,7 @@ pub async fn list(
         page.order_by("h.host_key"),
     );
     let mut q = sqlx::query_as(&sql)
-        .bind(cfg.max_in_flight)
+        .bind(cfg.default_cap())
         .bind(state)
         .bind(page.limit);
     if let Some(after) = &page.after {
@@ -993,7 +1006,7 @@ pub async fn list(
 /// One host circuit, or [`Error::NotFound`].
 pub async fn get(conn: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Result<HostCircuit> {
     sqlx::query_as(&format!("{HOST_SELECT} WHERE h.host_key = $2"))
-        .bind(cfg.max_in_flight)
+        .bind(cfg.default_cap())
         .bind(key)
         .fetch_optional(&mut *conn)
         .await?

@@ -216,7 +216,11 @@ mod tests {
         let mut s = Settings::load(None).expect("embedded defaults are valid");
         assert_eq!(s.hosts.failure_threshold, 3);
         assert_eq!(s.hosts.failure_window_ms, 60_000);
-        assert_eq!(s.hosts.max_in_flight, None, "the per-host cap is opt-in");
+        assert_eq!(
+            s.hosts.max_in_flight,
+            Some(breakwater_core::hosts::DEFAULT_HOST_MAX_IN_FLIGHT),
+            "a default per-host cap below the pools"
+        );
         s.hosts.probe_lease_ms = 0;
         assert!(s.validate().unwrap_err().contains("hosts.probe_lease_ms"));
     }

@@ -65,10 +65,10 @@ pub async fn run_node(
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
-    // The per-host cap (the gate's cap) defaults to hosts.max_in_flight (opt-in; None = a host
-    // is capped only by its own override).
+    // The per-host cap (the gate's cap) defaults to hosts.max_in_flight (0: none, a host is then
+    // capped only by its own override).
     let mut limits = cfg.channel_limits();
-    limits.gate_ceiling = hosts.max_in_flight.map(|m| m.max(1) as u32);
+    limits.gate_ceiling = hosts.default_cap().map(|m| m as u32);
     let handler = Arc::new(Worker {
         pool: pool.clone(),
         client,
