@@ -1275,9 +1275,20 @@ mod tests {
         };
         assert!(c.validate().unwrap_err().contains("hosts.max_cooldown_ms"));
         let c = HostsConfig {
-            max_in_flight: Some(0),
+            max_in_flight: Some(-1),
             ..Default::default()
         };
         assert!(c.validate().unwrap_err().contains("hosts.max_in_flight"));
+        // 0 is allowed: no default per-host cap.
+        let c = HostsConfig {
+            max_in_flight: Some(0),
+            ..HostsConfig::default()
+        };
+        assert!(c.validate().is_ok());
+        assert_eq!(c.default_cap(), None);
+        assert_eq!(
+            HostsConfig::default().default_cap(),
+            Some(DEFAULT_HOST_MAX_IN_FLIGHT)
+        );
     }
 }
