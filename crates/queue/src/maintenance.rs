@@ -9,6 +9,7 @@ use crate::Result;
 use sqlx::{PgExecutor, PgPool};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 /// Records that `node_id` is alive (database time).
 pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
@@ -76,19 +77,39 @@ pub struct RescuePolicy {
 /// attempt. The claim token is cleared, so the abandoned run's late result changes nothing.
 /// Returns how many jobs were rescued.
 pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<u64> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let stale: Vec<(i64, Option<Uuid>, Option<String>)> = sqlx::query_as(
+        r#"
+        SELECT j.id, j.group_id, j.gate_slot FROM jobs j
+        WHERE j.state = 'executing'
+          AND j.attempted_by IS DISTINCT FROM $3
+          AND (j.attempted_at < now() - ($2::float8 * interval '1 millisecond')
+               OR NOT EXISTS (
+                   SELECT 1 FROM queue_nodes n
+                   WHERE n.id = j.attempted_by
+                     AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond')))
+        FOR UPDATE OF j SKIP LOCKED
+        "#,
+    )
+    .bind(millis(policy.stale_after))
+    .bind(millis(policy.max_run))
+    .bind(&policy.own_node)
+    .fetch_all(&mut *tx)
+    .await?;
+    if stale.is_empty() {
+        tx.commit().await?;
+        return forget_old_nodes(conn, policy).await.map(|()| 0);
+    }
+    let ids: Vec<i64> = stale.iter().map(|s| s.0).collect();
+    lock_slots(
+        &mut tx,
+        stale.iter().filter_map(|s| s.1),
+        stale.iter().filter_map(|s| s.2.clone()),
+    )
+    .await?;
     let queues: Vec<(String, i64)> = sqlx::query_as(
         r#"
-        WITH stale AS (
-            SELECT j.id FROM jobs j
-            WHERE j.state = 'executing'
-              AND j.attempted_by IS DISTINCT FROM $3
-              AND (j.attempted_at < now() - ($2::float8 * interval '1 millisecond')
-                   OR NOT EXISTS (
-                       SELECT 1 FROM queue_nodes n
-                       WHERE n.id = j.attempted_by
-                         AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond')))
-            FOR UPDATE OF j SKIP LOCKED
-        ), rescued AS (
+        WITH rescued AS (
             UPDATE jobs j
             SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END,
                 finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
@@ -99,18 +120,60 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
                                   ELSE 'rescued: its node stopped heartbeating' END),
                 claim_token = NULL,
                 attempted_by = NULL
-            FROM stale WHERE j.id = stale.id
+            WHERE j.id = ANY($1) AND j.state = 'executing'
             RETURNING j.queue, j.state
         )
         SELECT queue, count(*) FROM rescued WHERE state = 'available' GROUP BY queue
         "#,
     )
-    .bind(millis(policy.stale_after))
+    .bind(&ids)
     .bind(millis(policy.max_run))
-    .bind(&policy.own_node)
-    .fetch_all(&mut *conn)
+    .fetch_all(&mut *tx)
     .await?;
-    let n = crate::wake::notify_moved(&mut *conn, queues).await?;
+    let n = crate::wake::notify_moved(&mut *tx, queues).await?;
+    tx.commit().await?;
+    forget_old_nodes(conn, policy).await?;
+    Ok(n)
+}
+
+/// Locks the rows whose slots a multi-job statement is about to release (its jobs leaving
+/// `executing`): the groups', then the gates', each in key order. The slot-release trigger
+/// takes a group's row and then its gate's row for every job; in one statement over many jobs
+/// that would hold one job's gate while waiting for the next job's group, against a result that
+/// holds that group and waits for the gate — a deadlock. Taken up front, in the order everyone
+/// uses (group rows before gate rows), the trigger then finds them held.
+pub(crate) async fn lock_slots(
+    tx: &mut sqlx::PgConnection,
+    groups: impl Iterator<Item = Uuid>,
+    gates: impl Iterator<Item = String>,
+) -> Result<()> {
+    let mut groups: Vec<Uuid> = groups.collect();
+    groups.sort();
+    groups.dedup();
+    let mut gates: Vec<String> = gates.collect();
+    gates.sort();
+    gates.dedup();
+    if !groups.is_empty() {
+        sqlx::query(
+            "SELECT 1 FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
+        )
+        .bind(&groups)
+        .execute(&mut *tx)
+        .await?;
+    }
+    if !gates.is_empty() {
+        sqlx::query(
+            "SELECT 1 FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
+        )
+        .bind(&gates)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Forgets nodes long gone, so the `queue_nodes` table stays small.
+async fn forget_old_nodes(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<()> {
     // Forget nodes long gone, so the table stays small.
     sqlx::query(
         "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",
@@ -118,7 +181,7 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
     .bind(millis(policy.stale_after))
     .execute(&mut *conn)
     .await?;
-    Ok(n)
+    Ok(())
 }
 
 /// Deletes up to `limit` finished jobs (completed, discarded, cancelled) finalized more than

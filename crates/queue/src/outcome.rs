@@ -174,6 +174,21 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     }
     let ids: Vec<i64> = claims.iter().map(|c| c.0).collect();
     let tokens: Vec<Uuid> = claims.iter().map(|c| c.1).collect();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    // Group rows, then gate rows, before the statement releases many slots at once (see
+    // maintenance::lock_slots).
+    let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query_as(
+        "SELECT group_id, gate_slot FROM jobs WHERE id = ANY($1) AND state = 'executing'",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    crate::maintenance::lock_slots(
+        &mut tx,
+        slots.iter().filter_map(|s| s.0),
+        slots.iter().filter_map(|s| s.1.clone()),
+    )
+    .await?;
     let queues: Vec<(String,)> = sqlx::query_as(
         r#"
         UPDATE jobs j
@@ -186,12 +201,13 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     )
     .bind(&ids)
     .bind(&tokens)
-    .fetch_all(&mut *conn)
+    .fetch_all(&mut *tx)
     .await?;
     let n = queues.len() as u64;
     let mut distinct: Vec<String> = queues.into_iter().map(|q| q.0).collect();
     distinct.sort();
     distinct.dedup();
-    notify_queues(&mut *conn, &distinct).await?;
+    notify_queues(&mut *tx, &distinct).await?;
+    tx.commit().await?;
     Ok(n)
 }
