@@ -5,16 +5,13 @@ use crate::{GroupLimits, Job, Result};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-/// The fetch statement. Parameters: `$1` queue, `$2` limit, `$3` node id, `$4` initial limit,
-/// `$5` floor, `$6` ceiling, `$7` gate ceiling (NULL: a gate is capped only by its own
-/// `max_in_flight`). See [`fetch`] for what each step does.
-///
-/// `CAP` below stands for a group's cap:
-/// `least(greatest(floor(coalesce(concurrency_limit, $4)), $5), coalesce(max_in_flight, $6))`.
-const FETCH: &str = r#"
+/// The first CTE of both fetch statements: `heads`, a loose index scan on
+/// `jobs_fetch_group_idx` — one entry per group with due work (its head, the job it would run
+/// next), however many jobs wait behind it. Parameter `$1`: the queue.
+macro_rules! heads_cte {
+    () => {
+        r#"
 WITH RECURSIVE heads AS (
-    -- Loose index scan on jobs_fetch_group_idx: one entry per group with due work (its head,
-    -- the job it would run next), however many jobs wait behind it.
     (SELECT group_id, priority, scheduled_at FROM jobs
      WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1
      ORDER BY queue, group_id, priority, scheduled_at, id
@@ -27,7 +24,19 @@ WITH RECURSIVE heads AS (
         WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1 AND group_id > h.group_id
         ORDER BY queue, group_id, priority, scheduled_at, id
         LIMIT 1) n
-), headrows AS (
+"#
+    };
+}
+
+/// The fetch statement. Parameters: `$1` queue, `$2` limit, `$3` node id, `$4` initial limit,
+/// `$5` floor, `$6` ceiling, `$7` gate ceiling (NULL: a gate is capped only by its own
+/// `max_in_flight`). See [`fetch`] for what each step does.
+///
+/// `CAP` below stands for a group's cap:
+/// `least(greatest(floor(coalesce(concurrency_limit, $4)), $5), coalesce(max_in_flight, $6))`.
+const FETCH: &str = concat!(
+    heads_cte!(),
+    r#"), headrows AS (
     -- Each head with its group's row and its gate's row (if any), as of this statement's start.
     -- gate_counted: the gate is parked or capped, so this fetch locks and counts it; a gate
     -- neither parked nor capped is never locked, re-checked or counted (its groups cost what a
@@ -224,7 +233,8 @@ WHERE NOT h.parked
   AND (c.n IS NULL
        OR h.in_flight + c.n >= h.cap
        OR coalesce(h.gate_counted AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap, false))
-"#;
+"#
+);
 
 /// The fetch when no counted gate (parked or capped, see [`fetch`]) has a group that could run:
 /// the statement `FETCH` was before gates, plus one join of the gate rows to leave such
@@ -236,21 +246,9 @@ WHERE NOT h.parked
 /// `held = 'full'`: the caller then runs `FETCH`, which serves every group in one fair order.
 /// Groups of counted gates that cannot run (parked gate, or at its cap) are left out here and
 /// reported as `FETCH` reports them.
-const FETCH_LEAN: &str = r#"
-WITH RECURSIVE heads AS (
-    (SELECT group_id, priority, scheduled_at FROM jobs
-     WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1
-     ORDER BY queue, group_id, priority, scheduled_at, id
-     LIMIT 1)
-    UNION ALL
-    SELECT n.group_id, n.priority, n.scheduled_at
-    FROM heads h
-    CROSS JOIN LATERAL (
-        SELECT group_id, priority, scheduled_at FROM jobs
-        WHERE state = 'available' AND group_id IS NOT NULL AND queue = $1 AND group_id > h.group_id
-        ORDER BY queue, group_id, priority, scheduled_at, id
-        LIMIT 1) n
-), headrows AS (
+const FETCH_LEAN: &str = concat!(
+    heads_cte!(),
+    r#"), headrows AS (
     SELECT h.group_id, h.priority, h.scheduled_at,
            coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
            least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
@@ -373,7 +371,8 @@ WHERE NOT h.parked
   AND (c.n IS NULL
        OR h.in_flight + c.n >= h.cap
        OR coalesce(h.gate_counted AND h.gate_in_flight >= h.gate_cap, false))
-"#;
+"#
+);
 
 /// Claims up to `limit` available jobs of `queue` for node `node_id`.
 ///
