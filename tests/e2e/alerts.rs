@@ -5,11 +5,11 @@
 //! Postgres, three worker nodes where it matters. Every expected count is computed from the
 //! audit log (which records every transition) and the policy, and asserted with equality.
 
-use crate::operate::{alerts_of, post_empty, tenant_with_alerts};
 use breakwater::config::Settings;
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_node_thread, test_settings, Behavior, TestApp, ThreadNode, OPERATOR_KEY,
+    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp,
+    ThreadNode, OPERATOR_KEY,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -24,13 +24,12 @@ fn policy(s: &mut Settings, transitions: i32, window_ms: i64) {
     s.alerts.flapping_window_ms = window_ms;
 }
 
+/// Three worker nodes with [`policy`] and 4 slots each.
 fn three_workers(pool: &PgPool, transitions: i32, window_ms: i64) -> Vec<ThreadNode> {
     let mut s = test_settings();
     s.worker.pool_default = 4;
     policy(&mut s, transitions, window_ms);
-    (0..3)
-        .map(|_| spawn_node_thread((*pool.connect_options()).clone(), s.clone(), Role::Worker))
-        .collect()
+    spawn_workers(pool, 3, &s)
 }
 
 /// Alert jobs ever enqueued for `channel` (each is one webhook; none is pruned within a test).
@@ -42,38 +41,6 @@ async fn alert_jobs(pool: &PgPool, channel: Uuid) -> i64 {
     .fetch_one(pool)
     .await
     .unwrap()
-}
-
-async fn audit_count(pool: &PgPool, channel: Uuid, actions: &[&str]) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = ANY($2)")
-        .bind(channel)
-        .bind(actions)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
-/// Every alert the receiver accepted at `endpoint`, in arrival order, whatever its type.
-fn all_alerts(app: &TestApp, endpoint: &str) -> Vec<Value> {
-    app.receiver
-        .received(endpoint)
-        .iter()
-        .filter(|r| r.answered == Some(200))
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
-        .collect()
-}
-
-async fn patch(app: &TestApp, path: &str, key: &str, body: &Value) -> (u16, Value) {
-    let r = app
-        .http
-        .patch(format!("{}{path}", app.api))
-        .bearer_auth(key)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap_or(Value::Null))
 }
 
 /// A channel's circuit state, failure count, last failure reason and time, and rejection streak
@@ -98,7 +65,7 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
     const CYCLES: usize = 4;
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |s| policy(s, N, WINDOW_MS)).await;
     let nodes = three_workers(&pool, N, WINDOW_MS);
-    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let (_, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "flappy").await;
     let host_key: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
         .bind(ch)
@@ -130,14 +97,12 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
     // Stable from here (200s): the flapping timer ends it after the window.
     assert!(
         eventually(Duration::from_secs(30), || async {
-            !alerts_of(&app, "oncall", "channel.flapping_ended").is_empty()
+            !app.alerts_of("oncall", "channel.flapping_ended").is_empty()
         })
         .await,
         "one flapping_ended alert once the circuit was stable for the window"
     );
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
 
     let transitions = audit_count(&pool, ch, BREAKER_TRANSITIONS).await;
     assert_eq!(
@@ -151,7 +116,7 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
         expected,
         "N transition alerts + 1 flapping + 1 ended, on three nodes"
     );
-    let got = all_alerts(&app, "oncall");
+    let got = app.alerts("oncall");
     assert_eq!(got.len() as i64, expected, "each sent once: {got:#?}");
     assert!(app
         .receiver
@@ -175,11 +140,11 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
             "channel.flapping_ended"
         ]
     );
-    let flapping = &alerts_of(&app, "oncall", "channel.flapping")[0]["data"];
+    let flapping = &app.alerts_of("oncall", "channel.flapping")[0]["data"];
     assert_eq!(flapping["suppressed"], 1);
     assert_eq!(flapping["transition_count"], N + 1);
     assert_eq!(flapping["channel_id"], ch.to_string());
-    let ended = &alerts_of(&app, "oncall", "channel.flapping_ended")[0]["data"];
+    let ended = &app.alerts_of("oncall", "channel.flapping_ended")[0]["data"];
     assert_eq!(
         ended["suppressed"].as_i64(),
         Some(transitions - i64::from(N)),
@@ -215,7 +180,7 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
 async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     const N: i32 = 5;
     let app = TestApp::spawn_with(pool.clone(), |s| policy(s, N, 3_000)).await;
-    let (tenant_id, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let (tenant_id, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "maint").await;
     let toggle = |n: usize| {
         let (app, key) = (&app, key.clone());
@@ -223,7 +188,7 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
             for _ in 0..n {
                 for action in ["pause", "resume"] {
                     let (s, v) =
-                        post_empty(app, &format!("/api/v1/channels/{ch}/{action}"), &key).await;
+                        app.post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key).await;
                     assert_eq!(s, 200, "{action}: {v}");
                 }
             }
@@ -245,9 +210,7 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     );
 
     // Bad input is a 4xx naming the field; nothing changes.
-    let (s, v) = patch(
-        &app,
-        "/api/v1/tenant",
+    let (s, v) = app.patch("/api/v1/tenant",
         &key,
         &json!({ "alert_on_manual": "yes" }),
     )
@@ -256,9 +219,7 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     assert!(v.to_string().contains("alert_on_manual"), "{v}");
 
     // The tenant asks for them: audited with old and new.
-    let (s, v) = patch(
-        &app,
-        "/api/v1/tenant",
+    let (s, v) = app.patch("/api/v1/tenant",
         &key,
         &json!({ "alert_on_manual": true }),
     )
@@ -286,41 +247,38 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     // ...and one flapping_ended after the window, with the rest counted.
     assert!(
         eventually(Duration::from_secs(20), || async {
-            !alerts_of(&app, "oncall", "channel.flapping_ended").is_empty()
+            !app.alerts_of("oncall", "channel.flapping_ended").is_empty()
         })
         .await
     );
     assert_eq!(alert_jobs(&pool, ch).await, i64::from(N) + 2);
-    let ended = &alerts_of(&app, "oncall", "channel.flapping_ended")[0]["data"];
+    let ended = &app.alerts_of("oncall", "channel.flapping_ended")[0]["data"];
     assert_eq!(ended["suppressed"].as_i64(), Some(100 - i64::from(N)));
     assert_eq!(ended["to_state"], "closed");
     assert!(
         eventually(Duration::from_secs(10), || async {
-            alerts_of(&app, "oncall", "channel.paused").len()
-                + alerts_of(&app, "oncall", "channel.resumed").len()
+            app.alerts_of("oncall", "channel.paused").len()
+                + app.alerts_of("oncall", "channel.resumed").len()
                 == N as usize
         })
         .await
     );
 
     // An operator's pause of another channel alerts even when the tenant opts out again.
-    let (s, v) = patch(
-        &app,
-        &format!("/api/v1/tenants/{tenant_id}"),
+    let (s, v) = app.patch(&format!("/api/v1/tenants/{tenant_id}"),
         OPERATOR_KEY,
         &json!({ "alert_on_manual": false }),
     )
     .await;
     assert_eq!((s, &v["alert_on_manual"]), (200, &json!(false)), "{v}");
     let other = app.channel(&key, "other").await;
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{other}/pause"),
         OPERATOR_KEY,
     )
     .await;
     assert_eq!(s, 200);
-    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{other}/resume"), &key).await;
+    let (s, _) = app.post_empty(&format!("/api/v1/channels/{other}/resume"), &key).await;
     assert_eq!(s, 200);
     assert_eq!(
         alert_jobs(&pool, other).await,
@@ -334,7 +292,7 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
 async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
     let nodes = three_workers(&pool, 5, 600_000);
-    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let (_, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "locked").await;
     app.receiver.set("locked", Behavior::Status(403, None));
     app.deliver_many(&key, ch, 50).await;
@@ -373,11 +331,11 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     assert!(failed_at.is_some() && since.is_some());
     assert!(
         eventually(Duration::from_secs(10), || async {
-            alerts_of(&app, "oncall", "channel.endpoint_rejected").len() == 1
+            app.alerts_of("oncall", "channel.endpoint_rejected").len() == 1
         })
         .await
     );
-    let a = &alerts_of(&app, "oncall", "channel.endpoint_rejected")[0];
+    let a = &app.alerts_of("oncall", "channel.endpoint_rejected")[0];
     assert_eq!(a["data"]["status"], 403);
     assert_eq!(a["data"]["channel_id"], ch.to_string());
     assert_eq!(a["data"]["to_state"], "closed");
@@ -418,13 +376,11 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     assert_eq!(alert_jobs(&pool, ch).await, 2);
     assert!(
         eventually(Duration::from_secs(10), || async {
-            alerts_of(&app, "oncall", "channel.endpoint_rejected").len() == 2
+            app.alerts_of("oncall", "channel.endpoint_rejected").len() == 2
         })
         .await
     );
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
     assert_eq!(app.circuit_state(ch).await, "closed");
     app.stop().await;
 }
@@ -445,7 +401,7 @@ async fn issue_scenario_alternating_endpoint_alerts_for_90_s(pool: PgPool) {
         s.circuit.max_cooldown_ms = defaults.circuit.max_cooldown_ms;
     })
     .await;
-    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let (_, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "alternating").await;
     let started = std::time::Instant::now();
     let mut phase = u64::MAX;
@@ -477,7 +433,7 @@ async fn issue_scenario_alternating_endpoint_alerts_for_90_s(pool: PgPool) {
     let promised = if transitions > n { n + 1 } else { transitions };
     assert!(
         eventually(Duration::from_secs(30), || async {
-            all_alerts(&app, "oncall").len() as i64 == jobs
+            app.alerts("oncall").len() as i64 == jobs
         })
         .await
     );

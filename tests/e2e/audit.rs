@@ -5,12 +5,12 @@
 //! `crates/api/src/routes/`) and asking the running API which write methods each path accepts,
 //! so a new state-changing route without a case here fails the test.
 
+use breakwater_e2e::routes::served_routes;
 use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::BTreeSet;
 use std::time::Duration;
-use uuid::Uuid;
 
 /// Write routes that write no audit row, and why.
 const NOT_AUDITED: &[(&str, &str, &str)] = &[
@@ -30,56 +30,6 @@ const NOT_AUDITED: &[(&str, &str, &str)] = &[
         "an enqueue (fan-out): the message and delivery rows are their own record",
     ),
 ];
-
-/// Every path registered with `.route("…")` in the API's route modules.
-pub(crate) fn router_paths() -> BTreeSet<String> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/api/src/routes");
-    let mut paths = BTreeSet::new();
-    for entry in std::fs::read_dir(dir).expect("the API's route sources") {
-        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for (_, rest) in source
-            .match_indices(".route(")
-            .map(|(i, _)| source.split_at(i + 7))
-        {
-            let rest = rest.trim_start();
-            if let Some(lit) = rest.strip_prefix('"') {
-                paths.insert(lit[..lit.find('"').unwrap()].to_string());
-            }
-        }
-    }
-    assert!(paths.len() > 10, "found too few routes: {paths:?}");
-    paths
-}
-
-/// The (method, path) pairs of the router that change state: each path with `{…}` segments
-/// filled is sent each write method without credentials; anything but 405 is a route.
-async fn write_routes(app: &TestApp) -> BTreeSet<(String, String)> {
-    let mut routes = BTreeSet::new();
-    for path in router_paths() {
-        let concrete = path
-            .split('/')
-            .map(|seg| match seg {
-                "{action}" => "open".to_string(),
-                s if s.starts_with('{') => Uuid::nil().to_string(),
-                s => s.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join("/");
-        for method in ["POST", "PUT", "PATCH", "DELETE"] {
-            let r = app
-                .http
-                .request(method.parse().unwrap(), format!("{}{concrete}", app.api))
-                .json(&json!({}))
-                .send()
-                .await
-                .unwrap();
-            if r.status().as_u16() != 405 {
-                routes.insert((method.to_string(), path.clone()));
-            }
-        }
-    }
-    routes
-}
 
 /// The audit rows after `after_id` that people wrote (not the circuit breaker's own
 /// transitions, which the workers may write at any time), oldest first.
@@ -424,7 +374,7 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
     ];
 
     // The walk: every write route is either a case here or exempt, and nothing else is.
-    let found = write_routes(&app).await;
+    let found = served_routes(&app, &["POST", "PUT", "PATCH", "DELETE"]).await;
     let covered: BTreeSet<(String, String)> = cases
         .iter()
         .map(|c| (c.method.to_string(), c.route.to_string()))

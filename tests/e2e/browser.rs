@@ -195,20 +195,6 @@ async fn act(c: &Client, channel: Uuid, action: &str, name: &str, reason: &str) 
     click(c, "#confirm-ok").await;
 }
 
-async fn named_channel(app: &TestApp, key: &str, endpoint: &str) -> Uuid {
-    let (s, v) = app
-        .post(
-            "/api/v1/channels",
-            key,
-            &json!({ "url": app.receiver.url(endpoint), "name": endpoint }),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    app.receiver
-        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
-    v["id"].as_str().unwrap().parse().unwrap()
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: PgPool) {
     // A long cooldown keeps the dead channel open (not probing) while the page is looked at.
@@ -222,10 +208,10 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
     let (_, acme) = app.tenant("acme", "default").await;
     let (_, globex) = app.tenant("globex", "high").await;
     let (_, initech) = app.tenant("initech", "bulk").await;
-    let orders = named_channel(&app, &acme, "acme-orders").await;
-    let legacy = named_channel(&app, &globex, "globex-legacy").await;
-    let billing = named_channel(&app, &globex, "globex-billing").await;
-    let reports = named_channel(&app, &initech, "initech-reports").await;
+    let orders = app.named_channel(&acme, "acme-orders", json!({})).await;
+    let legacy = app.named_channel(&globex, "globex-legacy", json!({})).await;
+    let billing = app.named_channel(&globex, "globex-billing", json!({})).await;
+    let reports = app.named_channel(&initech, "initech-reports", json!({})).await;
     app.receiver
         .set("globex-legacy", Behavior::Status(503, None));
     app.deliver_many(&acme, orders, 40).await;

@@ -2,33 +2,13 @@
 
 use breakwater::Role;
 use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
-use breakwater_e2e::{eventually, spawn_node_thread, test_settings, Behavior, TestApp};
+use breakwater_e2e::{
+    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp,
+};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
-
-/// Creates a channel with overrides; registers its secret with the receiver.
-async fn channel_with(app: &TestApp, key: &str, endpoint: &str, extra: serde_json::Value) -> Uuid {
-    let mut body = json!({ "url": app.receiver.url(endpoint) });
-    body.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let (s, v) = app.post("/api/v1/channels", key, &body).await;
-    assert_eq!(s, 201, "{v}");
-    app.receiver
-        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
-    v["id"].as_str().unwrap().parse().unwrap()
-}
-
-async fn audit_count(pool: &PgPool, channel: Uuid, action: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = $2")
-        .bind(channel)
-        .bind(action)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
@@ -36,15 +16,7 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
     let mut node_settings = test_settings();
     node_settings.worker.pool_default = 4;
-    let nodes: Vec<_> = (0..3)
-        .map(|_| {
-            spawn_node_thread(
-                (*pool.connect_options()).clone(),
-                node_settings.clone(),
-                Role::Worker,
-            )
-        })
-        .collect();
+    let nodes = spawn_workers(&pool, 3, &node_settings);
     let per_node = node_settings.worker.pool_default as i64;
     let threshold = 5;
 
@@ -61,12 +33,10 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
     );
     // Watch the open circuit for a while: probes every cooldown (0.5 s, then 1 s capped).
     tokio::time::sleep(Duration::from_millis(4_000)).await;
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
 
     assert_eq!(
-        audit_count(&pool, ch, "circuit.opened").await,
+        audit_count(&pool, ch, &["circuit.opened"]).await,
         1,
         "exactly one closed → open"
     );
@@ -139,7 +109,7 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
         let gap = (w[1] - w[0]).num_milliseconds();
         assert!(gap >= 450, "probes {gap} ms apart: less than a cooldown");
     }
-    let started = audit_count(&pool, ch, "circuit.probe_started").await;
+    let started = audit_count(&pool, ch, &["circuit.probe_started"]).await;
     assert!(
         probes == started || probes + 1 == started,
         "one request per probe: {probes} vs {started}"
@@ -213,7 +183,7 @@ async fn a_dead_backlog_of_2000_does_not_hold_up_another_tenant(pool: PgPool) {
 async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = channel_with(&app, &key, "flaky", json!({ "cooldown_ms": 300 })).await;
+    let ch = app.channel_with(&key, "flaky", json!({ "cooldown_ms": 300 })).await;
     app.receiver.set("flaky", Behavior::Status(503, None));
     let ids = app.deliver_many(&key, ch, 500).await;
     assert!(
@@ -299,7 +269,7 @@ async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(po
         once >= 450,
         "deliveries never tried before opening went out once: {once}"
     );
-    assert_eq!(audit_count(&app.pool, ch, "circuit.closed").await, 1);
+    assert_eq!(audit_count(&app.pool, ch, &["circuit.closed"]).await, 1);
     app.stop().await;
 }
 
@@ -361,7 +331,7 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     );
     tx.commit().await.unwrap();
     assert_eq!(app.circuit_state(ch).await, "open");
-    assert_eq!(audit_count(&pool, ch, "circuit.closed").await, 0);
+    assert_eq!(audit_count(&pool, ch, &["circuit.closed"]).await, 0);
     let parked: i64 =
         sqlx::query_scalar("SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')")
             .bind(ch)
@@ -438,7 +408,7 @@ async fn fifty_racing_failures_make_one_transition(pool: PgPool) {
         won += t.await.unwrap() as usize;
     }
     assert_eq!(won, 1, "exactly one caller wins the transition");
-    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+    assert_eq!(audit_count(&pool, ch, &["circuit.opened"]).await, 1);
     let (state, failures): (String, i32) =
         sqlx::query_as("SELECT circuit_state, consecutive_failures FROM channels WHERE id = $1")
             .bind(ch)
@@ -461,7 +431,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
     // A channel whose threshold is out of reach, so only the health check can open it.
     let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = channel_with(&app, &key, "sick", json!({ "failure_threshold": 10000 })).await;
+    let ch = app.channel_with(&key, "sick", json!({ "failure_threshold": 10000 })).await;
     app.receiver.set("sick", Behavior::Status(503, None));
     app.deliver_many(&key, ch, 30).await;
     assert!(
@@ -495,7 +465,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
             .is_empty(),
         "no second trip"
     );
-    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+    assert_eq!(audit_count(&pool, ch, &["circuit.opened"]).await, 1);
 
     // Close it through a successful probe; the 30 failures are still in the window.
     sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
@@ -522,7 +492,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
         "old failures do not re-open it"
     );
     assert_eq!(app.circuit_state(ch).await, "closed");
-    assert_eq!(audit_count(&pool, ch, "circuit.opened").await, 1);
+    assert_eq!(audit_count(&pool, ch, &["circuit.opened"]).await, 1);
     drop(conn);
     app.stop().await;
 }
@@ -531,8 +501,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
 async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = channel_with(
-        &app,
+    let ch = app.channel_with(
         &key,
         "ep",
         json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
@@ -652,7 +621,7 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
 async fn channel_overrides_are_patched_and_visible(pool: PgPool) {
     let app = TestApp::spawn_role(pool, Role::Api, |_| {}).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = channel_with(&app, &key, "x", json!({ "failure_threshold": 3 })).await;
+    let ch = app.channel_with(&key, "x", json!({ "failure_threshold": 3 })).await;
     let (s, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
     assert_eq!(s, 200);
     assert_eq!(v["circuit"]["state"], "closed");
@@ -707,7 +676,7 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     // A long cooldown: no probe runs during the test.
-    let ch = channel_with(&app, &key, "held", json!({ "cooldown_ms": 600_000 })).await;
+    let ch = app.channel_with(&key, "held", json!({ "cooldown_ms": 600_000 })).await;
     let mut conn = pool.acquire().await.unwrap();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
     circuit::apply_manual(

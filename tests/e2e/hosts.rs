@@ -3,7 +3,8 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_node_thread, test_settings, Behavior, TestApp, OPERATOR_KEY,
+    eventually, spawn_node_thread, spawn_workers, stop_all, test_settings, Behavior, TestApp,
+    OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -71,16 +72,6 @@ async fn all_delivered(pool: &PgPool) -> bool {
     .await
 }
 
-fn alerts_of(app: &TestApp, endpoint: &str, event: &str) -> Vec<Value> {
-    app.receiver
-        .received(endpoint)
-        .iter()
-        .filter(|r| r.answered == Some(200))
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
-        .filter(|b| b["type"] == event)
-        .collect()
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recover_exactly_once(
     pool: PgPool,
@@ -128,15 +119,7 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     }
     assert!(host.starts_with("127.0.0.1:"), "{host}");
 
-    let nodes: Vec<_> = (0..3)
-        .map(|_| {
-            spawn_node_thread(
-                (*pool.connect_options()).clone(),
-                node_settings.clone(),
-                Role::Worker,
-            )
-        })
-        .collect();
+    let nodes = spawn_workers(&pool, 3, &node_settings);
     let mut ids = Vec::new();
     for (key, _, ch) in &channels {
         ids.extend(app.deliver_many(key, *ch, 2).await);
@@ -211,9 +194,7 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
         app.receiver.set(ep, Behavior::Status(200, None));
     }
     assert!(all_delivered(&pool).await, "every delivery delivered");
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
     assert_eq!(host_state(&pool, &host).await, "closed");
     let mut ok: HashMap<String, usize> = HashMap::new();
     for (_, ep, _) in &channels {
@@ -245,13 +226,13 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     for (alert, _) in &tenants {
         assert!(
             eventually(Duration::from_secs(10), || async {
-                alerts_of(&app, alert, "host.circuit_closed").len() == 1
+                app.alerts_of(alert, "host.circuit_closed").len() == 1
             })
             .await
         );
         // One opened alert per outage: the opening pages, the failed probes' re-openings
         // (audited above) do not.
-        let opened = alerts_of(&app, alert, "host.circuit_opened");
+        let opened = app.alerts_of(alert, "host.circuit_opened");
         assert!(
             opens > 1,
             "the probes failed and re-opened the host: {audit:?}"
@@ -485,15 +466,7 @@ async fn the_host_cap_holds_across_channels_of_several_tenants_on_three_nodes(po
         }
     }
     let host = host_of(&pool, work[0].1).await;
-    let nodes: Vec<_> = (0..3)
-        .map(|_| {
-            spawn_node_thread(
-                (*pool.connect_options()).clone(),
-                node_settings.clone(),
-                Role::Worker,
-            )
-        })
-        .collect();
+    let nodes = spawn_workers(&pool, 3, &node_settings);
     let mut n = 0;
     for (key, ch) in &work {
         n += app.deliver_many(key, *ch, 5).await.len();

@@ -8,46 +8,6 @@ use sqlx::PgPool;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// `method {api}{path}` with a bearer key and an optional JSON body; returns the status, the
-/// JSON body (`null` when empty) and the content type.
-async fn call(
-    app: &TestApp,
-    method: &str,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (u16, Value, String) {
-    let mut req = app
-        .http
-        .request(method.parse().unwrap(), format!("{}{path}", app.api))
-        .bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = req.send().await.expect("request");
-    let status = r.status().as_u16();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    (status, r.json().await.unwrap_or(Value::Null), ct)
-}
-
-/// Creates a channel to receiver endpoint `endpoint` with extra settings; returns its id.
-async fn channel_with(app: &TestApp, key: &str, endpoint: &str, extra: Value) -> Uuid {
-    let mut body = json!({ "url": app.receiver.url(endpoint) });
-    body.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let (s, v) = app.post("/api/v1/channels", key, &body).await;
-    assert_eq!(s, 201, "create channel: {v}");
-    app.receiver
-        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
-    v["id"].as_str().unwrap().parse().unwrap()
-}
-
 async fn audit_count(pool: &PgPool, action: &str, tenant: Uuid) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1 AND tenant_id = $2")
         .bind(action)
@@ -92,8 +52,7 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
     app.receiver
         .set("slow", Behavior::Delay(Duration::from_millis(1_500), 503));
     let (tenant, key) = app.tenant("acme", "default").await;
-    let channel = channel_with(
-        &app,
+    let channel = app.channel_with(
         &key,
         "slow",
         json!({ "max_in_flight": 1, "failure_threshold": 1 }),
@@ -116,9 +75,7 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
         .unwrap();
     assert_eq!(app.delivery_status(in_flight).await, "delivering");
 
-    let (s, v, _) = call(
-        &app,
-        "DELETE",
+    let (s, v, _) = app.call("DELETE",
         &format!("/api/v1/channels/{channel}"),
         &key,
         None,
@@ -146,7 +103,7 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
             Some(json!({ "deliveries": [{ "event_type": "e", "payload": {} }] })),
         ),
     ] {
-        let (s, v, ct) = call(&app, method, &p, &key, body).await;
+        let (s, v, ct) = app.call(method, &p, &key, body).await;
         assert_eq!(s, 404, "{method} {p}: {v}");
         assert_eq!(ct, "application/problem+json", "{method} {p}");
     }
@@ -234,23 +191,19 @@ async fn another_tenant_cannot_delete_cancel_purge_or_revoke(pool: PgPool) {
         ("DELETE", format!("/api/v1/deliveries/{waiting}/payload")),
         ("DELETE", format!("/api/v1/tenant/keys/{key_a_id}")),
     ] {
-        let (s, v, ct) = call(&app, method, &path, &key_b, None).await;
+        let (s, v, ct) = app.call(method, &path, &key_b, None).await;
         assert_eq!(s, 404, "{method} {path}: {v}");
         assert_eq!(ct, "application/problem+json");
     }
     // A tenant key cannot use the operator's routes.
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenants/{a}"),
         &key_b,
         None,
     )
     .await;
     assert_eq!(s, 403);
-    let (s, _, _) = call(
-        &app,
-        "POST",
+    let (s, _, _) = app.call("POST",
         &format!("/api/v1/tenants/{a}/keys"),
         &key_b,
         Some(json!({})),
@@ -314,9 +267,7 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
     let backlog = app.deliver_many(&key, parked, 20).await;
     let other_channel = app.channel(&other_key, "other").await;
 
-    let (s, v, _) = call(
-        &app,
-        "DELETE",
+    let (s, v, _) = app.call("DELETE",
         &format!("/api/v1/tenants/{doomed}"),
         OPERATOR_KEY,
         None,
@@ -326,7 +277,7 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
 
     // Both keys are refused from their next request on.
     for k in [&key, &second] {
-        let (s, v, ct) = call(&app, "GET", "/api/v1/tenant", k, None).await;
+        let (s, v, ct) = app.call("GET", "/api/v1/tenant", k, None).await;
         assert_eq!(s, 401, "{v}");
         assert_eq!(ct, "application/problem+json");
     }
@@ -352,7 +303,7 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
         ),
         ("GET", format!("/api/v1/admin/channels/{live}"), None),
     ] {
-        let (s, v, _) = call(&app, method, &path, OPERATOR_KEY, body).await;
+        let (s, v, _) = app.call(method, &path, OPERATOR_KEY, body).await;
         assert_eq!(s, 404, "{method} {path}: {v}");
     }
     let (_, v) = app
@@ -488,9 +439,7 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     );
 
     // Another tenant cannot revoke it.
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenant/keys/{ci_id}"),
         &other,
         None,
@@ -504,20 +453,16 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
         .as_str()
         .unwrap()
         .to_string();
-    let (s, v, _) = call(
-        &app,
-        "DELETE",
+    let (s, v, _) = app.call("DELETE",
         &format!("/api/v1/tenant/keys/{first_id}"),
         &ci,
         None,
     )
     .await;
     assert_eq!(s, 204, "{v}");
-    let (s, v, ct) = call(&app, "GET", "/api/v1/tenant", &first, None).await;
+    let (s, v, ct) = app.call("GET", "/api/v1/tenant", &first, None).await;
     assert_eq!((s, ct.as_str()), (401, "application/problem+json"), "{v}");
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenant/keys/{first_id}"),
         &ci,
         None,
@@ -556,18 +501,14 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
         .await;
     assert_eq!(s, 200);
     assert_eq!(listed["data"].as_array().unwrap().len(), 2);
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenants/{}/keys/{op_id}", Uuid::now_v7()),
         OPERATOR_KEY,
         None,
     )
     .await;
     assert_eq!(s, 404, "a key is revoked through its own tenant only");
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenants/{tenant}/keys/{op_id}"),
         OPERATOR_KEY,
         None,
@@ -585,9 +526,7 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     assert_eq!(s, 404, "no keys for a missing tenant");
 
     // A key may revoke itself; its next request is refused.
-    let (s, _, _) = call(
-        &app,
-        "DELETE",
+    let (s, _, _) = app.call("DELETE",
         &format!("/api/v1/tenant/keys/{ci_id}"),
         &ci,
         None,
@@ -625,9 +564,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .await;
     assert_eq!(s, 200);
     let ids = app.deliver_many(&key, ch, 3).await;
-    let (s, v, _) = call(
-        &app,
-        "POST",
+    let (s, v, _) = app.call("POST",
         &format!("/api/v1/deliveries/{}/cancel", ids[0]),
         &key,
         None,
@@ -636,9 +573,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["status"], "cancelled");
     assert_eq!(v["last_error"], "cancelled by request");
-    let (s, v, ct) = call(
-        &app,
-        "POST",
+    let (s, v, ct) = app.call("POST",
         &format!("/api/v1/deliveries/{}/cancel", ids[0]),
         &key,
         None,
@@ -675,9 +610,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .iter()
         .all(|r| r.webhook_id.as_deref() != Some(cancelled_id.as_str())));
     // Delivered: 409.
-    let (s, v, _) = call(
-        &app,
-        "POST",
+    let (s, v, _) = app.call("POST",
         &format!("/api/v1/deliveries/{}/cancel", ids[1]),
         &key,
         None,
@@ -692,7 +625,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         "slowfail",
         Behavior::Delay(Duration::from_millis(1_500), 503),
     );
-    let slow = channel_with(&app, &key, "slowfail", json!({ "failure_threshold": 1 })).await;
+    let slow = app.channel_with(&key, "slowfail", json!({ "failure_threshold": 1 })).await;
     let flying = app.deliver(&key, slow, json!({})).await;
     assert_eq!(
         app.receiver
@@ -700,9 +633,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
             .await,
         1
     );
-    let (s, v, _) = call(
-        &app,
-        "POST",
+    let (s, v, _) = app.call("POST",
         &format!("/api/v1/deliveries/{flying}/cancel"),
         &key,
         None,
@@ -763,8 +694,7 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     let purge = |id: Uuid, k: String| {
         let app = &app;
         async move {
-            call(
-                app,
+            app.call(
                 "DELETE",
                 &format!("/api/v1/deliveries/{id}/payload"),
                 &k,
@@ -815,9 +745,7 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("purged"), "{v}");
     // Cancelled, then purged.
-    let (s, _, _) = call(
-        &app,
-        "POST",
+    let (s, _, _) = app.call("POST",
         &format!("/api/v1/deliveries/{waiting}/cancel"),
         &key,
         None,

@@ -1,7 +1,7 @@
 //! Rate limits across the cluster, the per-node channel cap, and tier queues.
 
 use breakwater::Role;
-use breakwater_e2e::{eventually, spawn_node_thread, test_settings, Behavior, TestApp};
+use breakwater_e2e::{eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
@@ -20,24 +20,6 @@ fn max_per_second(times: &[Instant]) -> usize {
     best
 }
 
-/// `PATCH /api/v1/channels/{ch}` with `body`: status and JSON body.
-async fn patch_channel(
-    app: &TestApp,
-    key: &str,
-    ch: Uuid,
-    body: serde_json::Value,
-) -> (u16, serde_json::Value) {
-    let r = app
-        .http
-        .patch(format!("{}/api/v1/channels/{ch}", app.api))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
-}
-
 fn p95(v: Vec<u128>) -> u128 {
     v[(v.len() * 95).div_ceil(100).saturating_sub(1)]
 }
@@ -45,15 +27,7 @@ fn p95(v: Vec<u128>) -> u128 {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
-    let nodes: Vec<_> = (0..2)
-        .map(|_| {
-            spawn_node_thread(
-                (*pool.connect_options()).clone(),
-                test_settings(),
-                Role::Worker,
-            )
-        })
-        .collect();
+    let nodes = spawn_workers(&pool, 2, &test_settings());
     let (_, key) = app.tenant("meta-like", "default").await;
     let (s, v) = app
         .post(
@@ -75,9 +49,7 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
         400
     );
     let took = t0.elapsed();
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
     let mut times: Vec<Instant> = app
         .receiver
         .received("limited")
@@ -165,7 +137,7 @@ async fn rate_limit_forms_are_checked_and_patchable(pool: PgPool) {
         );
     }
     let ch = app.channel(&key, "x").await;
-    let patch = |body: serde_json::Value| patch_channel(&app, &key, ch, body);
+    let patch = |body: serde_json::Value| app.patch_channel(&key, ch, body);
     let (s, v) = patch(json!({ "rate_limit": "1000/m" })).await;
     assert_eq!((s, v["rate_limit"].as_str()), (200, Some("1000/m")));
     let (s, v) = patch(json!({ "rate_limit": "5000/h" })).await;
@@ -375,7 +347,7 @@ async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(
     let ch = app.channel(&key, "limited").await;
     let (app_ref, key_ref) = (&app, &key);
     let patch = |body: serde_json::Value| async move {
-        assert_eq!(patch_channel(app_ref, key_ref, ch, body).await.0, 200);
+        assert_eq!(app_ref.patch_channel(key_ref, ch, body).await.0, 200);
     };
     let held = || async {
         sqlx::query_scalar::<_, i64>(
@@ -453,14 +425,14 @@ async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
         json!({ "in_flight": 0, "limit": 2, "floor": 1, "ceiling": 2 }),
         "the initial limit (4) is held under the channel's ceiling"
     );
-    let (s, v) = patch_channel(&app, &key, ch, json!({ "max_in_flight": null })).await;
+    let (s, v) = app.patch_channel(&key, ch, json!({ "max_in_flight": null })).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         v["concurrency"],
         json!({ "in_flight": 0, "limit": 4, "floor": 1, "ceiling": 64 })
     );
     for bad in [json!(0), json!(-3), json!(10_001), json!("ten")] {
-        let (s, v) = patch_channel(&app, &key, ch, json!({ "max_in_flight": bad })).await;
+        let (s, v) = app.patch_channel(&key, ch, json!({ "max_in_flight": bad })).await;
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(
             v["field"] == "max_in_flight"

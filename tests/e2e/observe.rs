@@ -44,26 +44,14 @@ fn value(series: &BTreeMap<String, f64>, key: &str) -> f64 {
     series.get(key).copied().unwrap_or(f64::NAN)
 }
 
-async fn named_channel(app: &TestApp, key: &str, endpoint: &str, extra: Value) -> Uuid {
-    let mut body = json!({ "url": app.receiver.url(endpoint), "name": endpoint });
-    body.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let (s, v) = app.post("/api/v1/channels", key, &body).await;
-    assert_eq!(s, 201, "{v}");
-    app.receiver
-        .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
-    v["id"].as_str().unwrap().parse().unwrap()
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_ids(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (acme, acme_key) = app.tenant("acme", "default").await;
     let (globex, globex_key) = app.tenant("globex", "high").await;
-    let healthy = named_channel(&app, &acme_key, "orders", json!({})).await;
-    let limited = named_channel(&app, &acme_key, "limited", json!({ "rate_limit": "5/s" })).await;
-    let dead = named_channel(&app, &globex_key, "legacy", json!({})).await;
+    let healthy = app.named_channel(&acme_key, "orders", json!({})).await;
+    let limited = app.named_channel(&acme_key, "limited", json!({ "rate_limit": "5/s" })).await;
+    let dead = app.named_channel(&globex_key, "legacy", json!({})).await;
     app.receiver.set("legacy", Behavior::Status(503, None));
 
     app.deliver_many(&acme_key, healthy, 20).await;
@@ -585,7 +573,7 @@ async fn logs_and_spans_carry_ids_and_outcomes_but_never_secrets_or_payloads(poo
 async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = named_channel(&app, &key, "held", json!({})).await;
+    let ch = app.named_channel(&key, "held", json!({})).await;
     let r = app
         .http
         .post(format!("{}/api/v1/channels/{ch}/pause", app.api))

@@ -3,12 +3,11 @@
 //! route the router lacks; and what the schemathesis run (`scripts/schemathesis.sh`) found
 //! stays fixed.
 
-use crate::audit::router_paths;
+use breakwater_e2e::routes::served_routes;
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::{BTreeMap, BTreeSet};
-use uuid::Uuid;
 
 const REGENERATE: &str = "run `cargo run -p breakwater -- openapi > docs/openapi.json`";
 
@@ -122,37 +121,6 @@ fn document_follows_the_house_rules() {
     }
 }
 
-/// The (method, path) pairs the running router serves: each path found in the route sources,
-/// with `{…}` segments filled, is sent each method without credentials; anything but 405 is a
-/// route. (HEAD is left out: axum answers it wherever GET is served.)
-async fn served_routes(app: &TestApp) -> BTreeSet<(String, String)> {
-    let mut routes = BTreeSet::new();
-    for path in router_paths() {
-        let concrete = path
-            .split('/')
-            .map(|seg| match seg {
-                "{action}" => "open".to_string(),
-                s if s.starts_with('{') => Uuid::nil().to_string(),
-                s => s.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join("/");
-        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
-            let r = app
-                .http
-                .request(method.parse().unwrap(), format!("{}{concrete}", app.api))
-                .json(&json!({}))
-                .send()
-                .await
-                .unwrap();
-            if r.status().as_u16() != 405 {
-                routes.insert((method.to_string(), path.clone()));
-            }
-        }
-    }
-    routes
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn every_route_is_in_the_document_and_every_documented_route_is_served(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
@@ -184,7 +152,7 @@ async fn every_route_is_in_the_document_and_every_documented_route_is_served(poo
                 .map(move |m| (m.to_uppercase(), path.clone()))
         })
         .collect();
-    let served = served_routes(&app).await;
+    let served = served_routes(&app, &["GET", "POST", "PUT", "PATCH", "DELETE"]).await;
 
     let undocumented: Vec<String> = served
         .difference(&documented)

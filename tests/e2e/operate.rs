@@ -3,47 +3,12 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_node_thread, test_settings, Behavior, TestApp, OPERATOR_KEY,
+    eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp, OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
 use uuid::Uuid;
-
-/// Creates a tenant with an alert URL on the receiver's `endpoint`; registers the alert secret
-/// with the receiver. Returns (tenant id, api key).
-pub(crate) async fn tenant_with_alerts(
-    app: &TestApp,
-    name: &str,
-    endpoint: &str,
-) -> (Uuid, String) {
-    let (s, v) = app
-        .post(
-            "/api/v1/tenants",
-            OPERATOR_KEY,
-            &json!({ "name": name, "alert_url": app.receiver.url(endpoint) }),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    app.receiver
-        .set_secret(endpoint, v["alert_secret"].as_str().unwrap());
-    (
-        v["id"].as_str().unwrap().parse().unwrap(),
-        v["api_key"].as_str().unwrap().to_string(),
-    )
-}
-
-pub(crate) async fn post_empty(app: &TestApp, path: &str, key: &str) -> (u16, Value) {
-    let r = app
-        .http
-        .post(format!("{}{path}", app.api))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap_or(Value::Null))
-}
 
 async fn audit_rows(
     pool: &PgPool,
@@ -58,31 +23,20 @@ async fn audit_rows(
         .unwrap()
 }
 
-pub(crate) fn alerts_of(app: &TestApp, endpoint: &str, event: &str) -> Vec<Value> {
-    app.receiver
-        .received(endpoint)
-        .iter()
-        .filter(|r| r.answered == Some(200))
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
-        .filter(|b| b["type"] == event)
-        .collect()
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app.channel(&key, "maint").await;
 
-    let (s, v) = post_empty(
-        &app,
+    let (s, v) = app.post_empty(
         &format!("/api/v1/channels/{ch}/pause?reason=maintenance"),
         &key,
     )
     .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["circuit"]["state"], "paused");
-    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{ch}/pause"), &key).await;
+    let (s, v) = app.post_empty(&format!("/api/v1/channels/{ch}/pause"), &key).await;
     assert_eq!(
         (s, v["circuit"]["state"].as_str()),
         (200, Some("paused")),
@@ -113,9 +67,9 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
     assert_eq!(v["circuit"]["parked"], 50);
 
-    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{ch}/resume"), &key).await;
+    let (s, v) = app.post_empty(&format!("/api/v1/channels/{ch}/resume"), &key).await;
     assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
-    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{ch}/resume"), &key).await;
+    let (s, _) = app.post_empty(&format!("/api/v1/channels/{ch}/resume"), &key).await;
     assert_eq!(s, 200, "resuming again is a no-op");
     assert_eq!(
         app.receiver
@@ -191,16 +145,8 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
     let mut node_settings = test_settings();
     node_settings.worker.pool_default = 4;
-    let nodes: Vec<_> = (0..3)
-        .map(|_| {
-            spawn_node_thread(
-                (*pool.connect_options()).clone(),
-                node_settings.clone(),
-                Role::Worker,
-            )
-        })
-        .collect();
-    let (tenant_id, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let nodes = spawn_workers(&pool, 3, &node_settings);
+    let (tenant_id, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "dead").await;
     app.receiver.set("dead", Behavior::Status(503, None));
     app.deliver_many(&key, ch, 100).await;
@@ -212,7 +158,7 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
     );
     assert!(
         eventually(Duration::from_secs(10), || async {
-            !alerts_of(&app, "oncall", "channel.circuit_opened").is_empty()
+            !app.alerts_of("oncall", "channel.circuit_opened").is_empty()
         })
         .await
     );
@@ -226,17 +172,15 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
     );
     assert!(
         eventually(Duration::from_secs(10), || async {
-            !alerts_of(&app, "oncall", "channel.circuit_closed").is_empty()
+            !app.alerts_of("oncall", "channel.circuit_closed").is_empty()
         })
         .await
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    for n in nodes {
-        n.stop();
-    }
+    stop_all(nodes);
 
-    let opened = alerts_of(&app, "oncall", "channel.circuit_opened");
-    let closed = alerts_of(&app, "oncall", "channel.circuit_closed");
+    let opened = app.alerts_of("oncall", "channel.circuit_opened");
+    let closed = app.alerts_of("oncall", "channel.circuit_closed");
     assert_eq!(
         opened.len(),
         1,
@@ -273,12 +217,11 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = tenant_with_alerts(&app, "acme", "oncall").await;
+    let (_, key) = app.tenant_with_alerts("acme", "oncall").await;
     app.receiver.set("oncall", Behavior::Status(500, None));
     let ch = app.channel(&key, "ep").await;
     // An operator's pause alerts (a tenant's own does not, unless it set alert_on_manual).
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{ch}/pause"),
         OPERATOR_KEY,
     )
@@ -304,7 +247,7 @@ async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool
     app.receiver.set("oncall", Behavior::Status(200, None));
     assert!(
         eventually(Duration::from_secs(10), || async {
-            alerts_of(&app, "oncall", "channel.paused").len() == 1
+            app.alerts_of("oncall", "channel.paused").len() == 1
         })
         .await
     );
@@ -337,9 +280,9 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
     );
 
     app.receiver.set("ep", Behavior::Status(200, None));
-    let (s, v) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    let (s, v) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key).await;
     assert_eq!(s, 202, "{v}");
-    let (s, v) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    let (s, v) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key).await;
     assert_eq!(
         s, 409,
         "a delivery that is not dead is not replayed again: {v}"
@@ -365,7 +308,7 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
         .unwrap();
     assert_eq!(live, 0);
     let (_, other) = app.tenant("other", "default").await;
-    let (s, _) = post_empty(&app, &format!("/api/v1/deliveries/{id}/replay"), &other).await;
+    let (s, _) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &other).await;
     assert_eq!(s, 404);
     app.stop().await;
 }
@@ -454,8 +397,7 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     assert_eq!(s, 403);
 
     // Force open: parked, audited as operator, visible in the filtered list.
-    let (s, v) = post_empty(
-        &app,
+    let (s, v) = app.post_empty(
         &format!("/api/v1/admin/channels/{cb}/open?reason=incident-42"),
         OPERATOR_KEY,
     )
@@ -500,8 +442,7 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     app.deliver_many(&b, cb, 10).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(app.receiver.count("b"), 0);
-    let (s, v) = post_empty(
-        &app,
+    let (s, v) = app.post_empty(
         &format!("/api/v1/admin/channels/{cb}/close"),
         OPERATOR_KEY,
     )
@@ -515,23 +456,20 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     );
 
     // Operator pause / resume of any tenant's channel.
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{ca}/pause"),
         OPERATOR_KEY,
     )
     .await;
     assert_eq!(s, 200);
     assert_eq!(app.circuit_state(ca).await, "paused");
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{ca}/resume"),
         OPERATOR_KEY,
     )
     .await;
     assert_eq!(s, 200);
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{ca}/explode"),
         OPERATOR_KEY,
     )
@@ -642,10 +580,9 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
     let paused = app.channel(&key, "p").await;
     let open = app.channel(&key, "o").await;
     let closed = app.channel(&key, "c").await;
-    let (s, _) = post_empty(&app, &format!("/api/v1/channels/{paused}/pause"), &key).await;
+    let (s, _) = app.post_empty(&format!("/api/v1/channels/{paused}/pause"), &key).await;
     assert_eq!(s, 200);
-    let (s, _) = post_empty(
-        &app,
+    let (s, _) = app.post_empty(
         &format!("/api/v1/admin/channels/{open}/open"),
         OPERATOR_KEY,
     )
@@ -676,7 +613,7 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
         "a closed channel's deliveries are due at once"
     );
     // Resume releases them in one UPDATE.
-    let (s, v) = post_empty(&app, &format!("/api/v1/channels/{paused}/resume"), &key).await;
+    let (s, v) = app.post_empty(&format!("/api/v1/channels/{paused}/resume"), &key).await;
     assert_eq!((s, v["circuit"]["parked"].as_i64()), (200, Some(0)));
     assert_eq!(parked(paused).await, (0, 0));
     app.stop().await;

@@ -3,7 +3,8 @@
 //!
 //! Each test gets a fresh database from `#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]`.
 //! Nodes get their own pools (and, with [`spawn_node_thread`], their own runtime), like separate
-//! processes would.
+//! processes would. Waits poll a condition ([`wait_until`], [`eventually`]); no test sleeps a
+//! fixed time.
 
 use breakwater::config::Settings;
 pub use breakwater::receiver::{Behavior, Receiver};
@@ -12,10 +13,18 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use std::collections::HashMap;
-use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+pub mod db;
+pub mod nodes;
+pub mod routes;
+pub mod wait;
+
+pub use db::{audit_count, count_status};
+pub use nodes::{spawn_node_thread, spawn_workers, stop_all, ThreadNode};
+pub use wait::{eventually, wait_until};
 
 /// The operator key of test nodes.
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
@@ -178,17 +187,129 @@ impl TestApp {
     /// Creates a channel to receiver endpoint `endpoint` and registers its secret with the
     /// receiver; returns the channel id.
     pub async fn channel(&self, key: &str, endpoint: &str) -> Uuid {
+        self.channel_with(key, endpoint, json!({})).await
+    }
+
+    /// Creates a tenant with an alert URL on the receiver's `endpoint` and registers the alert
+    /// secret with the receiver; returns (tenant id, api key).
+    pub async fn tenant_with_alerts(&self, name: &str, endpoint: &str) -> (Uuid, String) {
         let (s, v) = self
             .post(
-                "/api/v1/channels",
-                key,
-                &json!({ "url": self.receiver.url(endpoint) }),
+                "/api/v1/tenants",
+                OPERATOR_KEY,
+                &json!({ "name": name, "alert_url": self.receiver.url(endpoint) }),
             )
             .await;
+        assert_eq!(s, 201, "create tenant: {v}");
+        self.receiver
+            .set_secret(endpoint, v["alert_secret"].as_str().unwrap());
+        (
+            v["id"].as_str().unwrap().parse().unwrap(),
+            v["api_key"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Creates a channel to `url` with the extra fields of `extra` (a JSON object) merged into
+    /// the body; returns the created channel (201's body). Registers no secret.
+    pub async fn create_channel(&self, key: &str, url: &str, extra: Value) -> Value {
+        let mut body = json!({ "url": url });
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().expect("extra is an object").clone());
+        let (s, v) = self.post("/api/v1/channels", key, &body).await;
         assert_eq!(s, 201, "create channel: {v}");
+        v
+    }
+
+    /// Creates a channel to `url` (not the receiver's) with the extra fields; returns its id.
+    pub async fn channel_to(&self, key: &str, url: &str, extra: Value) -> Uuid {
+        let v = self.create_channel(key, url, extra).await;
+        v["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Creates a channel to receiver endpoint `endpoint` with the extra fields of `extra` (a JSON
+    /// object, e.g. `{"rate_limit": "5/s"}`) and registers its secret with the receiver;
+    /// returns its id.
+    pub async fn channel_with(&self, key: &str, endpoint: &str, extra: Value) -> Uuid {
+        let v = self
+            .create_channel(key, &self.receiver.url(endpoint), extra)
+            .await;
         self.receiver
             .set_secret(endpoint, v["signing_secret"].as_str().unwrap());
         v["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Like [`TestApp::channel_with`], with the channel named after its endpoint.
+    pub async fn named_channel(&self, key: &str, endpoint: &str, mut extra: Value) -> Uuid {
+        extra
+            .as_object_mut()
+            .expect("extra is an object")
+            .insert("name".into(), json!(endpoint));
+        self.channel_with(key, endpoint, extra).await
+    }
+
+    /// `method {api}{path}` with a bearer key and an optional JSON body; returns the status, the
+    /// JSON body (`null` when empty or not JSON) and the content type (empty when none).
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> (u16, Value, String) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.api))
+            .bearer_auth(key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.expect("request");
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        (status, r.json().await.unwrap_or(Value::Null), ct)
+    }
+
+    /// `PATCH {api}{path}` with a bearer key and a JSON body; returns status and JSON body.
+    pub async fn patch(&self, path: &str, key: &str, body: &Value) -> (u16, Value) {
+        let (s, v, _) = self.call("PATCH", path, key, Some(body.clone())).await;
+        (s, v)
+    }
+
+    /// `PATCH /api/v1/channels/{channel}` with `body`; returns status and JSON body.
+    pub async fn patch_channel(&self, key: &str, channel: Uuid, body: Value) -> (u16, Value) {
+        self.patch(&format!("/api/v1/channels/{channel}"), key, &body)
+            .await
+    }
+
+    /// `POST {api}{path}` with a bearer key and no body; returns status and JSON body.
+    pub async fn post_empty(&self, path: &str, key: &str) -> (u16, Value) {
+        let (s, v, _) = self.call("POST", path, key, None).await;
+        (s, v)
+    }
+
+    /// Every alert webhook the receiver accepted (answered 200) at `endpoint`, in arrival order,
+    /// whatever its type.
+    pub fn alerts(&self, endpoint: &str) -> Vec<Value> {
+        self.receiver
+            .received(endpoint)
+            .iter()
+            .filter(|r| r.answered == Some(200))
+            .map(|r| serde_json::from_slice::<Value>(&r.body).expect("an alert is JSON"))
+            .collect()
+    }
+
+    /// The alerts of [`TestApp::alerts`] whose `type` is `event` (e.g. `"channel.opened"`).
+    pub fn alerts_of(&self, endpoint: &str, event: &str) -> Vec<Value> {
+        self.alerts(endpoint)
+            .into_iter()
+            .filter(|b| b["type"] == event)
+            .collect()
     }
 
     /// Enqueues one delivery; returns its id.
@@ -261,79 +382,6 @@ impl TestApp {
             .fetch_one(&self.pool)
             .await
             .unwrap()
-    }
-}
-
-/// Polls `cond` every 25 ms until it is true or `timeout` passes; returns the last answer.
-pub async fn eventually<F, Fut>(timeout: Duration, mut cond: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond().await {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-/// A node running on its own thread and Tokio runtime, with its own pool: as close to a
-/// separate process as one test binary gets.
-pub struct ThreadNode {
-    /// The node's API address, if it runs the API.
-    pub api_addr: Option<std::net::SocketAddr>,
-    shutdown: CancellationToken,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// Starts a node with `settings` and `role` on its own runtime and pool.
-pub fn spawn_node_thread(
-    connect: sqlx::postgres::PgConnectOptions,
-    settings: Settings,
-    role: Role,
-) -> ThreadNode {
-    let shutdown = CancellationToken::new();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let token = shutdown.clone();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let pool = PgPoolOptions::new()
-                .max_connections(10)
-                .connect_with(connect)
-                .await
-                .expect("node pool");
-            let node = breakwater::start_node(&settings, pool, role, token)
-                .await
-                .expect("start node");
-            tx.send(node.api_addr).expect("report address");
-            node.wait().await.expect("node stopped cleanly");
-        });
-    });
-    let api_addr = rx.recv().expect("node started");
-    ThreadNode {
-        api_addr,
-        shutdown,
-        thread: Some(thread),
-    }
-}
-
-impl ThreadNode {
-    /// Graceful stop; waits for the thread.
-    pub fn stop(mut self) {
-        self.shutdown.cancel();
-        if let Some(t) = self.thread.take() {
-            t.join().expect("node thread");
-        }
     }
 }
 

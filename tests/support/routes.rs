@@ -1,0 +1,58 @@
+//! The API's routes, read from its router source and asked of a running node.
+
+use crate::TestApp;
+use serde_json::json;
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+/// Every path registered with `.route("…")` in the API's route modules
+/// (`crates/api/src/routes/`).
+pub fn router_paths() -> BTreeSet<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/api/src/routes");
+    let mut paths = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).expect("the API's route sources") {
+        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for (_, rest) in source
+            .match_indices(".route(")
+            .map(|(i, _)| source.split_at(i + 7))
+        {
+            let rest = rest.trim_start();
+            if let Some(lit) = rest.strip_prefix('"') {
+                paths.insert(lit[..lit.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    assert!(paths.len() > 10, "found too few routes: {paths:?}");
+    paths
+}
+
+/// The (method, path) pairs among `methods` × [`router_paths`] that the running API serves:
+/// each path with its `{…}` segments filled is sent each method without credentials, and
+/// anything but 405 is a route.
+pub async fn served_routes(app: &TestApp, methods: &[&str]) -> BTreeSet<(String, String)> {
+    let mut routes = BTreeSet::new();
+    for path in router_paths() {
+        let concrete = path
+            .split('/')
+            .map(|seg| match seg {
+                "{action}" => "open".to_string(),
+                s if s.starts_with('{') => Uuid::nil().to_string(),
+                s => s.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in methods {
+            let r = app
+                .http
+                .request(method.parse().unwrap(), format!("{}{concrete}", app.api))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            if r.status().as_u16() != 405 {
+                routes.insert((method.to_string(), path.clone()));
+            }
+        }
+    }
+    routes
+}
