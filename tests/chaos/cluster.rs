@@ -9,6 +9,7 @@
 
 use breakwater::receiver::{Behavior, Received, Receiver};
 use breakwater::throwaway::TempPostgres;
+use breakwater_e2e::{eventually_every, wait_until};
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -200,10 +201,11 @@ impl Node {
 
     /// Waits up to `timeout` for it to exit; its exit status, or `None` if it still runs.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while self.running() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually_every(timeout, Duration::from_millis(20), || {
+            let exited = !self.running();
+            async move { exited }
+        })
+        .await;
         self.exited
     }
 
@@ -457,18 +459,21 @@ impl Cluster {
     /// Waits until the receiver has got at least `n` requests on `endpoints` together; panics
     /// after `timeout`.
     pub async fn wait_received(&self, endpoints: &[&str], n: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let c: usize = endpoints.iter().map(|e| self.receiver.count(e)).sum();
-            if c >= n {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "only {c} of {n} requests arrived within {timeout:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let count = || {
+            endpoints
+                .iter()
+                .map(|e| self.receiver.count(e))
+                .sum::<usize>()
+        };
+        let arrived = eventually_every(timeout, Duration::from_millis(10), || async {
+            count() >= n
+        })
+        .await;
+        assert!(
+            arrived,
+            "only {} of {n} requests arrived within {timeout:?}",
+            count()
+        );
     }
 
     /// The deliveries whose jobs are `executing` now, on `node_id` or (None) on any node.
@@ -496,18 +501,51 @@ impl Cluster {
         min: usize,
         timeout: Duration,
     ) -> BTreeSet<Uuid> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let held = self.executing(Some(node_id)).await;
-            if held.len() >= min {
-                return held;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{node_id} never held {min} jobs within {timeout:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let held = std::sync::Mutex::new(BTreeSet::new());
+        // Polled often: a node may hold that many only for a moment.
+        let found = eventually_every(timeout, Duration::from_millis(5), || async {
+            let now = self.executing(Some(node_id)).await;
+            let enough = now.len() >= min;
+            *held.lock().unwrap() = now;
+            enough
+        })
+        .await;
+        assert!(found, "{node_id} never held {min} jobs within {timeout:?}");
+        held.into_inner().unwrap()
+    }
+
+    /// The database's clock now.
+    pub async fn db_now(&self) -> chrono::DateTime<chrono::Utc> {
+        sqlx::query_scalar("SELECT now()")
+            .fetch_one(&self.db)
+            .await
+            .expect("the database's time")
+    }
+
+    /// Waits until node `node_id` has recorded a delivery attempt started after `since`
+    /// (database time): it works again. Panics after `timeout`.
+    pub async fn wait_attempt_since(
+        &self,
+        node_id: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        timeout: Duration,
+    ) {
+        wait_until(
+            timeout,
+            &format!("{node_id} records an attempt of its own"),
+            || async {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT count(*) FROM delivery_attempts WHERE node_id = $1 AND started_at > $2",
+                )
+                .bind(node_id)
+                .bind(since)
+                .fetch_one(&self.db)
+                .await
+                .expect("counting attempts")
+                    > 0
+            },
+        )
+        .await;
     }
 
     /// Delivery counts by status.

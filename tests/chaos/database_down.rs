@@ -7,6 +7,7 @@
 use crate::cluster::{Cluster, Role};
 use crate::verdict::settle;
 use breakwater::receiver::Behavior;
+use breakwater_e2e::wait_until;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -38,9 +39,20 @@ async fn postgres_down_while_results_are_written_loses_nothing_and_strands_nothi
             .await;
         ids.extend(c.enqueue(&key, ch, 300).await);
     }
-    // The slow endpoint's first requests are half-way through their 2 s.
+    // The slow endpoint's first requests are on their way (answered 2 s after they arrive, so
+    // during the outage), and their jobs are executing.
     c.wait_received(&[SLOW], 1, Duration::from_secs(20)).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    wait_until(
+        Duration::from_secs(10),
+        "a request to the slow endpoint is in flight",
+        || async {
+            c.executing(None)
+                .await
+                .iter()
+                .any(|id| slow_ids.contains(id))
+        },
+    )
+    .await;
 
     // In flight at the outage: what is executing just before the stop, and every delivery whose
     // request arrives from then until the restart (it can only have been claimed before the
@@ -53,7 +65,8 @@ async fn postgres_down_while_results_are_written_loses_nothing_and_strands_nothi
     );
     c.pg.stop().await.expect("stopping postgres");
     let stopped_at = Instant::now();
-    // The slow endpoint answers its 503s while nothing can be written; then it heals.
+    // The slow endpoint answers its 503s while nothing can be written; then it heals. (The
+    // fault's script, not a wait: 1.5 s into the 25 s outage, and the outage's own length.)
     tokio::time::sleep(Duration::from_millis(1500)).await;
     c.receiver
         .set(SLOW, Behavior::Delay(Duration::from_millis(200), 200));

@@ -7,6 +7,7 @@
 use crate::cluster::{Cluster, Role};
 use crate::verdict::settle;
 use breakwater::receiver::Behavior;
+use breakwater_e2e::eventually;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -42,20 +43,20 @@ async fn sigterm_with_work_in_flight_drains_hands_back_the_rest_and_loses_nothin
 
     // Wait until the node holds both kinds of work (it is the only worker: at once).
     let victim_id = c.node(victim).id().to_string();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let before = loop {
-        let held = c.executing(Some(&victim_id)).await;
-        if held.iter().any(|id| slow_ids.contains(id))
-            && held.iter().any(|id| !slow_ids.contains(id))
-        {
-            break held;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the node never held a slow and a quick delivery at once"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let held = std::sync::Mutex::new(BTreeSet::new());
+    let found = eventually(Duration::from_secs(20), || async {
+        let now = c.executing(Some(&victim_id)).await;
+        let both = now.iter().any(|id| slow_ids.contains(id))
+            && now.iter().any(|id| !slow_ids.contains(id));
+        *held.lock().unwrap() = now;
+        both
+    })
+    .await;
+    assert!(
+        found,
+        "the node never held a slow and a quick delivery at once"
+    );
+    let before = held.into_inner().unwrap();
     c.node(victim).signal("TERM");
     let termed_at = Instant::now();
     // A fetch in progress at the signal may still claim jobs: what the node holds just after

@@ -11,6 +11,7 @@
 use crate::cluster::{Cluster, Role};
 use crate::verdict::settle;
 use breakwater::receiver::Behavior;
+use breakwater_e2e::wait_until;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -83,32 +84,12 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
         "all delivered while the node was frozen: make the load larger"
     );
 
-    let woke_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(&c.db)
-        .await
-        .expect("the database's time");
+    let woke_at = c.db_now().await;
     c.node(victim).signal("CONT");
     let woken = Instant::now();
     // It works again: it records attempts of its own.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM delivery_attempts WHERE node_id = $1 AND started_at > $2",
-        )
-        .bind(&victim_id)
-        .bind(woke_at)
-        .fetch_one(&c.db)
-        .await
-        .expect("counting attempts");
-        if n > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the woken node recorded no attempt within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    c.wait_attempt_since(&victim_id, woke_at, Duration::from_secs(10))
+        .await;
 
     let verdict = settle(
         &c,
@@ -165,6 +146,9 @@ async fn the_only_worker_frozen_past_the_rescue_time_takes_back_none_of_its_own_
         c.wait_holding(&victim_id, 8, Duration::from_secs(10)).await;
         c.node(victim).signal("STOP");
         let frozen_at = Instant::now();
+        // A statement it sent just before the STOP settles within ms (a window kept minimal: no
+        // row tells that a frozen process has nothing more on the wire); then the fault lasts
+        // ALONE_FREEZE.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let held = c.executing(Some(&victim_id)).await;
         tokio::time::sleep(ALONE_FREEZE.saturating_sub(frozen_at.elapsed())).await;
@@ -174,10 +158,16 @@ async fn the_only_worker_frozen_past_the_rescue_time_takes_back_none_of_its_own_
             held,
             "the frozen node's jobs moved while it was frozen"
         );
-        in_flight.extend(held);
         c.node(victim).signal("CONT");
         woken = Instant::now();
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // It works again: what it held before the freeze finishes (1 s each) before the next.
+        wait_until(
+            Duration::from_secs(10),
+            "the woken node finished the jobs it held while frozen",
+            || async { c.executing(Some(&victim_id)).await.is_disjoint(&held) },
+        )
+        .await;
+        in_flight.extend(held);
     }
 
     let verdict = settle(&c, ALONE, &ids, &in_flight, woken, Duration::from_secs(30)).await;

@@ -5,6 +5,7 @@
 use crate::cluster::{Cluster, Role};
 use crate::verdict::settle;
 use breakwater::receiver::Behavior;
+use breakwater_e2e::wait_until;
 use std::time::{Duration, Instant};
 
 const ENDPOINTS: &[&str] = &["a", "b", "c"];
@@ -47,8 +48,23 @@ async fn kill_9_of_a_worker_mid_load_loses_nothing_and_duplicates_only_its_in_fl
     );
     let received_at_kill = c.received(ENDPOINTS).len();
 
-    // A replacement joins while the rescue is due.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A replacement joins while the rescue is due: the dead node's last heartbeat is older than
+    // the rescue time (2 s) on the database clock.
+    wait_until(
+        Duration::from_secs(10),
+        "the killed node's heartbeat is 2 s old",
+        || async {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT heartbeat_at <= now() - interval '2 s' FROM queue_nodes WHERE id = $1",
+            )
+            .bind(&victim_id)
+            .fetch_optional(&c.db)
+            .await
+            .expect("reading the heartbeat")
+            .unwrap_or(true)
+        },
+    )
+    .await;
     c.spawn(Role::Worker).await;
 
     let verdict = settle(

@@ -8,8 +8,8 @@
 use breakwater::config::Settings;
 use breakwater::Role;
 use breakwater_e2e::{
-    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp,
-    ThreadNode, OPERATOR_KEY,
+    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp, ThreadNode,
+    OPERATOR_KEY,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -187,8 +187,9 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
         async move {
             for _ in 0..n {
                 for action in ["pause", "resume"] {
-                    let (s, v) =
-                        app.post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key).await;
+                    let (s, v) = app
+                        .post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
+                        .await;
                     assert_eq!(s, 200, "{action}: {v}");
                 }
             }
@@ -210,20 +211,16 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     );
 
     // Bad input is a 4xx naming the field; nothing changes.
-    let (s, v) = app.patch("/api/v1/tenant",
-        &key,
-        &json!({ "alert_on_manual": "yes" }),
-    )
-    .await;
+    let (s, v) = app
+        .patch("/api/v1/tenant", &key, &json!({ "alert_on_manual": "yes" }))
+        .await;
     assert!((400..500).contains(&s), "{s} {v}");
     assert!(v.to_string().contains("alert_on_manual"), "{v}");
 
     // The tenant asks for them: audited with old and new.
-    let (s, v) = app.patch("/api/v1/tenant",
-        &key,
-        &json!({ "alert_on_manual": true }),
-    )
-    .await;
+    let (s, v) = app
+        .patch("/api/v1/tenant", &key, &json!({ "alert_on_manual": true }))
+        .await;
     assert_eq!((s, &v["alert_on_manual"]), (200, &json!(true)), "{v}");
     let details: Value = sqlx::query_scalar(
         "SELECT details FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.updated'",
@@ -265,20 +262,25 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
     );
 
     // An operator's pause of another channel alerts even when the tenant opts out again.
-    let (s, v) = app.patch(&format!("/api/v1/tenants/{tenant_id}"),
-        OPERATOR_KEY,
-        &json!({ "alert_on_manual": false }),
-    )
-    .await;
+    let (s, v) = app
+        .patch(
+            &format!("/api/v1/tenants/{tenant_id}"),
+            OPERATOR_KEY,
+            &json!({ "alert_on_manual": false }),
+        )
+        .await;
     assert_eq!((s, &v["alert_on_manual"]), (200, &json!(false)), "{v}");
     let other = app.channel(&key, "other").await;
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{other}/pause"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{other}/pause"),
+            OPERATOR_KEY,
+        )
+        .await;
     assert_eq!(s, 200);
-    let (s, _) = app.post_empty(&format!("/api/v1/channels/{other}/resume"), &key).await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/channels/{other}/resume"), &key)
+        .await;
     assert_eq!(s, 200);
     assert_eq!(
         alert_jobs(&pool, other).await,

@@ -7,13 +7,13 @@
 //! `admin.png` (a dead channel open on the live page) and `admin-closed.png` (after the operator
 //! closed it).
 
-use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{eventually, wait_until, Behavior, TestApp, OPERATOR_KEY};
 use fantoccini::wd::Capabilities;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uuid::Uuid;
 
 fn find_binary(env: &str, candidates: &[&str]) -> Option<PathBuf> {
@@ -140,34 +140,30 @@ async fn shown_state(c: &Client, channel: Uuid) -> Option<String> {
 }
 
 async fn wait_shown(c: &Client, channel: Uuid, state: &str, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let s = shown_state(c, channel).await;
-        if s.as_deref() == Some(state) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the page did not show channel {channel} as {state} within {within:?} (shows {s:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(
+        within,
+        &format!("the page shows channel {channel} as {state}"),
+        || async { shown_state(c, channel).await.as_deref() == Some(state) },
+    )
+    .await;
 }
 
 /// Clicks `css` (retrying while the live page replaces the element between find and click).
 async fn click(c: &Client, css: &str) {
-    let mut last = None;
-    for _ in 0..20 {
-        match c.find(Locator::Css(css)).await {
+    let last = std::sync::Mutex::new(None);
+    let clicked = eventually(Duration::from_secs(2), || async {
+        let err = match c.find(Locator::Css(css)).await {
             Ok(e) => match e.click().await {
-                Ok(()) => return,
-                Err(err) => last = Some(err.to_string()),
+                Ok(()) => return true,
+                Err(err) => err.to_string(),
             },
-            Err(err) => last = Some(err.to_string()),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("could not click {css}: {last:?}");
+            Err(err) => err.to_string(),
+        };
+        *last.lock().unwrap() = Some(err);
+        false
+    })
+    .await;
+    assert!(clicked, "could not click {css}: {:?}", last.lock().unwrap());
 }
 
 /// Clicks `action` on `channel`'s row, checks the confirmation dialog names the channel, types
@@ -210,8 +206,12 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
     let (_, initech) = app.tenant("initech", "bulk").await;
     let orders = app.named_channel(&acme, "acme-orders", json!({})).await;
     let legacy = app.named_channel(&globex, "globex-legacy", json!({})).await;
-    let billing = app.named_channel(&globex, "globex-billing", json!({})).await;
-    let reports = app.named_channel(&initech, "initech-reports", json!({})).await;
+    let billing = app
+        .named_channel(&globex, "globex-billing", json!({}))
+        .await;
+    let reports = app
+        .named_channel(&initech, "initech-reports", json!({}))
+        .await;
     app.receiver
         .set("globex-legacy", Behavior::Status(503, None));
     app.deliver_many(&acme, orders, 40).await;
@@ -281,8 +281,29 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
         .await,
         "the transition is listed from the audit log"
     );
-    // Let the parked count and the summary catch up, then keep the picture.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // Let the parked count and the summary catch up (the page shows what the queue summary
+    // says, and the summary is stable while the circuit stays open), then keep the picture.
+    wait_until(
+        Duration::from_secs(10),
+        "the page's parked count is the queue summary's",
+        || async {
+            let (_, q) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
+            let parked: i64 = q["data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|q| {
+                    q["queue"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("deliveries"))
+                })
+                .map(|q| q["parked"].as_i64().unwrap_or(0))
+                .sum();
+            let shown = js(&c, "return document.getElementById('n-parked').textContent").await;
+            parked > 0 && shown == json!(parked.to_string())
+        },
+    )
+    .await;
     let shot = artifacts_dir().join("admin.png");
     std::fs::write(&shot, c.screenshot().await.unwrap()).unwrap();
     println!("admin page screenshot: {}", shot.display());
@@ -294,7 +315,13 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
     )
     .await;
     click(&c, "#confirm-cancel").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The dialog closed without sending anything: the action would have been sent on confirm.
+    wait_until(
+        Duration::from_secs(5),
+        "the confirm dialog closed",
+        || async { js(&c, "return document.getElementById('confirm').open").await == json!(false) },
+    )
+    .await;
     assert_eq!(app.circuit_state(orders).await, "closed");
 
     // The endpoint is fixed; the operator closes the circuit from the page.

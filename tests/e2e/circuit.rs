@@ -3,7 +3,7 @@
 use breakwater::Role;
 use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
 use breakwater_e2e::{
-    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp,
+    audit_count, eventually, spawn_workers, stop_all, test_settings, wait_until, Behavior, TestApp,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -31,8 +31,23 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
         })
         .await
     );
-    // Watch the open circuit for a while: probes every cooldown (0.5 s, then 1 s capped).
-    tokio::time::sleep(Duration::from_millis(4_000)).await;
+    // Watch the open circuit over several cooldowns (0.5 s, then 1 s capped): until four probes
+    // went out, which takes at least 0.5 + 0.5 + 1 + 1 s.
+    wait_until(
+        Duration::from_secs(20),
+        "four probes were sent to the open circuit",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM delivery_attempts WHERE channel_id = $1 AND probe",
+            )
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+                >= 4
+        },
+    )
+    .await;
     stop_all(nodes);
 
     assert_eq!(
@@ -96,10 +111,12 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
     .fetch_all(&pool)
     .await
     .unwrap();
-    assert!(probes >= 2, "probes kept coming: {probes}");
+    assert!(probes >= 4, "probes kept coming: {probes}");
+    // At most one probe per cooldown window (≥ 0.5 s) of the time watched.
+    let watched_ms = (*probe_starts.last().unwrap() - opened_at).num_milliseconds();
     assert!(
-        probes <= 6,
-        "at most one probe per cooldown window in 4 s: {probes}"
+        probes <= watched_ms / 450 + 1,
+        "at most one probe per cooldown window in {watched_ms} ms: {probes}"
     );
     assert!(
         (probe_starts[0] - opened_at).num_milliseconds() >= 450,
@@ -183,7 +200,9 @@ async fn a_dead_backlog_of_2000_does_not_hold_up_another_tenant(pool: PgPool) {
 async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel_with(&key, "flaky", json!({ "cooldown_ms": 300 })).await;
+    let ch = app
+        .channel_with(&key, "flaky", json!({ "cooldown_ms": 300 }))
+        .await;
     app.receiver.set("flaky", Behavior::Status(503, None));
     let ids = app.deliver_many(&key, ch, 500).await;
     assert!(
@@ -431,7 +450,9 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
     // A channel whose threshold is out of reach, so only the health check can open it.
     let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel_with(&key, "sick", json!({ "failure_threshold": 10000 })).await;
+    let ch = app
+        .channel_with(&key, "sick", json!({ "failure_threshold": 10000 }))
+        .await;
     app.receiver.set("sick", Behavior::Status(503, None));
     app.deliver_many(&key, ch, 30).await;
     assert!(
@@ -501,12 +522,13 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
 async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel_with(
-        &key,
-        "ep",
-        json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
-    )
-    .await;
+    let ch = app
+        .channel_with(
+            &key,
+            "ep",
+            json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
+        )
+        .await;
     app.receiver.set("ep", Behavior::Status(503, None));
     app.deliver(&key, ch, json!({})).await;
     // Opens; the one delivery is dead (1 attempt), so nothing is parked; the watcher moves
@@ -541,7 +563,8 @@ async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPo
     .await
     .unwrap();
     assert_eq!(probes, 1, "exactly one of the new deliveries was the probe");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Nothing of the channel is left to send or in flight: the count below is final.
+    app.wait_settled(ch).await;
     assert_eq!(
         app.receiver.count("ep"),
         6,
@@ -621,7 +644,9 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
 async fn channel_overrides_are_patched_and_visible(pool: PgPool) {
     let app = TestApp::spawn_role(pool, Role::Api, |_| {}).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel_with(&key, "x", json!({ "failure_threshold": 3 })).await;
+    let ch = app
+        .channel_with(&key, "x", json!({ "failure_threshold": 3 }))
+        .await;
     let (s, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
     assert_eq!(s, 200);
     assert_eq!(v["circuit"]["state"], "closed");
@@ -676,7 +701,9 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     // A long cooldown: no probe runs during the test.
-    let ch = app.channel_with(&key, "held", json!({ "cooldown_ms": 600_000 })).await;
+    let ch = app
+        .channel_with(&key, "held", json!({ "cooldown_ms": 600_000 }))
+        .await;
     let mut conn = pool.acquire().await.unwrap();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
     circuit::apply_manual(

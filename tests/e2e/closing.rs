@@ -140,12 +140,13 @@ async fn three_nodes_close_after_one_probe_and_two_trials_one_at_a_time(pool: Pg
     let nodes = spawn_workers(&pool, 3, &node_settings);
     let (_, key) = app.tenant("acme", "default").await;
     let gauge = Gauge::start(Duration::from_millis(100), 503).await;
-    let ch = app.channel_to(
-        &key,
-        &gauge.url,
-        json!({ "failure_threshold": 3, "cooldown_ms": 300, "close_after_successes": 3 }),
-    )
-    .await;
+    let ch = app
+        .channel_to(
+            &key,
+            &gauge.url,
+            json!({ "failure_threshold": 3, "cooldown_ms": 300, "close_after_successes": 3 }),
+        )
+        .await;
     let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
     assert_eq!(v["circuit"]["close_after_successes"], 3);
     let ids = app.deliver_many(&key, ch, 30).await;
@@ -253,12 +254,13 @@ async fn a_failed_second_trial_reopens_with_a_longer_cooldown(pool: PgPool) {
     .await;
     let (_, key) = app.tenant("acme", "default").await;
     let gauge = Gauge::start(Duration::from_millis(20), 503).await;
-    let ch = app.channel_to(
-        &key,
-        &gauge.url,
-        json!({ "failure_threshold": 3, "cooldown_ms": 600, "close_after_successes": 3 }),
-    )
-    .await;
+    let ch = app
+        .channel_to(
+            &key,
+            &gauge.url,
+            json!({ "failure_threshold": 3, "cooldown_ms": 600, "close_after_successes": 3 }),
+        )
+        .await;
     app.deliver_many(&key, ch, 10).await;
     wait_open_and_quiet(&app, ch).await;
     // The probe and the first trial pass, the second trial fails; everything after passes.
@@ -369,18 +371,20 @@ async fn with_nothing_waiting_the_circuit_waits_quietly_and_the_next_delivery_pr
     // dead (one attempt each), the third failure opening it.
     let empty_ep = Gauge::start(Duration::ZERO, 503).await;
     let dead_ep = Gauge::start(Duration::ZERO, 503).await;
-    let empty = app.channel_to(
-        &key,
-        &empty_ep.url,
-        json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
-    )
-    .await;
-    let dead = app.channel_to(
-        &key,
-        &dead_ep.url,
-        json!({ "failure_threshold": 3, "cooldown_ms": 200 }),
-    )
-    .await;
+    let empty = app
+        .channel_to(
+            &key,
+            &empty_ep.url,
+            json!({ "failure_threshold": 1, "cooldown_ms": 200 }),
+        )
+        .await;
+    let dead = app
+        .channel_to(
+            &key,
+            &dead_ep.url,
+            json!({ "failure_threshold": 3, "cooldown_ms": 200 }),
+        )
+        .await;
     app.deliver(&key, empty, json!({})).await;
     app.deliver_many(&key, dead, 3).await;
     for ch in [empty, dead] {
@@ -773,7 +777,9 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
             "{v}"
         );
     }
-    let ch = app.channel_to(&key, &url, json!({ "close_after_successes": 3 })).await;
+    let ch = app
+        .channel_to(&key, &url, json!({ "close_after_successes": 3 }))
+        .await;
     let path = format!("/api/v1/channels/{ch}");
     let (_, v) = app.get(&path, &key).await;
     assert_eq!(v["close_after_successes"], 3);
@@ -781,14 +787,23 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
     assert_eq!(v["circuit"]["trial_successes"], 0);
 
     // PATCH: range-checked, audited with old and new, null returns to the cluster default.
-    let (s, v, ctype) = app.call("PATCH", &path, &key, Some(json!({ "close_after_successes": 0 }))).await;
+    let (s, v, ctype) = app
+        .call(
+            "PATCH",
+            &path,
+            &key,
+            Some(json!({ "close_after_successes": 0 })),
+        )
+        .await;
     assert_eq!(s, 422, "{v}");
     assert!(ctype.starts_with("application/problem+json"), "{ctype}");
     assert!(v["detail"]
         .as_str()
         .unwrap()
         .contains("close_after_successes"));
-    let (s, v) = app.patch(&path, &key, &json!({ "close_after_successes": 5 })).await;
+    let (s, v) = app
+        .patch(&path, &key, &json!({ "close_after_successes": 5 }))
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["circuit"]["close_after_successes"], 5);
     let details: serde_json::Value = sqlx::query_scalar(
@@ -800,7 +815,9 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
     .unwrap();
     assert_eq!(details["old"]["close_after_successes"], 3, "{details}");
     assert_eq!(details["new"]["close_after_successes"], 5, "{details}");
-    let (s, v) = app.patch(&path, &key, &json!({ "close_after_successes": null })).await;
+    let (s, v) = app
+        .patch(&path, &key, &json!({ "close_after_successes": null }))
+        .await;
     assert_eq!(s, 200);
     assert_eq!(v["close_after_successes"], serde_json::Value::Null);
     assert_eq!(
@@ -811,13 +828,17 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
     // The cluster default: operator edit, range-checked, audited, seen by channels without one.
     let defaults = "/api/v1/admin/circuit-defaults";
     let op = breakwater_e2e::OPERATOR_KEY;
-    let (s, v) = app.patch(defaults, op, &json!({ "close_after_successes": 101 })).await;
+    let (s, v) = app
+        .patch(defaults, op, &json!({ "close_after_successes": 101 }))
+        .await;
     assert_eq!(s, 422, "{v}");
     assert!(v["detail"]
         .as_str()
         .unwrap()
         .contains("close_after_successes"));
-    let (s, v) = app.patch(defaults, op, &json!({ "close_after_successes": 4 })).await;
+    let (s, v) = app
+        .patch(defaults, op, &json!({ "close_after_successes": 4 }))
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["close_after_successes"], 4);
     assert_eq!(v["close_after_successes_overridden"], true);
@@ -834,7 +855,9 @@ async fn close_after_successes_is_a_checked_audited_setting_per_channel_and_clus
 
     // Another tenant cannot touch it.
     let (_, other) = app.tenant("other", "default").await;
-    let (s, _) = app.patch(&path, &other, &json!({ "close_after_successes": 2 })).await;
+    let (s, _) = app
+        .patch(&path, &other, &json!({ "close_after_successes": 2 }))
+        .await;
     assert_eq!(s, 404);
     app.stop().await;
 }
@@ -849,12 +872,13 @@ async fn a_probe_answered_4xx_passes_the_role_on_without_waiting_for_its_lease(p
     .await;
     let (_, key) = app.tenant("acme", "default").await;
     let gauge = Gauge::start(Duration::ZERO, 503).await;
-    let ch = app.channel_to(
-        &key,
-        &gauge.url,
-        json!({ "failure_threshold": 3, "cooldown_ms": 300 }),
-    )
-    .await;
+    let ch = app
+        .channel_to(
+            &key,
+            &gauge.url,
+            json!({ "failure_threshold": 3, "cooldown_ms": 300 }),
+        )
+        .await;
     app.deliver_many(&key, ch, 10).await;
     wait_open_and_quiet(&app, ch).await;
     // The probe gets a 400 (the endpoint is up but refuses that one), everything after 200.

@@ -1,6 +1,6 @@
 //! Delivery end to end: a node, a receiver on loopback, the real queue.
 
-use breakwater_e2e::{eventually, Behavior, TestApp};
+use breakwater_e2e::{eventually, wait_until, Behavior, TestApp};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
@@ -160,8 +160,8 @@ async fn a_400_endpoint_is_dead_after_one_attempt(pool: PgPool) {
         })
         .await
     );
-    // Give a wrong retry the time it would need to show up.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Its job is final and nothing is in flight: no retry can still show up.
+    app.wait_settled(ch).await;
     assert_eq!(app.receiver.count("rejects"), 1);
     let (s, v) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
     assert_eq!(s, 200);
@@ -351,7 +351,14 @@ async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_re
             .await,
         1
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until the abandoned run is over: its request ended (the endpoint answers after 3 s,
+    // past the tests' 2 s request timeout) and the node wrote, fenced, its result.
+    wait_until(
+        Duration::from_secs(10),
+        "the abandoned run's late answer was handled",
+        || async { app.in_flight().await == 0.0 },
+    )
+    .await;
     assert_eq!(app.delivery_status(id).await, "dead");
     // And it can be replayed.
     app.receiver.set("slow", Behavior::Status(200, None));

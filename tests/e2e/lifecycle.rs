@@ -2,7 +2,7 @@
 //! purging payloads — with the real queue, a receiver on loopback, and other tenants that must
 //! see 404 and change nothing.
 
-use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{eventually, live_jobs, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -25,18 +25,6 @@ async fn attempts(pool: &PgPool, delivery: Uuid) -> i64 {
         .unwrap()
 }
 
-/// Live (waiting or running) jobs of a channel.
-async fn live_jobs(pool: &PgPool, channel: Uuid) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM jobs
-         WHERE group_id = $1 AND state IN ('available', 'scheduled', 'executing')",
-    )
-    .bind(channel)
-    .fetch_one(pool)
-    .await
-    .unwrap()
-}
-
 /// The endpoint receives nothing more for `window` (polled, so a late request fails at once).
 async fn stays_at(app: &TestApp, endpoint: &str, n: usize, window: Duration) -> bool {
     !eventually(window, || async { app.receiver.count(endpoint) > n }).await
@@ -52,12 +40,13 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
     app.receiver
         .set("slow", Behavior::Delay(Duration::from_millis(1_500), 503));
     let (tenant, key) = app.tenant("acme", "default").await;
-    let channel = app.channel_with(
-        &key,
-        "slow",
-        json!({ "max_in_flight": 1, "failure_threshold": 1 }),
-    )
-    .await;
+    let channel = app
+        .channel_with(
+            &key,
+            "slow",
+            json!({ "max_in_flight": 1, "failure_threshold": 1 }),
+        )
+        .await;
     let ids = app.deliver_many(&key, channel, 101).await;
 
     // One attempt in flight (the channel allows one at a time), 100 waiting.
@@ -75,12 +64,9 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
         .unwrap();
     assert_eq!(app.delivery_status(in_flight).await, "delivering");
 
-    let (s, v, _) = app.call("DELETE",
-        &format!("/api/v1/channels/{channel}"),
-        &key,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call("DELETE", &format!("/api/v1/channels/{channel}"), &key, None)
+        .await;
     assert_eq!(s, 204, "{v}");
 
     // 404 everywhere, for every route that names it.
@@ -196,19 +182,18 @@ async fn another_tenant_cannot_delete_cancel_purge_or_revoke(pool: PgPool) {
         assert_eq!(ct, "application/problem+json");
     }
     // A tenant key cannot use the operator's routes.
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenants/{a}"),
-        &key_b,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call("DELETE", &format!("/api/v1/tenants/{a}"), &key_b, None)
+        .await;
     assert_eq!(s, 403);
-    let (s, _, _) = app.call("POST",
-        &format!("/api/v1/tenants/{a}/keys"),
-        &key_b,
-        Some(json!({})),
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/tenants/{a}/keys"),
+            &key_b,
+            Some(json!({})),
+        )
+        .await;
     assert_eq!(s, 403);
 
     // Nothing changed: the channel, the delivery and the key are as they were.
@@ -267,12 +252,14 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
     let backlog = app.deliver_many(&key, parked, 20).await;
     let other_channel = app.channel(&other_key, "other").await;
 
-    let (s, v, _) = app.call("DELETE",
-        &format!("/api/v1/tenants/{doomed}"),
-        OPERATOR_KEY,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenants/{doomed}"),
+            OPERATOR_KEY,
+            None,
+        )
+        .await;
     assert_eq!(s, 204, "{v}");
 
     // Both keys are refused from their next request on.
@@ -439,12 +426,14 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     );
 
     // Another tenant cannot revoke it.
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenant/keys/{ci_id}"),
-        &other,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenant/keys/{ci_id}"),
+            &other,
+            None,
+        )
+        .await;
     assert_eq!(s, 404);
     assert_eq!(app.get("/api/v1/tenant", &ci).await.0, 200);
 
@@ -453,21 +442,25 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
         .as_str()
         .unwrap()
         .to_string();
-    let (s, v, _) = app.call("DELETE",
-        &format!("/api/v1/tenant/keys/{first_id}"),
-        &ci,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenant/keys/{first_id}"),
+            &ci,
+            None,
+        )
+        .await;
     assert_eq!(s, 204, "{v}");
     let (s, v, ct) = app.call("GET", "/api/v1/tenant", &first, None).await;
     assert_eq!((s, ct.as_str()), (401, "application/problem+json"), "{v}");
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenant/keys/{first_id}"),
-        &ci,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenant/keys/{first_id}"),
+            &ci,
+            None,
+        )
+        .await;
     assert_eq!(s, 404, "revoking twice: the key is not found");
     let (_, active) = app.get("/api/v1/tenant/keys", &ci).await;
     assert_eq!(active["data"].as_array().unwrap().len(), 1);
@@ -501,19 +494,23 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
         .await;
     assert_eq!(s, 200);
     assert_eq!(listed["data"].as_array().unwrap().len(), 2);
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenants/{}/keys/{op_id}", Uuid::now_v7()),
-        OPERATOR_KEY,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenants/{}/keys/{op_id}", Uuid::now_v7()),
+            OPERATOR_KEY,
+            None,
+        )
+        .await;
     assert_eq!(s, 404, "a key is revoked through its own tenant only");
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenants/{tenant}/keys/{op_id}"),
-        OPERATOR_KEY,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/tenants/{tenant}/keys/{op_id}"),
+            OPERATOR_KEY,
+            None,
+        )
+        .await;
     assert_eq!(s, 204);
     assert_eq!(app.get("/api/v1/tenant", &op_key).await.0, 401);
     let (s, _) = app
@@ -526,12 +523,9 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     assert_eq!(s, 404, "no keys for a missing tenant");
 
     // A key may revoke itself; its next request is refused.
-    let (s, _, _) = app.call("DELETE",
-        &format!("/api/v1/tenant/keys/{ci_id}"),
-        &ci,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call("DELETE", &format!("/api/v1/tenant/keys/{ci_id}"), &ci, None)
+        .await;
     assert_eq!(s, 204);
     assert_eq!(app.get("/api/v1/tenant", &ci).await.0, 401);
 
@@ -564,21 +558,25 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .await;
     assert_eq!(s, 200);
     let ids = app.deliver_many(&key, ch, 3).await;
-    let (s, v, _) = app.call("POST",
-        &format!("/api/v1/deliveries/{}/cancel", ids[0]),
-        &key,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{}/cancel", ids[0]),
+            &key,
+            None,
+        )
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["status"], "cancelled");
     assert_eq!(v["last_error"], "cancelled by request");
-    let (s, v, ct) = app.call("POST",
-        &format!("/api/v1/deliveries/{}/cancel", ids[0]),
-        &key,
-        None,
-    )
-    .await;
+    let (s, v, ct) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{}/cancel", ids[0]),
+            &key,
+            None,
+        )
+        .await;
     assert_eq!((s, ct.as_str()), (409, "application/problem+json"), "{v}");
     assert!(v["detail"].as_str().unwrap().contains("cancelled"), "{v}");
     let (s, _) = app
@@ -610,12 +608,14 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .iter()
         .all(|r| r.webhook_id.as_deref() != Some(cancelled_id.as_str())));
     // Delivered: 409.
-    let (s, v, _) = app.call("POST",
-        &format!("/api/v1/deliveries/{}/cancel", ids[1]),
-        &key,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{}/cancel", ids[1]),
+            &key,
+            None,
+        )
+        .await;
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("delivered"), "{v}");
 
@@ -625,7 +625,9 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         "slowfail",
         Behavior::Delay(Duration::from_millis(1_500), 503),
     );
-    let slow = app.channel_with(&key, "slowfail", json!({ "failure_threshold": 1 })).await;
+    let slow = app
+        .channel_with(&key, "slowfail", json!({ "failure_threshold": 1 }))
+        .await;
     let flying = app.deliver(&key, slow, json!({})).await;
     assert_eq!(
         app.receiver
@@ -633,12 +635,14 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
             .await,
         1
     );
-    let (s, v, _) = app.call("POST",
-        &format!("/api/v1/deliveries/{flying}/cancel"),
-        &key,
-        None,
-    )
-    .await;
+    let (s, v, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{flying}/cancel"),
+            &key,
+            None,
+        )
+        .await;
     assert_eq!(s, 200, "{v}");
     assert!(
         eventually(Duration::from_secs(10), || async {
@@ -745,12 +749,14 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("purged"), "{v}");
     // Cancelled, then purged.
-    let (s, _, _) = app.call("POST",
-        &format!("/api/v1/deliveries/{waiting}/cancel"),
-        &key,
-        None,
-    )
-    .await;
+    let (s, _, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{waiting}/cancel"),
+            &key,
+            None,
+        )
+        .await;
     assert_eq!(s, 200);
     assert_eq!(purge(waiting, key.clone()).await.0, 204);
     app.stop().await;

@@ -1,7 +1,9 @@
 //! Rate limits across the cluster, the per-node channel cap, and tier queues.
 
 use breakwater::Role;
-use breakwater_e2e::{eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp};
+use breakwater_e2e::{
+    eventually, spawn_workers, stop_all, test_settings, wait_until, Behavior, TestApp,
+};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
@@ -287,7 +289,22 @@ async fn a_frozen_transaction_on_one_channel_blocks_nobody_else(pool: PgPool) {
             (r.status().as_u16(), retry_after)
         }));
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Until they wait on the frozen row's lock in the database.
+    wait_until(
+        Duration::from_secs(5),
+        "enqueues to A wait on the locked row",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+                >= 1
+        },
+    )
+    .await;
     // Meanwhile another tenant's enqueue and the readiness probe answer promptly.
     let t = Instant::now();
     let (s, v) = app
@@ -425,14 +442,18 @@ async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
         json!({ "in_flight": 0, "limit": 2, "floor": 1, "ceiling": 2 }),
         "the initial limit (4) is held under the channel's ceiling"
     );
-    let (s, v) = app.patch_channel(&key, ch, json!({ "max_in_flight": null })).await;
+    let (s, v) = app
+        .patch_channel(&key, ch, json!({ "max_in_flight": null }))
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         v["concurrency"],
         json!({ "in_flight": 0, "limit": 4, "floor": 1, "ceiling": 64 })
     );
     for bad in [json!(0), json!(-3), json!(10_001), json!("ten")] {
-        let (s, v) = app.patch_channel(&key, ch, json!({ "max_in_flight": bad })).await;
+        let (s, v) = app
+            .patch_channel(&key, ch, json!({ "max_in_flight": bad }))
+            .await;
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(
             v["field"] == "max_in_flight"

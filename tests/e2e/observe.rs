@@ -13,33 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// `GET /metrics` without a key: the status, the content type and the series as
-/// `name{labels}` → value.
-async fn scrape(app: &TestApp) -> (u16, String, String, BTreeMap<String, f64>) {
-    let r = app
-        .http
-        .get(format!("{}/metrics", app.api))
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let text = r.text().await.unwrap();
-    let series = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect();
-    (status, ct, text, series)
-}
-
 fn value(series: &BTreeMap<String, f64>, key: &str) -> f64 {
     series.get(key).copied().unwrap_or(f64::NAN)
 }
@@ -50,7 +23,9 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
     let (acme, acme_key) = app.tenant("acme", "default").await;
     let (globex, globex_key) = app.tenant("globex", "high").await;
     let healthy = app.named_channel(&acme_key, "orders", json!({})).await;
-    let limited = app.named_channel(&acme_key, "limited", json!({ "rate_limit": "5/s" })).await;
+    let limited = app
+        .named_channel(&acme_key, "limited", json!({ "rate_limit": "5/s" }))
+        .await;
     let dead = app.named_channel(&globex_key, "legacy", json!({})).await;
     app.receiver.set("legacy", Behavior::Status(503, None));
 
@@ -74,7 +49,7 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
     assert!(eventually(Duration::from_secs(20), delivered).await);
     assert!(
         eventually(Duration::from_secs(20), || async {
-            let (_, _, _, s) = scrape(&app).await;
+            let (_, _, _, s) = app.scrape().await;
             value(&s, "breakwater_probe_results_total{outcome=\"transient\"}") >= 1.0
                 && value(
                     &s,
@@ -105,7 +80,7 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
     // happened after the pause.
     assert!(
         eventually(Duration::from_secs(15), || async {
-            let (_, _, _, s) = scrape(&app).await;
+            let (_, _, _, s) = app.scrape().await;
             let parked = parked_now().await;
             parked >= 1
                 && value(&s, "breakwater_deliveries_parked{tier=\"high\"}") == parked as f64
@@ -114,7 +89,7 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
         .await
     );
 
-    let (status, content_type, text, s) = scrape(&app).await;
+    let (status, content_type, text, s) = app.scrape().await;
     assert_eq!(status, 200);
     assert!(
         content_type.starts_with("text/plain; version=0.0.4"),
@@ -335,7 +310,7 @@ async fn operator_queue_view_shows_depth_in_flight_and_parked(pool: PgPool) {
         })
         .await
     );
-    let (_, _, _, s) = scrape(&app).await;
+    let (_, _, _, s) = app.scrape().await;
     assert!(value(&s, "breakwater_pool_in_flight{queue=\"deliveries\"}") >= 1.0);
     assert!(value(&s, "breakwater_queue_executing{queue=\"deliveries\"}") >= 1.0);
 
@@ -585,13 +560,13 @@ async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool)
     app.deliver_many(&key, ch, 5).await;
     let parked =
         |s: &BTreeMap<String, f64>| value(s, "breakwater_deliveries_parked{tier=\"default\"}");
-    let (_, _, _, first) = scrape(&app).await;
+    let (_, _, _, first) = app.scrape().await;
     assert_eq!(parked(&first), 5.0);
     // More parked work, then a burst of scrapes: they are served from the last read (a scrape
     // loop costs the database nothing more), until the gauges are older than the interval.
     app.deliver_many(&key, ch, 5).await;
     for _ in 0..20 {
-        let (status, _, _, s) = scrape(&app).await;
+        let (status, _, _, s) = app.scrape().await;
         assert_eq!(status, 200);
         if parked(&s) == 10.0 {
             break; // the interval passed on a slow machine: fine, checked below
@@ -604,7 +579,7 @@ async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool)
     }
     assert!(
         eventually(Duration::from_secs(12), || async {
-            let (_, _, _, s) = scrape(&app).await;
+            let (_, _, _, s) = app.scrape().await;
             parked(&s) == 10.0
         })
         .await,

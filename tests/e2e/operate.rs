@@ -3,7 +3,8 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp, OPERATOR_KEY,
+    all_parked, eventually, live_jobs_of_kind, spawn_workers, stop_all, test_settings, wait_until,
+    Behavior, TestApp, OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -29,14 +30,17 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app.channel(&key, "maint").await;
 
-    let (s, v) = app.post_empty(
-        &format!("/api/v1/channels/{ch}/pause?reason=maintenance"),
-        &key,
-    )
-    .await;
+    let (s, v) = app
+        .post_empty(
+            &format!("/api/v1/channels/{ch}/pause?reason=maintenance"),
+            &key,
+        )
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["circuit"]["state"], "paused");
-    let (s, v) = app.post_empty(&format!("/api/v1/channels/{ch}/pause"), &key).await;
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
+        .await;
     assert_eq!(
         (s, v["circuit"]["state"].as_str()),
         (200, Some("paused")),
@@ -58,7 +62,14 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
         .await,
         "new deliveries are accepted and parked"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every job is parked (scheduled a minute ahead, never attempted): no node can fetch one
+    // before the resume, and none did so far.
+    wait_until(
+        Duration::from_secs(10),
+        "all 50 jobs are parked",
+        || async { all_parked(&pool, ch, 50).await },
+    )
+    .await;
     assert_eq!(
         app.receiver.count("maint"),
         0,
@@ -67,9 +78,13 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
     assert_eq!(v["circuit"]["parked"], 50);
 
-    let (s, v) = app.post_empty(&format!("/api/v1/channels/{ch}/resume"), &key).await;
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
+        .await;
     assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
-    let (s, _) = app.post_empty(&format!("/api/v1/channels/{ch}/resume"), &key).await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
+        .await;
     assert_eq!(s, 200, "resuming again is a no-op");
     assert_eq!(
         app.receiver
@@ -77,7 +92,7 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
             .await,
         50
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.wait_settled(ch).await;
     let got: std::collections::HashSet<String> = app
         .receiver
         .received("maint")
@@ -176,7 +191,14 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
         })
         .await
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every alert job is done and nothing runs on any node: a duplicate alert would have been
+    // sent by now.
+    wait_until(
+        Duration::from_secs(10),
+        "no alert job is left and nothing is in flight",
+        || async { live_jobs_of_kind(&pool, "alert").await == 0 && app.in_flight().await == 0.0 },
+    )
+    .await;
     stop_all(nodes);
 
     let opened = app.alerts_of("oncall", "channel.circuit_opened");
@@ -221,11 +243,9 @@ async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool
     app.receiver.set("oncall", Behavior::Status(500, None));
     let ch = app.channel(&key, "ep").await;
     // An operator's pause alerts (a tenant's own does not, unless it set alert_on_manual).
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{ch}/pause"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/admin/channels/{ch}/pause"), OPERATOR_KEY)
+        .await;
     assert_eq!(s, 200);
     // The paused alert goes out and fails; meanwhile another channel's deliveries flow.
     let (_, other_key) = app.tenant("beta", "default").await;
@@ -280,9 +300,13 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
     );
 
     app.receiver.set("ep", Behavior::Status(200, None));
-    let (s, v) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key)
+        .await;
     assert_eq!(s, 202, "{v}");
-    let (s, v) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key).await;
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key)
+        .await;
     assert_eq!(
         s, 409,
         "a delivery that is not dead is not replayed again: {v}"
@@ -293,7 +317,7 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
         })
         .await
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.wait_settled(ch).await;
     let ok = app
         .receiver
         .received("ep")
@@ -308,7 +332,9 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
         .unwrap();
     assert_eq!(live, 0);
     let (_, other) = app.tenant("other", "default").await;
-    let (s, _) = app.post_empty(&format!("/api/v1/deliveries/{id}/replay"), &other).await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/deliveries/{id}/replay"), &other)
+        .await;
     assert_eq!(s, 404);
     app.stop().await;
 }
@@ -366,7 +392,7 @@ async fn a_closing_probe_replays_the_windows_dead_letters_once(pool: PgPool) {
             .await
         );
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.wait_settled(ch).await;
     for id in &dead {
         let n = app
             .receiver
@@ -397,11 +423,12 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     assert_eq!(s, 403);
 
     // Force open: parked, audited as operator, visible in the filtered list.
-    let (s, v) = app.post_empty(
-        &format!("/api/v1/admin/channels/{cb}/open?reason=incident-42"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, v) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{cb}/open?reason=incident-42"),
+            OPERATOR_KEY,
+        )
+        .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["circuit"]["state"], "open");
     let (s, v) = app
@@ -440,13 +467,16 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
 
     // Deliveries to the forced-open channel are parked; force close releases them.
     app.deliver_many(&b, cb, 10).await;
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(app.receiver.count("b"), 0);
-    let (s, v) = app.post_empty(
-        &format!("/api/v1/admin/channels/{cb}/close"),
-        OPERATOR_KEY,
+    wait_until(
+        Duration::from_secs(10),
+        "the 10 jobs are parked",
+        || async { all_parked(&pool, cb, 10).await },
     )
     .await;
+    assert_eq!(app.receiver.count("b"), 0);
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/admin/channels/{cb}/close"), OPERATOR_KEY)
+        .await;
     assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
     assert_eq!(
         app.receiver
@@ -456,24 +486,21 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     );
 
     // Operator pause / resume of any tenant's channel.
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{ca}/pause"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/admin/channels/{ca}/pause"), OPERATOR_KEY)
+        .await;
     assert_eq!(s, 200);
     assert_eq!(app.circuit_state(ca).await, "paused");
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{ca}/resume"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/admin/channels/{ca}/resume"), OPERATOR_KEY)
+        .await;
     assert_eq!(s, 200);
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{ca}/explode"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{ca}/explode"),
+            OPERATOR_KEY,
+        )
+        .await;
     assert_eq!(s, 404);
 
     // Global defaults: edited at run time, effective where a channel has no override.
@@ -580,13 +607,13 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
     let paused = app.channel(&key, "p").await;
     let open = app.channel(&key, "o").await;
     let closed = app.channel(&key, "c").await;
-    let (s, _) = app.post_empty(&format!("/api/v1/channels/{paused}/pause"), &key).await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/channels/{paused}/pause"), &key)
+        .await;
     assert_eq!(s, 200);
-    let (s, _) = app.post_empty(
-        &format!("/api/v1/admin/channels/{open}/open"),
-        OPERATOR_KEY,
-    )
-    .await;
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/admin/channels/{open}/open"), OPERATOR_KEY)
+        .await;
     assert_eq!(s, 200);
     for ch in [paused, open, closed] {
         app.deliver_many(&key, ch, 20).await;
@@ -613,7 +640,9 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
         "a closed channel's deliveries are due at once"
     );
     // Resume releases them in one UPDATE.
-    let (s, v) = app.post_empty(&format!("/api/v1/channels/{paused}/resume"), &key).await;
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{paused}/resume"), &key)
+        .await;
     assert_eq!((s, v["circuit"]["parked"].as_i64()), (200, Some(0)));
     assert_eq!(parked(paused).await, (0, 0));
     app.stop().await;

@@ -22,3 +22,43 @@ pub async fn count_status(pool: &PgPool, channel: Uuid, status: &str) -> i64 {
         .await
         .expect("count deliveries")
 }
+
+/// Live jobs (available, scheduled or executing) of `channel`'s group: work a node may still
+/// send to the channel's endpoint.
+pub async fn live_jobs(pool: &PgPool, channel: Uuid) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM jobs
+         WHERE group_id = $1 AND state IN ('available', 'scheduled', 'executing')",
+    )
+    .bind(channel)
+    .fetch_one(pool)
+    .await
+    .expect("count live jobs")
+}
+
+/// Live jobs (available, scheduled or executing) of `kind` (e.g. `"alert"`).
+pub async fn live_jobs_of_kind(pool: &PgPool, kind: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM jobs
+         WHERE kind = $1 AND state IN ('available', 'scheduled', 'executing')",
+    )
+    .bind(kind)
+    .fetch_one(pool)
+    .await
+    .expect("count live jobs")
+}
+
+/// Whether every job of `channel`'s group (and there are `n`) is parked, by the queue's own
+/// definition ([`breakwater_queue::parked_count`]: waiting, in a parked group or behind a
+/// parked gate): the fetch takes none of them before a release.
+pub async fn all_parked(pool: &PgPool, channel: Uuid, n: i64) -> bool {
+    let all: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1")
+        .bind(channel)
+        .fetch_one(pool)
+        .await
+        .expect("count jobs");
+    let parked = breakwater_queue::parked_count(pool, channel)
+        .await
+        .expect("count parked jobs");
+    all == n && parked == n
+}

@@ -23,9 +23,9 @@ pub mod nodes;
 pub mod routes;
 pub mod wait;
 
-pub use db::{audit_count, count_status};
+pub use db::{all_parked, audit_count, count_status, live_jobs, live_jobs_of_kind};
 pub use nodes::{spawn_node_thread, spawn_workers, stop_all, ThreadNode};
-pub use wait::{eventually, wait_until};
+pub use wait::{eventually, eventually_every, wait_until};
 
 /// The operator key of test nodes.
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
@@ -365,6 +365,58 @@ impl TestApp {
             .collect();
         v.sort();
         v
+    }
+
+    /// `GET {api}/metrics` without a key: the status, the content type, the text and the series
+    /// as `name{labels}` → value.
+    pub async fn scrape(&self) -> (u16, String, String, std::collections::BTreeMap<String, f64>) {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.api))
+            .send()
+            .await
+            .expect("scrape /metrics");
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let text = r.text().await.expect("the metrics text");
+        let series = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect();
+        (status, ct, text, series)
+    }
+
+    /// Jobs running in this process's worker pools now, every queue and node of the process
+    /// together (`breakwater_pool_in_flight`: a job counts until its result, fenced or not, is
+    /// written). Nodes on [`spawn_node_thread`] share the process's metrics, so they count too.
+    pub async fn in_flight(&self) -> f64 {
+        let (s, _, text, series) = self.scrape().await;
+        assert_eq!(s, 200, "scrape /metrics: {text}");
+        series
+            .iter()
+            .filter(|(k, _)| k.starts_with("breakwater_pool_in_flight"))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Waits (up to 10 s) until `channel` has no live job and no job runs in the process: no
+    /// request to its endpoint is in flight or can still be sent, so what the receiver got is
+    /// final. Negative checks ("each sent once", "no retry") wait on this instead of a sleep.
+    pub async fn wait_settled(&self, channel: Uuid) {
+        wait_until(
+            Duration::from_secs(10),
+            &format!("channel {channel} has no live job and nothing is in flight"),
+            || async { live_jobs(&self.pool, channel).await == 0 && self.in_flight().await == 0.0 },
+        )
+        .await;
     }
 
     /// The channel's circuit state column.

@@ -10,7 +10,18 @@ use std::time::{Duration, Instant};
 pub const POLL: Duration = Duration::from_millis(25);
 
 /// Polls `cond` every [`POLL`] until it is true or `timeout` passes; returns the last answer.
-pub async fn eventually<F, Fut>(timeout: Duration, mut cond: F) -> bool
+pub async fn eventually<F, Fut>(timeout: Duration, cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    eventually_every(timeout, POLL, cond).await
+}
+
+/// Polls `cond` every `every` until it is true or `timeout` passes; returns the last answer.
+/// For a condition that may hold only for a moment (poll it more often than [`POLL`]) or that is
+/// costly to ask (less often).
+pub async fn eventually_every<F, Fut>(timeout: Duration, every: Duration, mut cond: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -23,7 +34,7 @@ where
         if Instant::now() >= deadline {
             return false;
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(every).await;
     }
 }
 

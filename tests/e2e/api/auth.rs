@@ -2,7 +2,7 @@
 //! other side's key, and keys stored only as digests.
 
 use super::{count, enqueue_path, event};
-use breakwater_e2e::http::{send, post, get, assert_problem, assert_ok};
+use breakwater_e2e::http::{assert_ok, assert_problem, get, post, send};
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
 use serde_json::json;
 use sqlx::PgPool;

@@ -1,7 +1,7 @@
 //! Enqueueing deliveries: invalid and oversized payloads, idempotency keys, batches.
 
 use super::{count, enqueue_path, event};
-use breakwater_e2e::http::{send, post, get, assert_problem, assert_invalid, assert_ok};
+use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post, send};
 use breakwater_e2e::TestApp;
 use serde_json::json;
 use sqlx::PgPool;

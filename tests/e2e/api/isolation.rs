@@ -1,7 +1,7 @@
 //! Tenant isolation: another tenant's channel or delivery is 404 and stays unchanged.
 
-use super::{count, channel_row, enqueue_path, event};
-use breakwater_e2e::http::{send, post, get, assert_problem, assert_invalid, assert_ok};
+use super::{channel_row, count, enqueue_path, event};
+use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post, send};
 use breakwater_e2e::TestApp;
 use serde_json::{json, Value};
 use sqlx::PgPool;

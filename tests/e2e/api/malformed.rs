@@ -2,7 +2,7 @@
 //! with a problem, never a 500.
 
 use super::{count, enqueue_path, event};
-use breakwater_e2e::http::{send, post, post_raw, get, assert_problem, assert_ok};
+use breakwater_e2e::http::{assert_ok, assert_problem, get, post, post_raw, send};
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
 use serde_json::json;
 use sqlx::PgPool;

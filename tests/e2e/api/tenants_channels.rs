@@ -2,7 +2,7 @@
 //! and targets the service must refuse without telling anything about the inside.
 
 use super::count;
-use breakwater_e2e::http::{post, get, assert_problem, assert_invalid, assert_ok};
+use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post};
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
