@@ -753,6 +753,8 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
             .await,
         20
     );
+    // The receiver counts a request when it arrives: wait for the results to be recorded.
+    app.wait_settled(ch).await;
     let attempts: i64 =
         sqlx::query_scalar("SELECT sum(attempts)::int8 FROM deliveries WHERE channel_id = $1")
             .bind(ch)
