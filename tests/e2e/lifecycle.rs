@@ -25,11 +25,6 @@ async fn attempts(pool: &PgPool, delivery: Uuid) -> i64 {
         .unwrap()
 }
 
-/// The endpoint receives nothing more for `window` (polled, so a late request fails at once).
-async fn stays_at(app: &TestApp, endpoint: &str, n: usize, window: Duration) -> bool {
-    !eventually(window, || async { app.receiver.count(endpoint) > n }).await
-}
-
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes_nothing(
     pool: PgPool,
@@ -109,8 +104,11 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
         .await,
         "the in-flight attempt was recorded"
     );
-    assert!(
-        stays_at(&app, "slow", 1, Duration::from_secs(2)).await,
+    // No job of the channel is left and nothing is in flight: nothing more can reach it.
+    app.wait_settled(channel).await;
+    assert_eq!(
+        app.receiver.count("slow"),
+        1,
         "nothing more reached the endpoint"
     );
     let (s, v) = app
@@ -343,8 +341,10 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
         .get(&format!("/api/v1/tenants/{other}"), OPERATOR_KEY)
         .await;
     assert_eq!(s, 200);
-    assert!(
-        stays_at(&app, "parked", 0, Duration::from_millis(500)).await,
+    app.wait_settled(parked).await;
+    assert_eq!(
+        app.receiver.count("parked"),
+        0,
         "the paused channel's endpoint never heard anything"
     );
     app.stop().await;
@@ -597,8 +597,10 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
             .await
         );
     }
-    assert!(
-        stays_at(&app, "held", 2, Duration::from_millis(500)).await,
+    app.wait_settled(ch).await;
+    assert_eq!(
+        app.receiver.count("held"),
+        2,
         "the cancelled one never arrived"
     );
     let cancelled_id = ids[0].to_string();
@@ -650,7 +652,8 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         })
         .await
     );
-    assert!(stays_at(&app, "slowfail", 1, Duration::from_secs(1)).await);
+    app.wait_settled(slow).await;
+    assert_eq!(app.receiver.count("slowfail"), 1);
     assert_eq!(app.delivery_status(flying).await, "cancelled");
     assert_eq!(app.circuit_state(slow).await, "closed");
     assert_eq!(live_jobs(&pool, slow).await, 0);
