@@ -362,14 +362,10 @@ async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_re
     assert_eq!(app.delivery_status(id).await, "dead");
     // And it can be replayed.
     app.receiver.set("slow", Behavior::Status(200, None));
-    let r = app
-        .http
-        .post(format!("{}/api/v1/deliveries/{id}/replay", app.api))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key)
+        .await;
+    assert_eq!(s, 202);
     assert!(
         eventually(Duration::from_secs(10), || async {
             app.delivery_status(id).await == "delivered"

@@ -59,14 +59,13 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
         .await,
         "the dead channel was probed, and the probe failed"
     );
-    let r = app
-        .http
-        .post(format!("{}/api/v1/admin/channels/{dead}/pause", app.api))
-        .bearer_auth(OPERATOR_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{dead}/pause"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(s, 200);
     let parked_now = || async {
         sqlx::query_scalar::<_, i64>(
             "SELECT count(*) FROM jobs j JOIN job_groups g ON g.group_id = j.group_id AND g.parked WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')",
@@ -315,14 +314,13 @@ async fn operator_queue_view_shows_depth_in_flight_and_parked(pool: PgPool) {
     assert!(value(&s, "breakwater_queue_executing{queue=\"deliveries\"}") >= 1.0);
 
     // Pausing parks the backlog: the view counts it as parked.
-    let r = app
-        .http
-        .post(format!("{}/api/v1/admin/channels/{slow}/pause", app.api))
-        .bearer_auth(OPERATOR_KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{slow}/pause"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(s, 200);
     assert!(
         eventually(Duration::from_secs(10), || async {
             let (_, v) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
@@ -549,14 +547,10 @@ async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool)
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app.named_channel(&key, "held", json!({})).await;
-    let r = app
-        .http
-        .post(format!("{}/api/v1/channels/{ch}/pause", app.api))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
+        .await;
+    assert_eq!(s, 200);
     app.deliver_many(&key, ch, 5).await;
     let parked =
         |s: &BTreeMap<String, f64>| value(s, "breakwater_deliveries_parked{tier=\"default\"}");
