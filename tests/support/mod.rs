@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 pub mod db;
+pub mod gauge;
 pub mod http;
 pub mod nodes;
 pub mod routes;
