@@ -5,8 +5,8 @@
 //! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
-use crate::deliver::{observe, Sent};
-use crate::handler::Worker;
+use crate::request::{observe, Sent};
+use crate::worker::Worker;
 use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::outcome::{classify, Class};
 use breakwater_core::{signing, targets, tenants, Result};
@@ -64,7 +64,7 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
 /// the last transition + window (database clock). Each suppressed transition also pushes it
 /// there.
 pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = crate::handler::uuid_arg(&job, "channel_id") else {
+    let Some(channel_id) = crate::worker::uuid_arg(&job, "channel_id") else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
             .await?;
         return Ok(());
@@ -95,7 +95,7 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
 }
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let tenant_id = crate::handler::uuid_arg(&job, "tenant_id");
+    let tenant_id = crate::worker::uuid_arg(&job, "tenant_id");
     let msg_id = job
         .args
         .get("id")

@@ -4,7 +4,7 @@
 //! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
 //! host is closed.
 
-use crate::handler::Worker;
+use crate::worker::Worker;
 use breakwater_core::hosts::{self, WatchStep};
 use breakwater_core::Result;
 use breakwater_queue::Job;

@@ -16,9 +16,11 @@ pub mod http;
 mod node;
 mod observe;
 mod probe;
+mod request;
 pub mod retention;
+mod worker;
 
 pub use config::WorkerConfig;
-pub use handler::Worker;
 pub use node::{node_id, run_node, NodeParams};
 pub use retention::RetentionConfig;
+pub use worker::Worker;

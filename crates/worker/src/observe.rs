@@ -5,8 +5,8 @@
 //! request headers or the endpoint's path and query (a URL can embed a token); the endpoint is
 //! named by its host alone, and request errors name it by its origin alone.
 
-use crate::deliver::{self, Sent};
-use crate::handler::Worker;
+use crate::request::{self, Sent};
+use crate::worker::Worker;
 use breakwater_core::deliveries::Dispatch;
 use breakwater_core::outcome::{classify, Class, Observed};
 use breakwater_core::overview::tier_of_queue;
@@ -21,7 +21,7 @@ fn tier(queue: &str) -> &str {
     tier_of_queue(queue).map_or(queue, |t| t.as_str())
 }
 
-/// Sends one attempt of `d` ([`deliver::send`]) inside a `webhook.attempt` span (OpenTelemetry
+/// Sends one attempt of `d` ([`request::send`]) inside a `webhook.attempt` span (OpenTelemetry
 /// kind `client`) with the delivery, channel and tenant ids, the attempt number and the target
 /// host, and records on it the response status, the outcome class, the error kind and the
 /// duration. Also records the tenant id on the enclosing `job` span, and the attempt's duration
@@ -49,7 +49,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
         otel.status_code = Empty,
     );
     let t0 = Instant::now();
-    let mut sent = deliver::send(w, d).instrument(span.clone()).await;
+    let mut sent = request::send(w, d).instrument(span.clone()).await;
     sent.error = sent.error.map(|e| redact_url(e, &d.url));
     let elapsed = t0.elapsed();
     let class = classify(sent.observed);
