@@ -5,13 +5,12 @@
 //! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
-use crate::request::{observe, Sent};
+use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;
 use breakwater_core::alerts::{self, FlappingStep};
-use breakwater_core::outcome::{classify, Class};
-use breakwater_core::{signing, targets, tenants, Result};
+use breakwater_core::outcome::{classify, Class, Observed};
+use breakwater_core::{tenants, Result};
 use breakwater_queue::Job;
-use chrono::Utc;
 use std::time::Duration;
 
 /// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
@@ -146,38 +145,23 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
+/// Sends one alert: the same signed request as a delivery ([`request::post`]), signed with the
+/// tenant's alert secret alone. Only the status is read (no body, no `Retry-After`, no redirect
+/// note): an alert's error is its observation.
 async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) -> Sent {
-    if !w.allow_private {
-        if let Err(e) = targets::parse_channel_url(url, false) {
-            return Sent::failed(breakwater_core::outcome::Observed::Blocked, e);
-        }
-    }
-    let headers = match signing::sign(secret, msg_id, Utc::now().timestamp(), &body) {
-        Ok(h) => h,
-        Err(e) => {
-            return Sent::failed(
-                breakwater_core::outcome::Observed::Other,
-                format!("signing failed: {e}"),
-            )
-        }
+    let req = Signed {
+        url,
+        webhook_id: msg_id,
+        secrets: &[secret],
+        body,
     };
-    let resp = w
-        .client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("webhook-id", &headers.id)
-        .header("webhook-timestamp", headers.timestamp.to_string())
-        .header("webhook-signature", &headers.signature)
-        .body(body)
-        .send()
-        .await;
-    match resp {
+    match request::post(w, req).await {
         Ok(r) => Sent {
-            observed: breakwater_core::outcome::Observed::Status(r.status().as_u16()),
+            observed: Observed::Status(r.status().as_u16()),
             excerpt: None,
             error: None,
             retry_after: None,
         },
-        Err(e) => observe(e),
+        Err(failed) => failed,
     }
 }

@@ -38,7 +38,7 @@ impl Sent {
 /// A [`Sent`] for a request error (connect, timeout, blocked target, other). The error text
 /// never contains the URL (its path or query may carry a token): reqwest's URL is stripped and
 /// the endpoint named by its origin.
-pub fn observe(e: reqwest::Error) -> Sent {
+fn observe(e: reqwest::Error) -> Sent {
     Sent::failed(observe_error(&e), url_free_error(e))
 }
 
@@ -66,48 +66,76 @@ pub fn body(d: &Dispatch) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Sends one signed request for `d` (signature and timestamp made now, at the attempt): its
-/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
-/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
-/// `v1,<previous>` after it. A redirect is not followed (the client's policy is `none`); the
-/// answer is recorded with where it pointed ([`redirect_note`]).
-pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
-    let body = body(d);
-    let failed = |observed, error: String| Sent {
-        observed,
-        excerpt: None,
-        error: Some(error),
-        retry_after: None,
-    };
+/// One signed POST: where it goes, its `webhook-id`, the secrets it is signed with (the current
+/// one first; see [`signing::sign_all`]) and its JSON body.
+pub(crate) struct Signed<'a> {
+    /// The endpoint.
+    pub url: &'a str,
+    /// The `webhook-id` header, also signed (stable across attempts, for the receiver's dedup).
+    pub webhook_id: &'a str,
+    /// Signing secrets (`whsec_…`), at least one.
+    pub secrets: &'a [&'a str],
+    /// The body, sent as `application/json`.
+    pub body: Vec<u8>,
+}
+
+/// Sends one signed request, the only place the Standard Webhooks headers are made: checks the
+/// target (unless private targets are allowed: a literal internal IP never reaches the
+/// resolver, so it is refused here), signs the body now (at the attempt, so the timestamp is
+/// fresh) and posts it with `content-type`, `webhook-id`, `webhook-timestamp` and
+/// `webhook-signature`. Returns the response, its body unread, or, when no response came, the
+/// failed [`Sent`] (blocked target, signing failure, or the request error without its URL).
+pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Response, Sent> {
     if !w.allow_private {
-        // Literal IPs never reach the resolver: check them here.
-        if let Err(e) = targets::parse_channel_url(&d.url, false) {
-            return failed(Observed::Blocked, e);
+        if let Err(e) = targets::parse_channel_url(req.url, false) {
+            return Err(Sent::failed(Observed::Blocked, e));
         }
     }
-    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
-        .chain(d.previous_signing_secret.as_deref())
-        .collect();
     let headers = match signing::sign_all(
-        &secrets,
-        &d.webhook_id.to_string(),
+        req.secrets,
+        req.webhook_id,
         Utc::now().timestamp(),
-        &body,
+        &req.body,
     ) {
         Ok(h) => h,
-        Err(e) => return failed(Observed::Other, format!("signing failed: {e}")),
+        Err(e) => {
+            return Err(Sent::failed(
+                Observed::Other,
+                format!("signing failed: {e}"),
+            ))
+        }
     };
-    let req = w
-        .client
-        .post(&d.url)
+    w.client
+        .post(req.url)
         .header("content-type", "application/json")
         .header("webhook-id", &headers.id)
         .header("webhook-timestamp", headers.timestamp.to_string())
         .header("webhook-signature", &headers.signature)
-        .body(body);
-    let mut resp = match req.send().await {
+        .body(req.body)
+        .send()
+        .await
+        .map_err(observe)
+}
+
+/// Sends one attempt of delivery `d` ([`post`], signature and timestamp made now): its
+/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
+/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
+/// `v1,<previous>` after it. Reads the status, `Retry-After` and the first `excerpt_bytes` of
+/// the body. A redirect is not followed (the client's policy is `none`); the answer is recorded
+/// with where it pointed ([`redirect_note`]).
+pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
+    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
+        .chain(d.previous_signing_secret.as_deref())
+        .collect();
+    let req = Signed {
+        url: &d.url,
+        webhook_id: &d.webhook_id.to_string(),
+        secrets: &secrets,
+        body: body(d),
+    };
+    let mut resp = match post(w, req).await {
         Ok(r) => r,
-        Err(e) => return observe(e),
+        Err(failed) => return failed,
     };
     let status = resp.status().as_u16();
     let retry_after = resp
