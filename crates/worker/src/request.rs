@@ -13,7 +13,7 @@ use chrono::Utc;
 /// What one HTTP request observed.
 #[derive(Debug)]
 pub struct Sent {
-    /// The observation, for [`classify`].
+    /// The observation, for [`breakwater_core::outcome::classify`].
     pub observed: Observed,
     /// The start of the response body, if any (lossy UTF-8, no NULs).
     pub excerpt: Option<String>,
@@ -42,14 +42,24 @@ fn observe(e: reqwest::Error) -> Sent {
     Sent::failed(observe_error(&e), url_free_error(e))
 }
 
-/// The error chain of `e` without its URL, prefixed with the URL's origin.
+/// The error chain of `e` without the endpoint's URL, prefixed with its origin:
+/// `scheme://host[:port]/…: <error>: <cause>: …`. A path, query or userinfo may carry a token,
+/// and this text goes on to the attempt row, the circuit's reason, the audit log, alerts and
+/// logs: reqwest's own URL is removed ([`reqwest::Error::without_url`]), and a cause that names
+/// the URL again has it cut to the origin too. The one URL redaction of the worker.
 fn url_free_error(e: reqwest::Error) -> String {
-    let origin = e.url().map(|u| u.origin().ascii_serialization());
+    let url = e.url().cloned();
     let text = error_chain(&e.without_url());
-    match origin {
-        Some(o) => format!("{o}/…: {text}"),
+    match url {
+        Some(u) => redact(&text, &u),
         None => text,
     }
+}
+
+/// `text` (an error chain) prefixed with `url`'s origin, and `url` within it cut to that origin.
+fn redact(text: &str, url: &url::Url) -> String {
+    let origin = format!("{}/…", url.origin().ascii_serialization());
+    format!("{origin}: {}", text.replace(url.as_str(), &origin))
 }
 
 /// The JSON body sent for a delivery: the Standard Webhooks envelope
@@ -213,5 +223,29 @@ pub(crate) fn describe(s: &Sent) -> String {
         (_, Some(e)) => e.clone(),
         (Observed::Status(code), None) => format!("HTTP {code}"),
         (o, None) => format!("{o:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn request_errors_name_the_endpoint_by_its_origin_only() {
+        let url = url::Url::parse("https://user:pw@hooks.example.com:8443/t/SECRET?token=SECRET")
+            .unwrap();
+        assert_eq!(
+            redact("error sending request: connection refused", &url),
+            "https://hooks.example.com:8443/…: error sending request: connection refused"
+        );
+        // A cause that names the URL again.
+        let text = format!("client error: {url}: connection reset");
+        assert_eq!(
+            redact(&text, &url),
+            "https://hooks.example.com:8443/…: client error: https://hooks.example.com:8443/…: connection reset"
+        );
+        // A bare origin: the prefix is not redacted twice.
+        let url = url::Url::parse("http://example.com").unwrap();
+        assert_eq!(redact("timed out", &url), "http://example.com/…: timed out");
     }
 }
