@@ -6,8 +6,9 @@
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
 use crate::request::{self, Sent, Signed};
-use crate::worker::Worker;
+use crate::worker::{args, Worker};
 use breakwater_core::alerts::{self, FlappingStep};
+use breakwater_core::jobs::{AlertArgs, FlappingWatchArgs};
 use breakwater_core::outcome::{classify, Class, Observed};
 use breakwater_core::{tenants, Result};
 use breakwater_queue::Job;
@@ -27,33 +28,41 @@ use std::time::Duration;
 ///
 /// A host circuit's alert (`host.circuit_opened` / `host.circuit_closed`) has `channel_id` null
 /// and adds `host_key` and `channels` (the tenant's channels on that host).
-pub fn body(args: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
     let mut data = serde_json::json!({
-        "tenant_id": args["tenant_id"],
-        "channel_id": args["channel_id"],
-        "from_state": args["from_state"],
-        "to_state": args["to_state"],
-        "reason": args["reason"],
-        "failure_count": args["failure_count"],
-        "generation": args["generation"],
-        "transition_count": args["transition_count"],
-        "flapping_window_ms": args["flapping_window_ms"],
+        "tenant_id": a.tenant_id,
+        "channel_id": a.channel_id,
+        "from_state": a.from_state,
+        "to_state": a.to_state,
+        "reason": a.reason,
+        "failure_count": a.failure_count,
+        "generation": a.generation,
+        "transition_count": a.transition_count,
+        "flapping_window_ms": a.flapping_window_ms,
     });
-    for optional in [
-        "suppressed",
-        "status",
-        "flapping_since",
-        "host",
-        "host_key",
-        "channels",
-    ] {
-        if let Some(v) = args.get(optional) {
-            data[optional] = v.clone();
+    // The optional fields, in this order, only when the alert has them (`host` may be null).
+    let optional = [
+        ("suppressed", a.suppressed.map(serde_json::Value::from)),
+        ("status", a.status.map(serde_json::Value::from)),
+        (
+            "flapping_since",
+            a.flapping_since.map(|t| serde_json::json!(t)),
+        ),
+        ("host", a.host.as_ref().map(|h| serde_json::json!(h))),
+        (
+            "host_key",
+            a.host_key.as_ref().map(|k| serde_json::json!(k)),
+        ),
+        ("channels", a.channels.map(serde_json::Value::from)),
+    ];
+    for (key, value) in optional {
+        if let Some(v) = value {
+            data[key] = v;
         }
     }
     serde_json::json!({
-        "type": args["event"],
-        "timestamp": args["at"],
+        "type": a.event,
+        "timestamp": a.at,
         "data": data,
     })
 }
@@ -63,7 +72,7 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
 /// the last transition + window (database clock). Each suppressed transition also pushes it
 /// there.
 pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = crate::worker::uuid_arg(&job, "channel_id") else {
+    let Some(FlappingWatchArgs { channel_id }) = args(&job) else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
             .await?;
         return Ok(());
@@ -94,13 +103,7 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
 }
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let tenant_id = crate::worker::uuid_arg(&job, "tenant_id");
-    let msg_id = job
-        .args
-        .get("id")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    let (Some(tenant_id), Some(msg_id)) = (tenant_id, msg_id) else {
+    let Some(alert) = args::<AlertArgs>(&job) else {
         breakwater_queue::discard(
             &w.pool,
             job.id,
@@ -110,13 +113,14 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         .await?;
         return Ok(());
     };
+    let tenant_id = alert.tenant_id;
     let Some((url, secret)) = tenants::alert_target(&w.pool, tenant_id).await? else {
         // The tenant removed its alert URL since: nothing to send.
         breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
         return Ok(());
     };
-    let body = serde_json::to_vec(&body(&job.args)).expect("JSON values serialize");
-    let sent = send(w, &url, &secret, &msg_id, body).await;
+    let body = serde_json::to_vec(&body(&alert)).expect("JSON values serialize");
+    let sent = send(w, &url, &secret, &alert.id.to_string(), body).await;
     let class = classify(sent.observed);
     let error = sent
         .error

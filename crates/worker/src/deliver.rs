@@ -9,10 +9,11 @@
 //! instant before the transition gets here.)
 
 use crate::request::describe;
-use crate::worker::Worker;
+use crate::worker::{args, Worker};
 use breakwater_core::alerts;
 use breakwater_core::circuit::{self, Admission};
 use breakwater_core::deliveries::{self, AttemptRecord};
+use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{
     classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
 };
@@ -31,9 +32,10 @@ const PARK_RECHECK: Duration = Duration::from_secs(1);
 const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let (Some(delivery_id), Some(channel_id)) =
-        (crate::worker::uuid_arg(&job, "delivery_id"), job.group_id)
-    else {
+    let (Some(delivery_id), Some(channel_id)) = (
+        args::<DeliverArgs>(&job).map(|a| a.delivery_id),
+        job.group_id,
+    ) else {
         breakwater_queue::discard(
             &w.pool,
             job.id,

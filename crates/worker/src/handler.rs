@@ -3,10 +3,7 @@
 
 use crate::worker::Worker;
 use crate::{alert, deliver, host_probe, probe};
-use breakwater_core::alerts::JOB_FLAPPING_WATCH;
-use breakwater_core::circuit::{JOB_ALERT, JOB_PROBE};
-use breakwater_core::hosts::JOB_HOST_PROBE;
-use breakwater_core::JOB_DELIVER;
+use breakwater_core::jobs::JobKind;
 use breakwater_queue::{runner::Handler, Job};
 use tracing::Instrument;
 
@@ -26,14 +23,14 @@ impl Handler for Worker {
         );
         let _in_flight = crate::observe::InFlight::start(&job);
         async move {
-            let r = match job.kind.as_str() {
-                JOB_DELIVER => deliver::run(self, job).await,
-                JOB_PROBE => probe::run(self, job).await,
-                JOB_HOST_PROBE => host_probe::run(self, job).await,
-                JOB_ALERT => alert::run(self, job).await,
-                JOB_FLAPPING_WATCH => alert::run_flapping_watch(self, job).await,
-                other => {
-                    let msg = format!("no handler for job kind {other:?}");
+            let r = match JobKind::parse(&job.kind) {
+                Some(JobKind::Deliver) => deliver::run(self, job).await,
+                Some(JobKind::Probe) => probe::run(self, job).await,
+                Some(JobKind::HostProbe) => host_probe::run(self, job).await,
+                Some(JobKind::Alert) => alert::run(self, job).await,
+                Some(JobKind::FlappingWatch) => alert::run_flapping_watch(self, job).await,
+                None => {
+                    let msg = format!("no handler for job kind {:?}", job.kind);
                     breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)
                         .await
                         .map(|_| ())

@@ -4,19 +4,15 @@
 //! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
 //! host is closed.
 
-use crate::worker::Worker;
+use crate::worker::{args, Worker};
 use breakwater_core::hosts::{self, WatchStep};
+use breakwater_core::jobs::HostProbeArgs;
 use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(key) = job
-        .args
-        .get("host_key")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-    else {
+    let Some(HostProbeArgs { host_key: key }) = args(&job) else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a host_key").await?;
         return Ok(());
     };

@@ -8,8 +8,8 @@
 use crate::request::{self, Sent};
 use crate::worker::Worker;
 use breakwater_core::deliveries::Dispatch;
+use breakwater_core::jobs::tier_of_queue;
 use breakwater_core::outcome::{classify, Class};
-use breakwater_core::overview::tier_of_queue;
 use breakwater_queue::Job;
 use chrono::Utc;
 use std::time::Instant;

@@ -3,14 +3,15 @@
 //! whose lease expired. It ends when the circuit is closed or paused, and when the circuit is
 //! half-open with nothing to probe with (the delivery that claims the role schedules it again).
 
-use crate::worker::Worker;
+use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, ProbeStep};
+use breakwater_core::jobs::ProbeArgs;
 use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = crate::worker::uuid_arg(&job, "channel_id") else {
+    let Some(ProbeArgs { channel_id }) = args(&job) else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
             .await?;
         return Ok(());

@@ -4,6 +4,7 @@
 
 use breakwater_core::circuit::CircuitConfig;
 use breakwater_core::hosts::HostsConfig;
+use breakwater_core::jobs::JobArgs;
 use breakwater_queue::{Backoff, GroupLimits, Job};
 use sqlx::PgPool;
 
@@ -32,8 +33,9 @@ pub struct Worker {
     pub limits: GroupLimits,
 }
 
-/// Argument `name` of `job` as a UUID: `None` if it is missing or not a UUID string (the caller
-/// discards such a job with a reason).
-pub(crate) fn uuid_arg(job: &Job, name: &str) -> Option<uuid::Uuid> {
-    job.args.get(name)?.as_str()?.parse().ok()
+/// The args of `job` as `T` (the registry's struct of its kind, [`breakwater_core::jobs`]):
+/// `None` if they do not parse — a field missing or of another type — and the caller then
+/// discards the job with a reason.
+pub(crate) fn args<T: JobArgs>(job: &Job) -> Option<T> {
+    T::from_json(&job.args).ok()
 }
