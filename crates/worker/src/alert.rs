@@ -102,6 +102,9 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
+/// Sends one alert ([`AlertArgs`]) to its tenant's alert URL, signed with the tenant's alert
+/// secret: done on a 2xx, retried with the delivery backoff on a transient failure, discarded on
+/// a permanent one; done at once when the tenant removed its alert URL since.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(alert) = args::<AlertArgs>(&job) else {
         breakwater_queue::discard(

@@ -11,6 +11,8 @@ use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
+/// Runs one step of a host's probe watcher ([`hosts::watch_step`]) in one transaction, fenced by
+/// the job's claim: done, or snoozed until the condition it waits for holds.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(HostProbeArgs { host_key: key }) = args(&job) else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a host_key").await?;

@@ -1,7 +1,8 @@
 //! Running a worker node.
 
 use crate::retention::{self, RetentionConfig};
-use crate::{Worker, WorkerConfig};
+use crate::worker::Worker;
+use crate::WorkerConfig;
 use breakwater_core::circuit::{self, CircuitConfig};
 use breakwater_core::hosts::HostsConfig;
 use breakwater_core::jobs::{QUEUE_ALERTS, QUEUE_CIRCUIT};

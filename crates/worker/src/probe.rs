@@ -10,6 +10,8 @@ use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
+/// Runs one step of a channel's probe watcher ([`circuit::probe_step`]) in one transaction, fenced
+/// by the job's claim: done, or snoozed until the cooldown or the probe's lease is over.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(ProbeArgs { channel_id }) = args(&job) else {
         breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")

@@ -12,20 +12,20 @@ use chrono::Utc;
 
 /// What one HTTP request observed.
 #[derive(Debug)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// The observation, for [`breakwater_core::outcome::classify`].
-    pub observed: Observed,
+    pub(crate) observed: Observed,
     /// The start of the response body, if any (lossy UTF-8, no NULs).
-    pub excerpt: Option<String>,
+    pub(crate) excerpt: Option<String>,
     /// Error text when the request failed without a status.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// The raw `Retry-After` header, if any.
-    pub retry_after: Option<String>,
+    pub(crate) retry_after: Option<String>,
 }
 
 impl Sent {
     /// A request that failed before any response.
-    pub fn failed(observed: Observed, error: String) -> Self {
+    pub(crate) fn failed(observed: Observed, error: String) -> Self {
         Sent {
             observed,
             excerpt: None,
@@ -66,7 +66,7 @@ fn redact(text: &str, url: &url::Url) -> String {
 /// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`, with the
 /// payload spliced in as the exact JSON text the tenant sent (never re-encoded: numbers keep
 /// their precision, keys their order).
-pub fn body(d: &Dispatch) -> Vec<u8> {
+pub(crate) fn body(d: &Dispatch) -> Vec<u8> {
     let event_type = serde_json::to_string(&d.event_type).expect("strings serialize");
     let timestamp = serde_json::to_string(&d.created_at).expect("timestamps serialize");
     format!(
@@ -80,13 +80,13 @@ pub fn body(d: &Dispatch) -> Vec<u8> {
 /// one first; see [`signing::sign_all`]) and its JSON body.
 pub(crate) struct Signed<'a> {
     /// The endpoint.
-    pub url: &'a str,
+    pub(crate) url: &'a str,
     /// The `webhook-id` header, also signed (stable across attempts, for the receiver's dedup).
-    pub webhook_id: &'a str,
+    pub(crate) webhook_id: &'a str,
     /// Signing secrets (`whsec_…`), at least one.
-    pub secrets: &'a [&'a str],
+    pub(crate) secrets: &'a [&'a str],
     /// The body, sent as `application/json`.
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Sends one signed request, the only place the Standard Webhooks headers are made: checks the

@@ -10,27 +10,27 @@ use sqlx::PgPool;
 
 /// Everything a job needs; one per node, shared by its pools.
 #[derive(Clone)]
-pub struct Worker {
+pub(crate) struct Worker {
     /// Database pool.
-    pub pool: PgPool,
+    pub(crate) pool: PgPool,
     /// Outbound client (see [`crate::http::client`]).
-    pub client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
     /// This node's id, recorded on attempts.
-    pub node_id: String,
+    pub(crate) node_id: String,
     /// Retry backoff of deliveries.
-    pub backoff: Backoff,
+    pub(crate) backoff: Backoff,
     /// Attempts a delivery gets (for jobs this node creates, e.g. replays on close).
-    pub max_attempts: i32,
+    pub(crate) max_attempts: i32,
     /// Bytes of response body kept.
-    pub excerpt_bytes: usize,
+    pub(crate) excerpt_bytes: usize,
     /// Whether internal targets are allowed (development, tests).
-    pub allow_private: bool,
+    pub(crate) allow_private: bool,
     /// Circuit settings.
-    pub circuit: CircuitConfig,
+    pub(crate) circuit: CircuitConfig,
     /// Host circuit settings.
-    pub hosts: HostsConfig,
+    pub(crate) hosts: HostsConfig,
     /// Each channel's cluster-wide concurrency bounds (its adaptive limit moves inside them).
-    pub limits: GroupLimits,
+    pub(crate) limits: GroupLimits,
 }
 
 /// The args of `job` as `T` (the registry's struct of its kind, [`breakwater_core::jobs`]):
