@@ -6,7 +6,7 @@
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
 use crate::request::{self, Sent, Signed};
-use crate::worker::{args, Worker};
+use crate::worker::Worker;
 use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::jobs::{AlertArgs, FlappingWatchArgs};
 use breakwater_core::outcome::{classify, Class, Observed};
@@ -72,9 +72,9 @@ pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
 /// the last transition + window (database clock). Each suppressed transition also pushes it
 /// there.
 pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
-    let Some(FlappingWatchArgs { channel_id }) = args(&job) else {
-        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
-            .await?;
+    let Some(FlappingWatchArgs { channel_id }) =
+        w.args_or_discard(&job, "args lack a channel_id").await?
+    else {
         return Ok(());
     };
     tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
@@ -106,14 +106,10 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
 /// secret: done on a 2xx, retried with the delivery backoff on a transient failure, discarded on
 /// a permanent one; done at once when the tenant removed its alert URL since.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(alert) = args::<AlertArgs>(&job) else {
-        breakwater_queue::discard(
-            &w.pool,
-            job.id,
-            job.claim_token,
-            "alert args lack tenant_id or id",
-        )
-        .await?;
+    let Some(alert) = w
+        .args_or_discard::<AlertArgs>(&job, "alert args lack tenant_id or id")
+        .await?
+    else {
         return Ok(());
     };
     let tenant_id = alert.tenant_id;

@@ -4,7 +4,7 @@
 //! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
 //! host is closed.
 
-use crate::worker::{args, Worker};
+use crate::worker::Worker;
 use breakwater_core::hosts::{self, WatchStep};
 use breakwater_core::jobs::HostProbeArgs;
 use breakwater_core::Result;
@@ -14,8 +14,9 @@ use std::time::Duration;
 /// Runs one step of a host's probe watcher ([`hosts::watch_step`]) in one transaction, fenced by
 /// the job's claim: done, or snoozed until the condition it waits for holds.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(HostProbeArgs { host_key: key }) = args(&job) else {
-        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a host_key").await?;
+    let Some(HostProbeArgs { host_key: key }) =
+        w.args_or_discard(&job, "args lack a host_key").await?
+    else {
         return Ok(());
     };
     let mut tx = w.pool.begin().await?;

@@ -39,3 +39,19 @@ pub(crate) struct Worker {
 pub(crate) fn args<T: JobArgs>(job: &Job) -> Option<T> {
     T::from_json(&job.args).ok()
 }
+
+impl Worker {
+    /// The args of `job` as `T` ([`args`]), or `None` after discarding the job with `reason`
+    /// when they do not parse (such a job can never run; the reason stays on its row).
+    pub(crate) async fn args_or_discard<T: JobArgs>(
+        &self,
+        job: &Job,
+        reason: &str,
+    ) -> breakwater_core::Result<Option<T>> {
+        let parsed = args(job);
+        if parsed.is_none() {
+            breakwater_queue::discard(&self.pool, job.id, job.claim_token, reason).await?;
+        }
+        Ok(parsed)
+    }
+}
