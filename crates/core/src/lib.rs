@@ -15,6 +15,7 @@ pub mod deliveries;
 pub mod doctor;
 mod error;
 pub mod hosts;
+pub mod jobs;
 pub mod keys;
 pub mod lifecycle;
 pub mod messages;
@@ -35,5 +36,5 @@ pub use tier::Tier;
 /// start-up and the tests.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
-/// The job kind of a delivery attempt; args `{"delivery_id": uuid}`, group = channel id.
-pub const JOB_DELIVER: &str = "deliver";
+/// The job kind of a delivery attempt (defined in the registry, [`jobs::JOB_DELIVER`]).
+pub use jobs::JOB_DELIVER;

@@ -31,6 +31,29 @@ pub enum Observed {
     Other,
 }
 
+impl Observed {
+    /// The HTTP status the endpoint answered (`delivery_attempts.status_code`, the span's
+    /// `http.response.status_code`); `None` when no response came.
+    pub fn status_code(self) -> Option<u16> {
+        match self {
+            Observed::Status(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Why no response came (`delivery_attempts.error_kind`, the span's `error.kind`):
+    /// `connect`, `timeout`, `blocked` or `other`; `None` when the endpoint answered.
+    pub fn error_kind(self) -> Option<&'static str> {
+        match self {
+            Observed::Status(_) => None,
+            Observed::Connect => Some("connect"),
+            Observed::Timeout => Some("timeout"),
+            Observed::Blocked => Some("blocked"),
+            Observed::Other => Some("other"),
+        }
+    }
+}
+
 /// The class of an attempt's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -190,6 +213,20 @@ mod tests {
             redirect_note(302, Some("mailto:a@b.c"), ep),
             "HTTP 302 redirect to an unusable Location (not followed)"
         );
+    }
+
+    #[test]
+    fn an_answer_has_a_status_and_no_answer_has_an_error_kind() {
+        assert_eq!(Observed::Status(503).status_code(), Some(503));
+        assert_eq!(Observed::Status(503).error_kind(), None);
+        for (o, kind) in [
+            (Observed::Connect, "connect"),
+            (Observed::Timeout, "timeout"),
+            (Observed::Blocked, "blocked"),
+            (Observed::Other, "other"),
+        ] {
+            assert_eq!((o.status_code(), o.error_kind()), (None, Some(kind)));
+        }
     }
 
     #[test]

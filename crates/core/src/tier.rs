@@ -1,5 +1,6 @@
 //! Tenant tiers and their queues.
 
+use crate::jobs::{QUEUE_DELIVERIES, QUEUE_DELIVERIES_BULK, QUEUE_DELIVERIES_HIGH};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -32,12 +33,12 @@ impl Tier {
         }
     }
 
-    /// The queue this tier's deliveries run on.
+    /// The queue this tier's deliveries run on (named in the registry, [`crate::jobs`]).
     pub fn queue(self) -> &'static str {
         match self {
-            Tier::High => "deliveries_high",
-            Tier::Default => "deliveries",
-            Tier::Bulk => "deliveries_bulk",
+            Tier::High => QUEUE_DELIVERIES_HIGH,
+            Tier::Default => QUEUE_DELIVERIES,
+            Tier::Bulk => QUEUE_DELIVERIES_BULK,
         }
     }
 }

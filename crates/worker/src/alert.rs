@@ -5,13 +5,13 @@
 //! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
 
-use crate::deliver::{observe, Sent};
-use crate::handler::Worker;
+use crate::request::{self, Sent, Signed};
+use crate::worker::Worker;
 use breakwater_core::alerts::{self, FlappingStep};
-use breakwater_core::outcome::{classify, Class};
-use breakwater_core::{signing, targets, tenants, Result};
+use breakwater_core::jobs::{AlertArgs, FlappingWatchArgs};
+use breakwater_core::outcome::{classify, Class, Observed};
+use breakwater_core::{tenants, Result};
 use breakwater_queue::Job;
-use chrono::Utc;
 use std::time::Duration;
 
 /// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
@@ -28,33 +28,41 @@ use std::time::Duration;
 ///
 /// A host circuit's alert (`host.circuit_opened` / `host.circuit_closed`) has `channel_id` null
 /// and adds `host_key` and `channels` (the tenant's channels on that host).
-pub fn body(args: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
     let mut data = serde_json::json!({
-        "tenant_id": args["tenant_id"],
-        "channel_id": args["channel_id"],
-        "from_state": args["from_state"],
-        "to_state": args["to_state"],
-        "reason": args["reason"],
-        "failure_count": args["failure_count"],
-        "generation": args["generation"],
-        "transition_count": args["transition_count"],
-        "flapping_window_ms": args["flapping_window_ms"],
+        "tenant_id": a.tenant_id,
+        "channel_id": a.channel_id,
+        "from_state": a.from_state,
+        "to_state": a.to_state,
+        "reason": a.reason,
+        "failure_count": a.failure_count,
+        "generation": a.generation,
+        "transition_count": a.transition_count,
+        "flapping_window_ms": a.flapping_window_ms,
     });
-    for optional in [
-        "suppressed",
-        "status",
-        "flapping_since",
-        "host",
-        "host_key",
-        "channels",
-    ] {
-        if let Some(v) = args.get(optional) {
-            data[optional] = v.clone();
+    // The optional fields, in this order, only when the alert has them (`host` may be null).
+    let optional = [
+        ("suppressed", a.suppressed.map(serde_json::Value::from)),
+        ("status", a.status.map(serde_json::Value::from)),
+        (
+            "flapping_since",
+            a.flapping_since.map(|t| serde_json::json!(t)),
+        ),
+        ("host", a.host.as_ref().map(|h| serde_json::json!(h))),
+        (
+            "host_key",
+            a.host_key.as_ref().map(|k| serde_json::json!(k)),
+        ),
+        ("channels", a.channels.map(serde_json::Value::from)),
+    ];
+    for (key, value) in optional {
+        if let Some(v) = value {
+            data[key] = v;
         }
     }
     serde_json::json!({
-        "type": args["event"],
-        "timestamp": args["at"],
+        "type": a.event,
+        "timestamp": a.at,
         "data": data,
     })
 }
@@ -64,9 +72,9 @@ pub fn body(args: &serde_json::Value) -> serde_json::Value {
 /// the last transition + window (database clock). Each suppressed transition also pushes it
 /// there.
 pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = crate::handler::uuid_arg(&job, "channel_id") else {
-        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
-            .await?;
+    let Some(FlappingWatchArgs { channel_id }) =
+        w.args_or_discard(&job, "args lack a channel_id").await?
+    else {
         return Ok(());
     };
     tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
@@ -94,30 +102,24 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
+/// Sends one alert ([`AlertArgs`]) to its tenant's alert URL, signed with the tenant's alert
+/// secret: done on a 2xx, retried with the delivery backoff on a transient failure, discarded on
+/// a permanent one; done at once when the tenant removed its alert URL since.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let tenant_id = crate::handler::uuid_arg(&job, "tenant_id");
-    let msg_id = job
-        .args
-        .get("id")
-        .and_then(|v| v.as_str())
-        .map(str::to_string);
-    let (Some(tenant_id), Some(msg_id)) = (tenant_id, msg_id) else {
-        breakwater_queue::discard(
-            &w.pool,
-            job.id,
-            job.claim_token,
-            "alert args lack tenant_id or id",
-        )
-        .await?;
+    let Some(alert) = w
+        .args_or_discard::<AlertArgs>(&job, "alert args lack tenant_id or id")
+        .await?
+    else {
         return Ok(());
     };
+    let tenant_id = alert.tenant_id;
     let Some((url, secret)) = tenants::alert_target(&w.pool, tenant_id).await? else {
         // The tenant removed its alert URL since: nothing to send.
         breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
         return Ok(());
     };
-    let body = serde_json::to_vec(&body(&job.args)).expect("JSON values serialize");
-    let sent = send(w, &url, &secret, &msg_id, body).await;
+    let body = serde_json::to_vec(&body(&alert)).expect("JSON values serialize");
+    let sent = send(w, &url, &secret, &alert.id.to_string(), body).await;
     let class = classify(sent.observed);
     let error = sent
         .error
@@ -146,38 +148,23 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     Ok(())
 }
 
+/// Sends one alert: the same signed request as a delivery ([`request::post`]), signed with the
+/// tenant's alert secret alone. Only the status is read (no body, no `Retry-After`, no redirect
+/// note): an alert's error is its observation.
 async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) -> Sent {
-    if !w.allow_private {
-        if let Err(e) = targets::parse_channel_url(url, false) {
-            return Sent::failed(breakwater_core::outcome::Observed::Blocked, e);
-        }
-    }
-    let headers = match signing::sign(secret, msg_id, Utc::now().timestamp(), &body) {
-        Ok(h) => h,
-        Err(e) => {
-            return Sent::failed(
-                breakwater_core::outcome::Observed::Other,
-                format!("signing failed: {e}"),
-            )
-        }
+    let req = Signed {
+        url,
+        webhook_id: msg_id,
+        secrets: &[secret],
+        body,
     };
-    let resp = w
-        .client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("webhook-id", &headers.id)
-        .header("webhook-timestamp", headers.timestamp.to_string())
-        .header("webhook-signature", &headers.signature)
-        .body(body)
-        .send()
-        .await;
-    match resp {
+    match request::post(w, req).await {
         Ok(r) => Sent {
-            observed: breakwater_core::outcome::Observed::Status(r.status().as_u16()),
+            observed: Observed::Status(r.status().as_u16()),
             excerpt: None,
             error: None,
             retry_after: None,
         },
-        Err(e) => observe(e),
+        Err(failed) => failed,
     }
 }

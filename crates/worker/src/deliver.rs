@@ -8,77 +8,20 @@
 //! parked with its circuit, so the fetch does not hand out its jobs; only one claimed in the
 //! instant before the transition gets here.)
 
-use crate::handler::Worker;
-use crate::http::is_blocked;
+use crate::request::describe;
+use crate::worker::{args, Worker};
 use breakwater_core::alerts;
 use breakwater_core::circuit::{self, Admission};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
+use breakwater_core::deliveries::{self, AttemptRecord};
+use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{
-    classify, honours_retry_after, is_configuration_problem, is_redirect, parse_retry_after,
-    redirect_note, Class, Observed,
+    classify, honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
 };
 use breakwater_core::ratelimit::{self, Budget};
-use breakwater_core::{hosts, lifecycle, signing, targets, Result};
+use breakwater_core::{hosts, lifecycle, Result};
 use breakwater_queue::{Feedback, Job, RetryOutcome};
-use chrono::Utc;
 use rand::Rng;
 use std::time::{Duration, Instant, SystemTime};
-
-/// What one HTTP request observed.
-#[derive(Debug)]
-pub struct Sent {
-    /// The observation, for [`classify`].
-    pub observed: Observed,
-    /// The start of the response body, if any (lossy UTF-8, no NULs).
-    pub excerpt: Option<String>,
-    /// Error text when the request failed without a status.
-    pub error: Option<String>,
-    /// The raw `Retry-After` header, if any.
-    pub retry_after: Option<String>,
-}
-
-impl Sent {
-    /// A request that failed before any response.
-    pub fn failed(observed: Observed, error: String) -> Self {
-        Sent {
-            observed,
-            excerpt: None,
-            error: Some(error),
-            retry_after: None,
-        }
-    }
-}
-
-/// A [`Sent`] for a request error (connect, timeout, blocked target, other). The error text
-/// never contains the URL (its path or query may carry a token): reqwest's URL is stripped and
-/// the endpoint named by its origin.
-pub fn observe(e: reqwest::Error) -> Sent {
-    Sent::failed(observe_error(&e), url_free_error(e))
-}
-
-/// The error chain of `e` without its URL, prefixed with the URL's origin.
-fn url_free_error(e: reqwest::Error) -> String {
-    let origin = e.url().map(|u| u.origin().ascii_serialization());
-    let text = error_chain(&e.without_url());
-    match origin {
-        Some(o) => format!("{o}/…: {text}"),
-        None => text,
-    }
-}
-
-/// The JSON body sent for a delivery: the Standard Webhooks envelope
-/// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`, with the
-/// payload spliced in as the exact JSON text the tenant sent (never re-encoded: numbers keep
-/// their precision, keys their order).
-pub fn body(d: &Dispatch) -> Vec<u8> {
-    let event_type = serde_json::to_string(&d.event_type).expect("strings serialize");
-    let timestamp = serde_json::to_string(&d.created_at).expect("timestamps serialize");
-    format!(
-        r#"{{"type":{event_type},"timestamp":{timestamp},"data":{}}}"#,
-        d.payload
-    )
-    .into_bytes()
-}
 
 /// How long a job of a channel that is not taking requests waits before it may be looked at
 /// again (plus up to 0.5 s of jitter). Its parked job group normally holds it far longer.
@@ -89,9 +32,10 @@ const PARK_RECHECK: Duration = Duration::from_secs(1);
 const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
 
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let (Some(delivery_id), Some(channel_id)) =
-        (crate::handler::uuid_arg(&job, "delivery_id"), job.group_id)
-    else {
+    let (Some(delivery_id), Some(channel_id)) = (
+        args::<DeliverArgs>(&job).map(|a| a.delivery_id),
+        job.group_id,
+    ) else {
         breakwater_queue::discard(
             &w.pool,
             job.id,
@@ -392,125 +336,4 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         "attempt recorded"
     );
     Ok(())
-}
-
-/// Sends one signed request for `d` (signature and timestamp made now, at the attempt): its
-/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
-/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
-/// `v1,<previous>` after it. A redirect is not followed (the client's policy is `none`); the
-/// answer is recorded with where it pointed ([`redirect_note`]).
-pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
-    let body = body(d);
-    let failed = |observed, error: String| Sent {
-        observed,
-        excerpt: None,
-        error: Some(error),
-        retry_after: None,
-    };
-    if !w.allow_private {
-        // Literal IPs never reach the resolver: check them here.
-        if let Err(e) = targets::parse_channel_url(&d.url, false) {
-            return failed(Observed::Blocked, e);
-        }
-    }
-    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
-        .chain(d.previous_signing_secret.as_deref())
-        .collect();
-    let headers = match signing::sign_all(
-        &secrets,
-        &d.webhook_id.to_string(),
-        Utc::now().timestamp(),
-        &body,
-    ) {
-        Ok(h) => h,
-        Err(e) => return failed(Observed::Other, format!("signing failed: {e}")),
-    };
-    let req = w
-        .client
-        .post(&d.url)
-        .header("content-type", "application/json")
-        .header("webhook-id", &headers.id)
-        .header("webhook-timestamp", headers.timestamp.to_string())
-        .header("webhook-signature", &headers.signature)
-        .body(body);
-    let mut resp = match req.send().await {
-        Ok(r) => r,
-        Err(e) => return observe(e),
-    };
-    let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let redirect = is_redirect(status).then(|| {
-        let location = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        redirect_note(status, location.as_deref(), &d.url)
-    });
-    // Keep only the first bytes of the body; stop reading past the cap.
-    let mut buf: Vec<u8> = Vec::new();
-    let mut read_error = None;
-    while buf.len() < w.excerpt_bytes {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => buf.extend_from_slice(&chunk),
-            Ok(None) => break,
-            Err(e) => {
-                read_error = Some(e);
-                break;
-            }
-        }
-    }
-    buf.truncate(w.excerpt_bytes);
-    let excerpt = (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).replace('\0', ""));
-    match read_error {
-        // A timeout while reading the body still fails the attempt: the total timeout is the
-        // contract.
-        Some(e) if e.is_timeout() => Sent {
-            observed: Observed::Timeout,
-            excerpt,
-            error: Some(url_free_error(e)),
-            retry_after,
-        },
-        _ => Sent {
-            observed: Observed::Status(status),
-            excerpt,
-            error: redirect,
-            retry_after,
-        },
-    }
-}
-
-fn observe_error(e: &reqwest::Error) -> Observed {
-    if is_blocked(e) {
-        Observed::Blocked
-    } else if e.is_timeout() {
-        Observed::Timeout
-    } else if e.is_connect() {
-        Observed::Connect
-    } else {
-        Observed::Other
-    }
-}
-
-/// The error and its causes, joined (reqwest's top-level message alone hides the cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
-}
-
-fn describe(s: &Sent) -> String {
-    match (&s.observed, &s.error) {
-        (_, Some(e)) => e.clone(),
-        (Observed::Status(code), None) => format!("HTTP {code}"),
-        (o, None) => format!("{o:?}"),
-    }
 }

@@ -4,20 +4,19 @@
 //! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
 //! host is closed.
 
-use crate::handler::Worker;
+use crate::worker::Worker;
 use breakwater_core::hosts::{self, WatchStep};
+use breakwater_core::jobs::HostProbeArgs;
 use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
+/// Runs one step of a host's probe watcher ([`hosts::watch_step`]) in one transaction, fenced by
+/// the job's claim: done, or snoozed until the condition it waits for holds.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(key) = job
-        .args
-        .get("host_key")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
+    let Some(HostProbeArgs { host_key: key }) =
+        w.args_or_discard(&job, "args lack a host_key").await?
     else {
-        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a host_key").await?;
         return Ok(());
     };
     let mut tx = w.pool.begin().await?;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// The error a refused resolution carries; [`is_blocked`] looks for it.
 #[derive(Debug)]
-pub struct BlockedTarget(pub String);
+pub(crate) struct BlockedTarget(pub(crate) String);
 
 impl std::fmt::Display for BlockedTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,7 +49,7 @@ impl Resolve for PublicOnlyResolver {
 }
 
 /// Builds the delivery client.
-pub fn client(
+pub(crate) fn client(
     connect_timeout: Duration,
     total_timeout: Duration,
     allow_private: bool,
@@ -68,7 +68,7 @@ pub fn client(
 }
 
 /// Whether a request error came from refusing an internal target.
-pub fn is_blocked(e: &reqwest::Error) -> bool {
+pub(crate) fn is_blocked(e: &reqwest::Error) -> bool {
     let mut src: Option<&(dyn StdError + 'static)> = e.source();
     while let Some(s) = src {
         if s.is::<BlockedTarget>() {

@@ -1,24 +1,31 @@
 //! Breakwater's workers.
 //!
 //! A node runs one pool per tier queue (`deliveries_high`, `deliveries`, `deliveries_bulk`, sizes
-//! from configuration) plus a small pool on the `circuit` queue (probe watchers), the
-//! LISTEN/NOTIFY listener that wakes them, the health check, and the queue's upkeep (heartbeat,
-//! promotion of due jobs, rescue, pruning) and the retention pruner ([`retention`]). Each delivery job is one signed HTTP attempt
-//! ([`deliver`]), gated by its channel's circuit; no transaction or pooled connection is held
-//! while the request is in flight.
+//! from configuration) plus small pools on the `circuit` queue (probe watchers) and the `alerts`
+//! queue (alert webhooks, flapping timers), the LISTEN/NOTIFY listener that wakes them, the
+//! health check, the queue's upkeep (heartbeat, promotion of due jobs, rescue, pruning) and the
+//! retention pruner ([`retention`]). Each delivery job is one signed HTTP attempt (`deliver`),
+//! gated by its channel's circuit; no transaction or pooled connection is held while the request
+//! is in flight.
+//!
+//! Modules, without a cycle: `handler` dispatches each job by its kind to `deliver`, `probe`,
+//! `host_probe` or `alert`; every job module takes the node's `worker::Worker`; `deliver` and
+//! `alert` send through `request` (the one signed request), `deliver` records telemetry through
+//! `observe`, which wraps `request::send`.
 
-pub mod alert;
+mod alert;
 mod config;
-pub mod deliver;
+mod deliver;
 mod handler;
 mod host_probe;
-pub mod http;
+mod http;
 mod node;
 mod observe;
 mod probe;
+mod request;
 pub mod retention;
+mod worker;
 
 pub use config::WorkerConfig;
-pub use handler::Worker;
 pub use node::{node_id, run_node, NodeParams};
 pub use retention::RetentionConfig;

@@ -1,9 +1,11 @@
 //! Running a worker node.
 
 use crate::retention::{self, RetentionConfig};
-use crate::{Worker, WorkerConfig};
-use breakwater_core::circuit::{self, CircuitConfig, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::worker::Worker;
+use crate::WorkerConfig;
+use breakwater_core::circuit::{self, CircuitConfig};
 use breakwater_core::hosts::HostsConfig;
+use breakwater_core::jobs::{QUEUE_ALERTS, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};

@@ -5,11 +5,11 @@
 //! request headers or the endpoint's path and query (a URL can embed a token); the endpoint is
 //! named by its host alone, and request errors name it by its origin alone.
 
-use crate::deliver::{self, Sent};
-use crate::handler::Worker;
+use crate::request::{self, Sent};
+use crate::worker::Worker;
 use breakwater_core::deliveries::Dispatch;
-use breakwater_core::outcome::{classify, Class, Observed};
-use breakwater_core::overview::tier_of_queue;
+use breakwater_core::jobs::tier_of_queue;
+use breakwater_core::outcome::{classify, Class};
 use breakwater_queue::Job;
 use chrono::Utc;
 use std::time::Instant;
@@ -21,7 +21,7 @@ fn tier(queue: &str) -> &str {
     tier_of_queue(queue).map_or(queue, |t| t.as_str())
 }
 
-/// Sends one attempt of `d` ([`deliver::send`]) inside a `webhook.attempt` span (OpenTelemetry
+/// Sends one attempt of `d` ([`request::send`]) inside a `webhook.attempt` span (OpenTelemetry
 /// kind `client`) with the delivery, channel and tenant ids, the attempt number and the target
 /// host, and records on it the response status, the outcome class, the error kind and the
 /// duration. Also records the tenant id on the enclosing `job` span, and the attempt's duration
@@ -49,51 +49,22 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
         otel.status_code = Empty,
     );
     let t0 = Instant::now();
-    let mut sent = deliver::send(w, d).instrument(span.clone()).await;
-    sent.error = sent.error.map(|e| redact_url(e, &d.url));
+    let sent = request::send(w, d).instrument(span.clone()).await;
     let elapsed = t0.elapsed();
     let class = classify(sent.observed);
     breakwater_telemetry::attempt_duration(tier(&job.queue), class.as_str(), elapsed);
     span.record("duration_ms", elapsed.as_millis() as u64);
     span.record("outcome", class.as_str());
-    match sent.observed {
-        Observed::Status(code) => {
-            span.record("http.response.status_code", code);
-        }
-        other => {
-            span.record("error.kind", display(error_kind(other)));
-        }
+    if let Some(code) = sent.observed.status_code() {
+        span.record("http.response.status_code", code);
+    }
+    if let Some(kind) = sent.observed.error_kind() {
+        span.record("error.kind", display(kind));
     }
     if class != Class::Success {
         span.record("otel.status_code", "error");
     }
     sent
-}
-
-/// `error` with the endpoint URL (reqwest names it in connect and timeout errors) cut down to its
-/// origin, `scheme://host[:port]/…`: a path, query or userinfo may carry a token, and this text
-/// goes on to the attempt row, the circuit's reason, the audit log, alerts and logs.
-fn redact_url(error: String, raw: &str) -> String {
-    let Ok(url) = url::Url::parse(raw) else {
-        return error;
-    };
-    let origin = format!("{}/…", url.origin().ascii_serialization());
-    // One form or the other: the origin starts like the raw text of a bare-host URL.
-    if error.contains(url.as_str()) {
-        error.replace(url.as_str(), &origin)
-    } else {
-        error.replace(raw, &origin)
-    }
-}
-
-fn error_kind(o: Observed) -> &'static str {
-    match o {
-        Observed::Status(_) => "status",
-        Observed::Connect => "connect",
-        Observed::Timeout => "timeout",
-        Observed::Blocked => "blocked",
-        Observed::Other => "other",
-    }
 }
 
 /// Records a finished, recorded attempt of delivery `d` (run by `job`): attempts by outcome
@@ -143,27 +114,5 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         breakwater_telemetry::pool_in_flight(&self.0, -1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn request_errors_name_the_endpoint_by_its_origin_only() {
-        let raw = "https://user:pw@hooks.example.com:8443/t/SECRET?token=SECRET";
-        let e = format!("error sending request for url ({raw}): connection refused");
-        assert_eq!(
-            redact_url(e, raw),
-            "error sending request for url (https://hooks.example.com:8443/…): connection refused"
-        );
-        // reqwest prints the parsed URL, which may differ from the stored text.
-        let e = "error sending request for url (http://example.com/)".to_string();
-        assert_eq!(
-            redact_url(e, "http://example.com"),
-            "error sending request for url (http://example.com/…)"
-        );
-        assert_eq!(redact_url("HTTP 503".into(), "not a url"), "HTTP 503");
     }
 }

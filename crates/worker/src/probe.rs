@@ -3,16 +3,18 @@
 //! whose lease expired. It ends when the circuit is closed or paused, and when the circuit is
 //! half-open with nothing to probe with (the delivery that claims the role schedules it again).
 
-use crate::handler::Worker;
+use crate::worker::Worker;
 use breakwater_core::circuit::{self, ProbeStep};
+use breakwater_core::jobs::ProbeArgs;
 use breakwater_core::Result;
 use breakwater_queue::Job;
 use std::time::Duration;
 
+/// Runs one step of a channel's probe watcher ([`circuit::probe_step`]) in one transaction, fenced
+/// by the job's claim: done, or snoozed until the cooldown or the probe's lease is over.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
-    let Some(channel_id) = crate::handler::uuid_arg(&job, "channel_id") else {
-        breakwater_queue::discard(&w.pool, job.id, job.claim_token, "args lack a channel_id")
-            .await?;
+    let Some(ProbeArgs { channel_id }) = w.args_or_discard(&job, "args lack a channel_id").await?
+    else {
         return Ok(());
     };
     tracing::Span::current().record("channel_id", tracing::field::display(channel_id));

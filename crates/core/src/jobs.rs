@@ -1,0 +1,355 @@
+//! The registry of Breakwater's queues and job kinds, and each kind's typed args.
+//!
+//! Every queue a node runs a pool on and every job kind it enqueues is named here once; code
+//! that recognises a queue (is it a tier queue? which tier?) asks [`tier_of_queue`] rather than
+//! comparing names. Each kind's args are a struct ([`DeliverArgs`], [`ProbeArgs`],
+//! [`HostProbeArgs`], [`FlappingWatchArgs`], [`AlertArgs`]) that serializes to the JSON object
+//! stored in `jobs.args` (`jsonb`) — the same field names as the rows already in the database —
+//! and that the worker parses back with serde ([`JobArgs::from_json`]); a job whose args do not
+//! parse is discarded with a reason.
+//!
+//! | Queue | Job kinds |
+//! |---|---|
+//! | [`QUEUE_DELIVERIES_HIGH`], [`QUEUE_DELIVERIES`], [`QUEUE_DELIVERIES_BULK`] (one per [`Tier`]) | [`JOB_DELIVER`] |
+//! | [`QUEUE_CIRCUIT`] | [`JOB_PROBE`], [`JOB_HOST_PROBE`] |
+//! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`] |
+
+use crate::Tier;
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use uuid::Uuid;
+
+/// Queue of the `high` tier's deliveries.
+pub const QUEUE_DELIVERIES_HIGH: &str = "deliveries_high";
+/// Queue of the `default` tier's deliveries.
+pub const QUEUE_DELIVERIES: &str = "deliveries";
+/// Queue of the `bulk` tier's deliveries.
+pub const QUEUE_DELIVERIES_BULK: &str = "deliveries_bulk";
+/// Queue of circuit jobs (channel and host probe watchers); each node runs a small pool on it.
+pub const QUEUE_CIRCUIT: &str = "circuit";
+/// Queue of alert webhooks and of the flapping timers.
+pub const QUEUE_ALERTS: &str = "alerts";
+
+/// Every queue Breakwater runs: the tier queues (highest tier first), then [`QUEUE_CIRCUIT`] and
+/// [`QUEUE_ALERTS`].
+pub const QUEUES: [&str; 5] = [
+    QUEUE_DELIVERIES_HIGH,
+    QUEUE_DELIVERIES,
+    QUEUE_DELIVERIES_BULK,
+    QUEUE_CIRCUIT,
+    QUEUE_ALERTS,
+];
+
+/// The tier whose deliveries run on `queue`, if it is a tier queue (see [`Tier::queue`]).
+pub fn tier_of_queue(queue: &str) -> Option<Tier> {
+    Tier::ALL.into_iter().find(|t| t.queue() == queue)
+}
+
+/// Whether `queue` is a delivery (tier) queue.
+pub fn is_delivery_queue(queue: &str) -> bool {
+    tier_of_queue(queue).is_some()
+}
+
+/// Job kind of a delivery attempt: args [`DeliverArgs`], group = channel id, unique key
+/// `delivery:<delivery>`, on its tenant's tier queue.
+pub const JOB_DELIVER: &str = "deliver";
+/// Job kind of a channel's probe watcher: args [`ProbeArgs`], unique key `probe:<channel>`, on
+/// [`QUEUE_CIRCUIT`].
+pub const JOB_PROBE: &str = "probe";
+/// Job kind of a host's probe watcher: args [`HostProbeArgs`], unique key `host_probe:<host>`, on
+/// [`QUEUE_CIRCUIT`].
+pub const JOB_HOST_PROBE: &str = "host_probe";
+/// Job kind of an alert webhook: args [`AlertArgs`] (the alert itself), on [`QUEUE_ALERTS`].
+pub const JOB_ALERT: &str = "alert";
+/// Job kind of a channel's flapping timer: args [`FlappingWatchArgs`], unique key
+/// `flapping:<channel>`, on [`QUEUE_ALERTS`].
+pub const JOB_FLAPPING_WATCH: &str = "flapping_watch";
+
+/// A job kind (the `jobs.kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// [`JOB_DELIVER`].
+    Deliver,
+    /// [`JOB_PROBE`].
+    Probe,
+    /// [`JOB_HOST_PROBE`].
+    HostProbe,
+    /// [`JOB_ALERT`].
+    Alert,
+    /// [`JOB_FLAPPING_WATCH`].
+    FlappingWatch,
+}
+
+impl JobKind {
+    /// Every kind.
+    pub const ALL: [JobKind; 5] = [
+        JobKind::Deliver,
+        JobKind::Probe,
+        JobKind::HostProbe,
+        JobKind::Alert,
+        JobKind::FlappingWatch,
+    ];
+
+    /// The `jobs.kind` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Deliver => JOB_DELIVER,
+            JobKind::Probe => JOB_PROBE,
+            JobKind::HostProbe => JOB_HOST_PROBE,
+            JobKind::Alert => JOB_ALERT,
+            JobKind::FlappingWatch => JOB_FLAPPING_WATCH,
+        }
+    }
+
+    /// The kind named `kind`, or `None` for a kind Breakwater does not know.
+    pub fn parse(kind: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+}
+
+/// The args of one job kind: serialized into `jobs.args` at enqueue, parsed back by the worker.
+pub trait JobArgs: Serialize + DeserializeOwned {
+    /// The kind these args belong to.
+    const KIND: JobKind;
+
+    /// The `jobs.args` value.
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("job args serialize")
+    }
+
+    /// Parses a job's `args`. Fields not named by the struct are ignored.
+    ///
+    /// Errors if a field is missing or has another type.
+    fn from_json(args: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        Self::deserialize(args)
+    }
+}
+
+/// Args of a [`JOB_DELIVER`] job: `{"delivery_id": uuid}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliverArgs {
+    /// The delivery this job attempts.
+    pub delivery_id: Uuid,
+}
+
+impl JobArgs for DeliverArgs {
+    const KIND: JobKind = JobKind::Deliver;
+}
+
+/// Args of a [`JOB_PROBE`] job: `{"channel_id": uuid}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeArgs {
+    /// The channel whose circuit the watcher moves.
+    pub channel_id: Uuid,
+}
+
+impl JobArgs for ProbeArgs {
+    const KIND: JobKind = JobKind::Probe;
+}
+
+/// Args of a [`JOB_HOST_PROBE`] job: `{"host_key": text}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostProbeArgs {
+    /// The host circuit the watcher moves (see [`crate::hosts`]).
+    pub host_key: String,
+}
+
+impl JobArgs for HostProbeArgs {
+    const KIND: JobKind = JobKind::HostProbe;
+}
+
+/// Args of a [`JOB_FLAPPING_WATCH`] job: `{"channel_id": uuid}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlappingWatchArgs {
+    /// The channel whose flapping the timer ends.
+    pub channel_id: Uuid,
+}
+
+impl JobArgs for FlappingWatchArgs {
+    const KIND: JobKind = JobKind::FlappingWatch;
+}
+
+/// A channel's host circuit as an alert names it: `{"host_key", "state"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertHost {
+    /// The host key (see [`crate::hosts`]).
+    pub host_key: String,
+    /// The host circuit's state (`closed` when it has no row yet).
+    pub state: String,
+}
+
+/// Args of a [`JOB_ALERT`] job: the alert, decided and written by [`crate::alerts`] (channel
+/// transitions, flapping, endpoint rejections) and [`crate::hosts`] (host circuits). The worker
+/// sends them as the alert body `{"type": event, "timestamp": at, "data": {…}}`.
+///
+/// Fields a kind of alert does not have are absent from the JSON (host alerts have no
+/// `failure_count`, `transition_count`, `flapping_window_ms` or `host`; only some alerts have
+/// `suppressed`, `status`, `flapping_since`, `host_key`, `channels`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertArgs {
+    /// The alert's id: its `webhook-id` (stable across retries, for the receiver's dedup).
+    pub id: Uuid,
+    /// The alert event, e.g. `channel.circuit_opened`, `host.circuit_closed`.
+    pub event: String,
+    /// The tenant alerted (its alert URL and secret are read when it is sent).
+    pub tenant_id: Uuid,
+    /// The channel; `null` on a host circuit's alert.
+    pub channel_id: Option<Uuid>,
+    /// The circuit's state before; `null` on `channel.flapping_ended`.
+    pub from_state: Option<String>,
+    /// The circuit's state after (on `channel.flapping_ended`: its state when it ended).
+    pub to_state: String,
+    /// Why (never a URL path or a secret).
+    pub reason: String,
+    /// Consecutive failures at the event (channel alerts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_count: Option<i32>,
+    /// The circuit's generation after the event.
+    pub generation: i64,
+    /// The circuit's alerting transitions within the flapping window, this one included
+    /// (channel alerts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition_count: Option<i32>,
+    /// The flapping window, ms (channel alerts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flapping_window_ms: Option<i64>,
+    /// The database time of the event.
+    pub at: DateTime<Utc>,
+    /// The channel's host circuit (channel alerts): absent, or `null` for a channel without a
+    /// host key.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub host: Option<Option<AlertHost>>,
+    /// Transitions not alerted one by one (`channel.flapping`, `channel.flapping_ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<i32>,
+    /// The HTTP status the endpoint answered (`channel.endpoint_rejected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// When the flapping started (`channel.flapping_ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flapping_since: Option<DateTime<Utc>>,
+    /// The host circuit (host alerts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<String>,
+    /// The tenant's channels on the host (host alerts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<i64>,
+}
+
+impl JobArgs for AlertArgs {
+    const KIND: JobKind = JobKind::Alert;
+}
+
+/// A field that is present (even as `null`) deserializes to `Some`; an absent one takes the
+/// field's default, `None`.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn queues_are_the_tier_queues_then_circuit_and_alerts() {
+        let tiers: Vec<&str> = Tier::ALL.iter().map(|t| t.queue()).collect();
+        assert_eq!(QUEUES[..3], tiers[..]);
+        assert_eq!(
+            QUEUES,
+            [
+                "deliveries_high",
+                "deliveries",
+                "deliveries_bulk",
+                "circuit",
+                "alerts"
+            ]
+        );
+        assert_eq!(tier_of_queue("deliveries_bulk"), Some(Tier::Bulk));
+        assert_eq!(tier_of_queue("circuit"), None);
+        assert!(is_delivery_queue("deliveries") && !is_delivery_queue("deliveries_x"));
+    }
+
+    #[test]
+    fn kinds_round_trip_through_their_names() {
+        for k in JobKind::ALL {
+            assert_eq!(JobKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(JobKind::parse("bench"), None);
+        assert_eq!(
+            [DeliverArgs::KIND, ProbeArgs::KIND, HostProbeArgs::KIND],
+            [JobKind::Deliver, JobKind::Probe, JobKind::HostProbe]
+        );
+    }
+
+    #[test]
+    fn args_keep_the_json_shape_of_the_rows_in_the_database() {
+        let id = Uuid::now_v7();
+        assert_eq!(
+            DeliverArgs { delivery_id: id }.to_json(),
+            json!({ "delivery_id": id })
+        );
+        assert_eq!(
+            ProbeArgs { channel_id: id }.to_json(),
+            json!({ "channel_id": id })
+        );
+        assert_eq!(
+            FlappingWatchArgs { channel_id: id }.to_json(),
+            json!({ "channel_id": id })
+        );
+        assert_eq!(
+            HostProbeArgs {
+                host_key: "example.com".into()
+            }
+            .to_json(),
+            json!({ "host_key": "example.com" })
+        );
+        assert!(DeliverArgs::from_json(&json!({ "delivery_id": "nope" })).is_err());
+        assert!(ProbeArgs::from_json(&json!({})).is_err());
+    }
+
+    #[test]
+    fn alert_args_round_trip_every_shape_and_keep_a_null_host() {
+        let at = "2026-11-30T10:00:00.123456Z";
+        let channel = json!({
+            "id": Uuid::now_v7(), "event": "channel.circuit_opened", "tenant_id": Uuid::now_v7(),
+            "channel_id": Uuid::now_v7(), "host": null, "from_state": "closed",
+            "to_state": "open", "reason": "3 failures", "failure_count": 3, "generation": 2,
+            "transition_count": 1, "flapping_window_ms": 600000, "at": at,
+        });
+        let ended = json!({
+            "id": Uuid::now_v7(), "event": "channel.flapping_ended", "tenant_id": Uuid::now_v7(),
+            "channel_id": Uuid::now_v7(), "host": { "host_key": "h", "state": "closed" },
+            "from_state": null, "to_state": "closed", "reason": "stable", "failure_count": 0,
+            "generation": 9, "transition_count": 0, "flapping_window_ms": 1000,
+            "suppressed": 4, "flapping_since": "2026-11-30T09:59:00Z", "at": at,
+        });
+        let rejected = json!({
+            "id": Uuid::now_v7(), "event": "channel.endpoint_rejected",
+            "tenant_id": Uuid::now_v7(), "channel_id": Uuid::now_v7(), "host": null,
+            "from_state": "closed", "to_state": "closed", "reason": "HTTP 401", "status": 401,
+            "failure_count": 0, "generation": 1, "transition_count": 0,
+            "flapping_window_ms": 1000, "at": at,
+        });
+        let host = json!({
+            "id": Uuid::now_v7(), "event": "host.circuit_opened", "tenant_id": Uuid::now_v7(),
+            "channel_id": null, "host_key": "example.com", "channels": 2,
+            "from_state": "closed", "to_state": "open", "reason": "down", "generation": 3,
+            "at": at,
+        });
+        for v in [channel, ended, rejected, host] {
+            let a = AlertArgs::from_json(&v).unwrap();
+            assert_eq!(a.to_json(), v);
+        }
+        assert!(AlertArgs::from_json(&json!({ "id": "x" })).is_err());
+    }
+}

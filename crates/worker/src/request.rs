@@ -1,0 +1,251 @@
+//! Sending one signed request: the Standard Webhooks headers (`webhook-id`,
+//! `webhook-timestamp`, `webhook-signature`, signed at the attempt), the target check, and what
+//! the request observed ([`Sent`]). Error texts never carry the endpoint's URL (its path or query
+//! may carry a token): reqwest's URL is stripped and the endpoint named by its origin.
+
+use crate::http::is_blocked;
+use crate::worker::Worker;
+use breakwater_core::deliveries::Dispatch;
+use breakwater_core::outcome::{is_redirect, redirect_note, Observed};
+use breakwater_core::{signing, targets};
+use chrono::Utc;
+
+/// What one HTTP request observed.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    /// The observation, for [`breakwater_core::outcome::classify`].
+    pub(crate) observed: Observed,
+    /// The start of the response body, if any (lossy UTF-8, no NULs).
+    pub(crate) excerpt: Option<String>,
+    /// Error text when the request failed without a status.
+    pub(crate) error: Option<String>,
+    /// The raw `Retry-After` header, if any.
+    pub(crate) retry_after: Option<String>,
+}
+
+impl Sent {
+    /// A request that failed before any response.
+    pub(crate) fn failed(observed: Observed, error: String) -> Self {
+        Sent {
+            observed,
+            excerpt: None,
+            error: Some(error),
+            retry_after: None,
+        }
+    }
+}
+
+/// A [`Sent`] for a request error (connect, timeout, blocked target, other). The error text
+/// never contains the URL (its path or query may carry a token): reqwest's URL is stripped and
+/// the endpoint named by its origin.
+fn observe(e: reqwest::Error) -> Sent {
+    Sent::failed(observe_error(&e), url_free_error(e))
+}
+
+/// The error chain of `e` without the endpoint's URL, prefixed with its origin:
+/// `scheme://host[:port]/…: <error>: <cause>: …`. A path, query or userinfo may carry a token,
+/// and this text goes on to the attempt row, the circuit's reason, the audit log, alerts and
+/// logs: reqwest's own URL is removed ([`reqwest::Error::without_url`]), and a cause that names
+/// the URL again has it cut to the origin too. The one URL redaction of the worker.
+fn url_free_error(e: reqwest::Error) -> String {
+    let url = e.url().cloned();
+    let text = error_chain(&e.without_url());
+    match url {
+        Some(u) => redact(&text, &u),
+        None => text,
+    }
+}
+
+/// `text` (an error chain) prefixed with `url`'s origin, and `url` within it cut to that origin.
+fn redact(text: &str, url: &url::Url) -> String {
+    let origin = format!("{}/…", url.origin().ascii_serialization());
+    format!("{origin}: {}", text.replace(url.as_str(), &origin))
+}
+
+/// The JSON body sent for a delivery: the Standard Webhooks envelope
+/// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`, with the
+/// payload spliced in as the exact JSON text the tenant sent (never re-encoded: numbers keep
+/// their precision, keys their order).
+pub(crate) fn body(d: &Dispatch) -> Vec<u8> {
+    let event_type = serde_json::to_string(&d.event_type).expect("strings serialize");
+    let timestamp = serde_json::to_string(&d.created_at).expect("timestamps serialize");
+    format!(
+        r#"{{"type":{event_type},"timestamp":{timestamp},"data":{}}}"#,
+        d.payload
+    )
+    .into_bytes()
+}
+
+/// One signed POST: where it goes, its `webhook-id`, the secrets it is signed with (the current
+/// one first; see [`signing::sign_all`]) and its JSON body.
+pub(crate) struct Signed<'a> {
+    /// The endpoint.
+    pub(crate) url: &'a str,
+    /// The `webhook-id` header, also signed (stable across attempts, for the receiver's dedup).
+    pub(crate) webhook_id: &'a str,
+    /// Signing secrets (`whsec_…`), at least one.
+    pub(crate) secrets: &'a [&'a str],
+    /// The body, sent as `application/json`.
+    pub(crate) body: Vec<u8>,
+}
+
+/// Sends one signed request, the only place the Standard Webhooks headers are made: checks the
+/// target (unless private targets are allowed: a literal internal IP never reaches the
+/// resolver, so it is refused here), signs the body now (at the attempt, so the timestamp is
+/// fresh) and posts it with `content-type`, `webhook-id`, `webhook-timestamp` and
+/// `webhook-signature`. Returns the response, its body unread, or, when no response came, the
+/// failed [`Sent`] (blocked target, signing failure, or the request error without its URL).
+pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Response, Sent> {
+    if !w.allow_private {
+        if let Err(e) = targets::parse_channel_url(req.url, false) {
+            return Err(Sent::failed(Observed::Blocked, e));
+        }
+    }
+    let headers = match signing::sign_all(
+        req.secrets,
+        req.webhook_id,
+        Utc::now().timestamp(),
+        &req.body,
+    ) {
+        Ok(h) => h,
+        Err(e) => {
+            return Err(Sent::failed(
+                Observed::Other,
+                format!("signing failed: {e}"),
+            ))
+        }
+    };
+    w.client
+        .post(req.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &headers.id)
+        .header("webhook-timestamp", headers.timestamp.to_string())
+        .header("webhook-signature", &headers.signature)
+        .body(req.body)
+        .send()
+        .await
+        .map_err(observe)
+}
+
+/// Sends one attempt of delivery `d` ([`post`], signature and timestamp made now): its
+/// `webhook-id` is `d.webhook_id` (the message id of a fan-out, else the delivery id), and its
+/// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
+/// `v1,<previous>` after it. Reads the status, `Retry-After` and the first `excerpt_bytes` of
+/// the body. A redirect is not followed (the client's policy is `none`); the answer is recorded
+/// with where it pointed ([`redirect_note`]).
+pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
+    let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
+        .chain(d.previous_signing_secret.as_deref())
+        .collect();
+    let req = Signed {
+        url: &d.url,
+        webhook_id: &d.webhook_id.to_string(),
+        secrets: &secrets,
+        body: body(d),
+    };
+    let mut resp = match post(w, req).await {
+        Ok(r) => r,
+        Err(failed) => return failed,
+    };
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let redirect = is_redirect(status).then(|| {
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        redirect_note(status, location.as_deref(), &d.url)
+    });
+    // Keep only the first bytes of the body; stop reading past the cap.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut read_error = None;
+    while buf.len() < w.excerpt_bytes {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => buf.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(e) => {
+                read_error = Some(e);
+                break;
+            }
+        }
+    }
+    buf.truncate(w.excerpt_bytes);
+    let excerpt = (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).replace('\0', ""));
+    match read_error {
+        // A timeout while reading the body still fails the attempt: the total timeout is the
+        // contract.
+        Some(e) if e.is_timeout() => Sent {
+            observed: Observed::Timeout,
+            excerpt,
+            error: Some(url_free_error(e)),
+            retry_after,
+        },
+        _ => Sent {
+            observed: Observed::Status(status),
+            excerpt,
+            error: redirect,
+            retry_after,
+        },
+    }
+}
+
+fn observe_error(e: &reqwest::Error) -> Observed {
+    if is_blocked(e) {
+        Observed::Blocked
+    } else if e.is_timeout() {
+        Observed::Timeout
+    } else if e.is_connect() {
+        Observed::Connect
+    } else {
+        Observed::Other
+    }
+}
+
+/// The error and its causes, joined (reqwest's top-level message alone hides the cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// The error text of an attempt: the request's error, else `HTTP <status>`, else the observation.
+pub(crate) fn describe(s: &Sent) -> String {
+    match (&s.observed, &s.error) {
+        (_, Some(e)) => e.clone(),
+        (Observed::Status(code), None) => format!("HTTP {code}"),
+        (o, None) => format!("{o:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn request_errors_name_the_endpoint_by_its_origin_only() {
+        let url = url::Url::parse("https://user:pw@hooks.example.com:8443/t/SECRET?token=SECRET")
+            .unwrap();
+        assert_eq!(
+            redact("error sending request: connection refused", &url),
+            "https://hooks.example.com:8443/…: error sending request: connection refused"
+        );
+        // A cause that names the URL again.
+        let text = format!("client error: {url}: connection reset");
+        assert_eq!(
+            redact(&text, &url),
+            "https://hooks.example.com:8443/…: client error: https://hooks.example.com:8443/…: connection reset"
+        );
+        // A bare origin: the prefix is not redacted twice.
+        let url = url::Url::parse("http://example.com").unwrap();
+        assert_eq!(redact("timed out", &url), "http://example.com/…: timed out");
+    }
+}
