@@ -493,7 +493,7 @@ async fn enqueue(
     let gate = circuit::lock_gate(&mut tx, channel.id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel"))?;
-    let paused = gate.circuit_state == "open" || gate.circuit_state == "paused";
+    let paused = gate.circuit_state.parks_new_deliveries();
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,

@@ -7,7 +7,7 @@ use super::*;
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct GateRow {
     /// Circuit state column.
-    pub circuit_state: String,
+    pub circuit_state: State,
     /// Generation.
     pub circuit_generation: i64,
     /// The delivery chosen as the half-open probe, if any.
@@ -24,7 +24,7 @@ pub struct GateRow {
     pub now: DateTime<Utc>,
     /// The channel's host circuit state (joined in the same read; `None`: no host circuit).
     #[sqlx(default)]
-    pub host_state: Option<String>,
+    pub host_state: Option<crate::hosts::State>,
     /// Its generation.
     #[sqlx(default)]
     pub host_generation: Option<i64>,
@@ -71,7 +71,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
         return Admission::Gone;
     };
     let host = crate::hosts::decide(
-        g.host_state.as_deref(),
+        g.host_state,
         g.host_generation,
         g.host_probe_delivery_id,
         delivery_id,
@@ -102,8 +102,8 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
 }
 
 fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
-    match g.circuit_state.as_str() {
-        "closed" => match g.retry_after_until {
+    match g.circuit_state {
+        State::Closed => match g.retry_after_until {
             Some(until) if until > g.now => {
                 Admission::Wait((until - g.now).to_std().unwrap_or(Duration::ZERO))
             }
@@ -118,7 +118,7 @@ fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
                 host_probe: None,
             },
         },
-        "half_open" => match g.probe_delivery_id {
+        State::HalfOpen => match g.probe_delivery_id {
             Some(p) if p == delivery_id => Admission::Send {
                 probe_generation: Some(g.circuit_generation),
                 consecutive_failures: g.consecutive_failures,
@@ -128,7 +128,7 @@ fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
             None => Admission::ClaimProbe(g.circuit_generation),
             Some(_) => Admission::Park,
         },
-        _ => Admission::Park,
+        State::Open | State::Paused => Admission::Park,
     }
 }
 

@@ -26,12 +26,13 @@ impl Manual {
         }
     }
 
-    fn allowed_from(self) -> &'static [&'static str] {
+    fn allowed_from(self) -> &'static [State] {
+        use State::*;
         match self {
-            Manual::Pause => &["closed", "open", "half_open"],
-            Manual::Resume => &["paused"],
-            Manual::ForceOpen => &["closed", "half_open", "paused"],
-            Manual::ForceClose => &["open", "half_open", "paused"],
+            Manual::Pause => &[Closed, Open, HalfOpen],
+            Manual::Resume => &[Paused],
+            Manual::ForceOpen => &[Closed, HalfOpen, Paused],
+            Manual::ForceClose => &[Open, HalfOpen, Paused],
         }
     }
 
@@ -92,7 +93,7 @@ pub async fn apply_manual(
     )
     .bind(channel_id)
     .bind(to.as_str())
-    .bind(change.allowed_from())
+    .bind(change.allowed_from().iter().map(|s| s.as_str()).collect::<Vec<_>>())
     .bind(cfg.cooldown_ms)
     .fetch_optional(&mut *tx)
     .await?;
@@ -112,7 +113,7 @@ pub async fn apply_manual(
     let t = Transition {
         channel_id,
         tenant_id,
-        from: State::parse(&from)?,
+        from,
         to,
         generation,
         failures,
@@ -145,7 +146,7 @@ pub async fn apply_manual(
                     actor,
                     action: change.action(),
                     from_state: Some(t.from.as_str()),
-                    to_state: Some("paused"),
+                    to_state: Some(State::Paused.as_str()),
                     reason: Some(reason),
                     details: serde_json::json!({ "generation": generation, "parked": parked }),
                 },

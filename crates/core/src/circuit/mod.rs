@@ -106,8 +106,11 @@ pub const JOB_PROBE: &str = "probe";
 pub use crate::alerts::{JOB_ALERT, QUEUE_ALERTS};
 
 /// A circuit state (the `channels.circuit_state` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 #[schema(as = CircuitState)]
 pub enum State {
     /// Deliveries flow.
@@ -129,6 +132,13 @@ impl State {
             State::HalfOpen => "half_open",
             State::Paused => "paused",
         }
+    }
+
+    /// Whether a delivery enqueued to a channel in this state starts parked (status `paused`,
+    /// its job held by the channel's parked job group): open or paused. A half-open channel's
+    /// new deliveries start `pending`; its gate parks every one but the probe on pickup.
+    pub fn parks_new_deliveries(self) -> bool {
+        matches!(self, State::Open | State::Paused)
     }
 
     /// Parses the column value.
@@ -171,7 +181,7 @@ pub struct Transition {
 struct ManualRow {
     #[sqlx(flatten)]
     row: TransitionRow,
-    before_state: String,
+    before_state: State,
 }
 
 #[derive(sqlx::FromRow)]

@@ -52,7 +52,7 @@ pub enum ProbeStep {
 /// What the probe watcher reads when there is nothing to claim: state, next probe time, probe
 /// deadline, database now.
 type WatchRow = (
-    String,
+    State,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     DateTime<Utc>,
@@ -79,7 +79,7 @@ pub async fn probe_step(
     channel_id: Uuid,
     cfg: &CircuitConfig,
 ) -> Result<ProbeStep> {
-    let claimed: Option<(Uuid, i64, String, i32, i32)> = sqlx::query_as(
+    let claimed: Option<(Uuid, i64, State, i32, i32)> = sqlx::query_as(
         "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
          UPDATE channels c
          SET circuit_state = 'half_open', circuit_changed_at = now(),
@@ -118,8 +118,8 @@ pub async fn probe_step(
             // channel probe could not be fetched (its lease would only expire, again and again).
             // The channel's own probe waits, quietly, until the host's next step.
             Some((s, next, deadline, now, true, host_next))
-                if (s == "open" && next.is_some_and(|n| n <= now))
-                    || (s == "half_open" && deadline.is_some_and(|d| d <= now)) =>
+                if (s == State::Open && next.is_some_and(|n| n <= now))
+                    || (s == State::HalfOpen && deadline.is_some_and(|d| d <= now)) =>
             {
                 ProbeStep::Wait(
                     host_next
@@ -128,8 +128,8 @@ pub async fn probe_step(
                         .max(HOST_HELD_RECHECK),
                 )
             }
-            Some((s, Some(next), _, now, _, _)) if s == "open" => ProbeStep::Wait(until(next, now)),
-            Some((s, _, Some(deadline), now, _, _)) if s == "half_open" => {
+            Some((State::Open, Some(next), _, now, _, _)) => ProbeStep::Wait(until(next, now)),
+            Some((State::HalfOpen, _, Some(deadline), now, _, _)) => {
                 ProbeStep::Wait(until(deadline, now))
             }
             // Closed, paused, gone, or half-open with the role empty (no lease to watch).
@@ -138,9 +138,9 @@ pub async fn probe_step(
     };
     let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
     let delivery_id = chosen.map(|(d, _)| d);
-    let reason = match (before.as_str(), delivery_id) {
-        ("half_open", Some(_)) => "the previous probe's lease expired; another probe takes over",
-        ("half_open", None) => {
+    let reason = match (before, delivery_id) {
+        (State::HalfOpen, Some(_)) => "the previous probe's lease expired; another probe takes over",
+        (State::HalfOpen, None) => {
             "the previous probe's lease expired and nothing is waiting; the next delivery to arrive is the probe"
         }
         (_, Some(_)) => "cooldown over; probing",
@@ -153,8 +153,8 @@ pub async fn probe_step(
             channel_id: Some(channel_id),
             actor: ACTOR_CIRCUIT_BREAKER,
             action: "circuit.probe_started",
-            from_state: Some(&before),
-            to_state: Some("half_open"),
+            from_state: Some(before.as_str()),
+            to_state: Some(State::HalfOpen.as_str()),
             reason: Some(reason),
             details: serde_json::json!({
                 "generation": generation,
@@ -440,8 +440,8 @@ async fn next_trial(
             channel_id: Some(channel_id),
             actor: ACTOR_CIRCUIT_BREAKER,
             action: "circuit.trial_passed",
-            from_state: Some("half_open"),
-            to_state: Some("half_open"),
+            from_state: Some(State::HalfOpen.as_str()),
+            to_state: Some(State::HalfOpen.as_str()),
             reason: Some(&reason),
             details: serde_json::json!({
                 "generation": generation,

@@ -3,7 +3,7 @@ use super::*;
 fn gate(state: &str, probe: Option<Uuid>, retry_after_secs: Option<i64>) -> GateRow {
     let now = Utc::now();
     GateRow {
-        circuit_state: state.into(),
+        circuit_state: State::parse(state).unwrap(),
         circuit_generation: 7,
         probe_delivery_id: probe,
         retry_after_until: retry_after_secs.map(|s| now + chrono::Duration::seconds(s)),
@@ -108,7 +108,7 @@ fn close_after_successes_is_checked_and_named() {
 fn a_delivery_goes_only_if_both_the_channel_and_its_host_let_it() {
     let d = Uuid::new_v4();
     let with_host = |state: &str, host: &str, probe: Option<Uuid>| GateRow {
-        host_state: Some(host.into()),
+        host_state: Some(crate::hosts::State::parse(host).unwrap()),
         host_generation: Some(9),
         host_probe_delivery_id: probe,
         ..gate(state, None, None)

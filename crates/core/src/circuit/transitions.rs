@@ -216,15 +216,15 @@ async fn repair_parking(conn: &mut PgConnection, channels: &[Uuid], park: bool) 
     let mut repaired = 0;
     for &channel_id in channels {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let state: Option<String> = sqlx::query_scalar(
-            "SELECT CASE WHEN deleted_at IS NULL THEN circuit_state ELSE 'deleted' END
-             FROM channels WHERE id = $1 FOR UPDATE",
+        let row: Option<(State, bool)> = sqlx::query_as(
+            "SELECT circuit_state, deleted_at IS NOT NULL FROM channels WHERE id = $1 FOR UPDATE",
         )
         .bind(channel_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let needs = match state.as_deref() {
-            Some("closed" | "deleted") => !park,
+        let needs = match row {
+            // A deleted channel's group is released whatever its last state.
+            Some((State::Closed, _) | (_, true)) => !park,
             Some(_) => park,
             None => false,
         };
@@ -262,7 +262,7 @@ pub(super) async fn on_closed(
             actor,
             action,
             from_state: Some(t.from.as_str()),
-            to_state: Some("closed"),
+            to_state: Some(State::Closed.as_str()),
             reason: Some(reason),
             details: serde_json::json!({ "generation": t.generation, "released": released }),
         },

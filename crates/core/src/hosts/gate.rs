@@ -19,20 +19,20 @@ pub enum HostGate {
 /// The pure decision of the host part of the gate: `state`, `generation` and `probe` are the
 /// host row's columns as joined into the gate read (`None` state: no host circuit).
 pub fn decide(
-    state: Option<&str>,
+    state: Option<State>,
     generation: Option<i64>,
     probe: Option<Uuid>,
     delivery_id: Uuid,
 ) -> HostGate {
     let generation = generation.unwrap_or(0);
     match state {
-        None | Some("closed") => HostGate::Pass,
-        Some("half_open") => match probe {
+        None | Some(State::Closed) => HostGate::Pass,
+        Some(State::HalfOpen) => match probe {
             Some(p) if p == delivery_id => HostGate::Probe(generation),
             None => HostGate::Claim(generation),
             Some(_) => HostGate::Park,
         },
-        Some(_) => HostGate::Park,
+        Some(State::Open) => HostGate::Park,
     }
 }
 

@@ -107,8 +107,11 @@ pub const EVENT_OPENED: &str = "host.circuit_opened";
 pub const EVENT_CLOSED: &str = "host.circuit_closed";
 
 /// A host circuit state (`host_circuits.state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 #[schema(as = HostCircuitState)]
 pub enum State {
     /// Deliveries flow (each channel's own circuit still applies).
@@ -165,5 +168,5 @@ struct HostRow {
     host_key: String,
     generation: i64,
     next_probe_at: Option<DateTime<Utc>>,
-    before: String,
+    before: State,
 }

@@ -148,7 +148,7 @@ pub(super) async fn open(
     let Some(r) = row else { return Ok(None) };
     let t = Transition {
         host_key: r.host_key,
-        from: State::parse(&r.before)?,
+        from: r.before,
         to: State::Open,
         generation: r.generation,
         next_probe_at: r.next_probe_at,

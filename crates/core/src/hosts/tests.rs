@@ -40,18 +40,21 @@ fn the_host_gate_passes_closed_parks_open_and_hands_out_one_probe() {
     let d = Uuid::new_v4();
     let other = Uuid::new_v4();
     assert_eq!(decide(None, None, None, d), HostGate::Pass);
-    assert_eq!(decide(Some("closed"), Some(3), None, d), HostGate::Pass);
-    assert_eq!(decide(Some("open"), Some(3), None, d), HostGate::Park);
     assert_eq!(
-        decide(Some("half_open"), Some(4), Some(d), d),
+        decide(Some(State::Closed), Some(3), None, d),
+        HostGate::Pass
+    );
+    assert_eq!(decide(Some(State::Open), Some(3), None, d), HostGate::Park);
+    assert_eq!(
+        decide(Some(State::HalfOpen), Some(4), Some(d), d),
         HostGate::Probe(4)
     );
     assert_eq!(
-        decide(Some("half_open"), Some(4), Some(other), d),
+        decide(Some(State::HalfOpen), Some(4), Some(other), d),
         HostGate::Park
     );
     assert_eq!(
-        decide(Some("half_open"), Some(4), None, d),
+        decide(Some(State::HalfOpen), Some(4), None, d),
         HostGate::Claim(4)
     );
 }

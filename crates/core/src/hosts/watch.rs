@@ -5,7 +5,7 @@ use super::*;
 /// What the watcher reads when there is nothing to claim: state, next probe time, probe
 /// deadline, database now.
 pub(super) type WatchRow = (
-    String,
+    State,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     DateTime<Utc>,
@@ -75,15 +75,15 @@ pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> 
             WatchStep::Wait((at - now).to_std().unwrap_or(Duration::ZERO))
         };
         return Ok(match row {
-            Some((s, Some(next), _, now)) if s == "open" => until(next, now),
-            Some((s, _, Some(deadline), now)) if s == "half_open" => until(deadline, now),
+            Some((State::Open, Some(next), _, now)) => until(next, now),
+            Some((State::HalfOpen, _, Some(deadline), now)) => until(deadline, now),
             _ => WatchStep::Done,
         });
     };
     let probe = set_probe(tx, key, r.generation).await?;
     let t = Transition {
         host_key: r.host_key,
-        from: State::parse(&r.before)?,
+        from: r.before,
         to: State::HalfOpen,
         generation: r.generation,
         next_probe_at: None,
@@ -233,7 +233,7 @@ pub(super) async fn close(
     let Some(r) = row else { return Ok(None) };
     let t = Transition {
         host_key: r.host_key,
-        from: State::parse(&r.before)?,
+        from: r.before,
         to: State::Closed,
         generation: r.generation,
         next_probe_at: None,
