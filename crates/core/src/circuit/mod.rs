@@ -72,6 +72,7 @@ macro_rules! cooldown_ms_sql {
     };
 }
 
+mod attempt;
 mod config;
 mod gate;
 mod health;
@@ -81,6 +82,7 @@ mod probe;
 mod tests;
 mod transitions;
 
+pub use attempt::*;
 pub use config::*;
 pub use gate::*;
 pub use health::*;
