@@ -490,10 +490,9 @@ async fn enqueue(
     // start `paused` (their jobs are held by the channel's parked job group), and a transition
     // waits for this insert, so a release never misses them.
     // No gate: the channel was deleted while this request waited for its row.
-    let gate = circuit::lock_gate(&mut tx, channel.id)
+    let paused = circuit::enqueue_parked(&mut tx, channel.id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel"))?;
-    let paused = gate.circuit_state.parks_new_deliveries();
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,

@@ -134,3 +134,66 @@ pub async fn effective_close_after_successes(
         .await?;
     Ok((k.unwrap_or(cfg.close_after_successes), k.is_some()))
 }
+
+/// Largest failure threshold (per channel or cluster default).
+pub const MAX_FAILURE_THRESHOLD: i32 = 10_000;
+/// Largest first cooldown (per channel or cluster default), ms: 24 h.
+pub const MAX_COOLDOWN_MS: i64 = 86_400_000;
+
+/// Checks a failure threshold and a first cooldown set per channel or as the cluster default
+/// (1–[`MAX_FAILURE_THRESHOLD`], 1–[`MAX_COOLDOWN_MS`] ms); the error names the field. The
+/// configuration's own values are checked by [`CircuitConfig::validate`] (greater than 0).
+pub fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
+    if failure_threshold.is_some_and(|t| !(1..=MAX_FAILURE_THRESHOLD).contains(&t)) {
+        return Err(Error::invalid(
+            "failure_threshold",
+            format!("must be between 1 and {MAX_FAILURE_THRESHOLD}"),
+        ));
+    }
+    if cooldown_ms.is_some_and(|c| !(1..=MAX_COOLDOWN_MS).contains(&c)) {
+        return Err(Error::invalid(
+            "cooldown_ms",
+            format!("must be between 1 and {MAX_COOLDOWN_MS} (24 h)"),
+        ));
+    }
+    Ok(())
+}
+
+/// An operator's change of the cluster-wide defaults (table `circuit_defaults`, `PATCH
+/// /api/v1/admin/circuit-defaults`): `None` leaves a field alone, `Some(None)` returns it to
+/// the configuration's value, `Some(Some(v))` sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DefaultsChange {
+    /// Failure threshold (1–[`MAX_FAILURE_THRESHOLD`]).
+    pub failure_threshold: Option<Option<i32>>,
+    /// First cooldown, ms (1–[`MAX_COOLDOWN_MS`]).
+    pub cooldown_ms: Option<Option<i64>>,
+    /// Consecutive successes to close (1–[`MAX_CLOSE_AFTER_SUCCESSES`]).
+    pub close_after_successes: Option<Option<i32>>,
+}
+
+/// Checks `change` (the error names the field) and writes it to `circuit_defaults` in the
+/// caller's transaction (the caller audits it). Nothing is written when a value is out of range.
+pub async fn set_defaults(exec: impl PgExecutor<'_>, change: &DefaultsChange) -> Result<()> {
+    check_overrides(
+        change.failure_threshold.flatten(),
+        change.cooldown_ms.flatten(),
+    )?;
+    check_close_after_successes(change.close_after_successes.flatten())?;
+    sqlx::query(
+        "UPDATE circuit_defaults SET
+            failure_threshold = CASE WHEN $1 THEN $2 ELSE failure_threshold END,
+            cooldown_ms = CASE WHEN $3 THEN $4 ELSE cooldown_ms END,
+            close_after_successes = CASE WHEN $5 THEN $6 ELSE close_after_successes END,
+            updated_at = now()",
+    )
+    .bind(change.failure_threshold.is_some())
+    .bind(change.failure_threshold.flatten())
+    .bind(change.cooldown_ms.is_some())
+    .bind(change.cooldown_ms.flatten())
+    .bind(change.close_after_successes.is_some())
+    .bind(change.close_after_successes.flatten())
+    .execute(exec)
+    .await?;
+    Ok(())
+}

@@ -224,3 +224,17 @@ pub async fn admit(
         other => Ok(other),
     }
 }
+
+/// The one park-or-not decision of an enqueue to channel `channel_id`: locks its gate row
+/// ([`lock_gate`], `FOR SHARE`, held until the caller commits, so a transition waits for the
+/// insert and a release never misses the new deliveries) and says whether deliveries enqueued
+/// in this transaction start parked (`paused`, [`State::parks_new_deliveries`]: open or paused).
+/// `None` for a missing or deleted channel (a deletion that commits while the caller waits for
+/// the lock included). A fan-out locks its channels in one statement and applies the same
+/// [`State::parks_new_deliveries`] ([`crate::messages`]); a replay enqueues `pending` and the
+/// gate parks it on pickup.
+pub async fn enqueue_parked(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<bool>> {
+    Ok(lock_gate(tx, channel_id)
+        .await?
+        .map(|g| g.circuit_state.parks_new_deliveries()))
+}
