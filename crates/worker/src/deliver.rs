@@ -349,6 +349,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         return Ok(());
     }
     tx.commit().await?;
+    count_transitions(&after.transitions);
     crate::observe::attempt(job, &d, class, new_status, a.probe_generation);
     tracing::debug!(
         outcome = class.as_str(),
@@ -358,6 +359,14 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         "attempt recorded"
     );
     Ok(())
+}
+
+/// Counts circuit transitions in `breakwater.circuit.transitions`; called only after the
+/// transaction that won them has committed.
+pub(crate) fn count_transitions(transitions: &[breakwater_core::audit::Transitioned]) {
+    for t in transitions {
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
 }
 
 /// The delivery's status after an attempt of class `class`.

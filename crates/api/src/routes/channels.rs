@@ -701,7 +701,7 @@ pub(crate) async fn manual(
         ));
     }
     let mut tx = state.begin_audited(request).await?;
-    circuit::apply_manual(
+    let moved = circuit::apply_manual(
         &mut tx,
         channel.id,
         change,
@@ -711,6 +711,10 @@ pub(crate) async fn manual(
     )
     .await?;
     tx.commit().await?;
+    if let Some(t) = moved {
+        let t = t.counted();
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
     let channel = channels::get_any(state.pool(), channel.id).await?;
     view(state, channel).await
 }

@@ -43,6 +43,9 @@ pub struct AfterAttempt {
     /// clock, capped at `retry_after_cap_ms`), if the answer's class honours one: a retry of
     /// this delivery waits at least this long.
     pub retry_after: Option<Duration>,
+    /// The transitions this attempt's result won (host circuit first, then the channel's), to
+    /// count in the metrics once the caller's transaction commits.
+    pub transitions: Vec<audit::Transitioned>,
 }
 
 /// Everything an attempt does to the circuits, in the caller's transaction (the one that
@@ -68,7 +71,8 @@ pub async fn after_attempt(
     hosts_cfg: &HostsConfig,
     max_attempts: i32,
 ) -> Result<AfterAttempt> {
-    hosts::record_result(
+    let mut transitions = Vec::new();
+    let host = hosts::record_result(
         tx,
         a.channel_id,
         a.host_probe,
@@ -78,29 +82,37 @@ pub async fn after_attempt(
         hosts_cfg,
     )
     .await?;
+    transitions.extend(host.map(|t| t.counted()));
     let retry_after = retry_after_wait(tx, a, cfg).await?;
     if let Some(wait) = retry_after {
         set_retry_after(&mut *tx, a.channel_id, wait).await?;
     }
-    match (a.class, a.probe_generation) {
+    let channel = match (a.class, a.probe_generation) {
         (Class::Success, Some(generation)) => {
-            probe_succeeded(tx, a.channel_id, generation, max_attempts, cfg).await?;
+            probe_succeeded(tx, a.channel_id, generation, max_attempts, cfg)
+                .await?
+                .map(|s| s.counted())
         }
         (Class::Success, None) if a.failures_before > 0 => {
             record_success(&mut *tx, a.channel_id).await?;
+            None
         }
         (Class::Transient, Some(generation)) => {
-            probe_failed(tx, a.channel_id, generation, a.error, cfg).await?;
+            probe_failed(tx, a.channel_id, generation, a.error, cfg)
+                .await?
+                .map(|t| t.counted())
         }
-        (Class::Transient, None) => {
-            record_failure(tx, a.channel_id, a.error, cfg).await?;
-        }
+        (Class::Transient, None) => record_failure(tx, a.channel_id, a.error, cfg)
+            .await?
+            .map(|t| t.counted()),
         // Permanent failures never move the circuit; a probe's passes the role on at once.
         (Class::Permanent, Some(generation)) => {
             probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
+            None
         }
-        (Class::Success, None) | (Class::Permanent, None) => {}
-    }
+        (Class::Success, None) | (Class::Permanent, None) => None,
+    };
+    transitions.extend(channel);
     // An endpoint that rejects us (401/403): recorded on the channel; the first of a streak is
     // audited and alerted once (alerts.rs); the next success ends the streak.
     match (a.class, a.observed) {
@@ -112,7 +124,10 @@ pub async fn after_attempt(
         }
         _ => {}
     }
-    Ok(AfterAttempt { retry_after })
+    Ok(AfterAttempt {
+        retry_after,
+        transitions,
+    })
 }
 
 /// The answer's `Retry-After` as a wait, if its class honours one: seconds as given, an

@@ -136,6 +136,9 @@ impl State {
         }
     }
 
+    /// Every state, in the order the metrics list them.
+    pub const ALL: [State; 4] = [State::Closed, State::Open, State::HalfOpen, State::Paused];
+
     /// Whether a delivery enqueued to a channel in this state starts parked (status `paused`,
     /// its job held by the channel's parked job group): open or paused. A half-open channel's
     /// new deliveries start `pending`; its gate parks every one but the probe on pickup.
@@ -192,6 +195,16 @@ struct TransitionRow {
     circuit_generation: i64,
     consecutive_failures: i32,
     next_probe_at: Option<DateTime<Utc>>,
+}
+
+impl Transition {
+    /// The transition as counted in the metrics ([`audit::Transitioned`]).
+    pub fn counted(&self) -> audit::Transitioned {
+        audit::Transitioned {
+            from: self.from.as_str(),
+            to: self.to.as_str(),
+        }
+    }
 }
 
 fn transition(channel_id: Uuid, from: State, to: State, r: TransitionRow) -> Transition {

@@ -73,12 +73,13 @@ const HOST_HELD_RECHECK: Duration = Duration::from_secs(1);
 /// per lease period. While the channel's host circuit is open or half-open (the host's whole gate
 /// is parked, so no channel probe could be fetched) it claims nothing and waits for the host's
 /// next step. Entering `half_open` from `open` restarts the trial count. In the caller's
-/// transaction.
-pub async fn probe_step(
+/// transaction. Returns the step and, when a claim was made, the transition to count once the
+/// caller commits.
+pub async fn probe_watch(
     tx: &mut PgConnection,
     channel_id: Uuid,
     cfg: &CircuitConfig,
-) -> Result<ProbeStep> {
+) -> Result<(ProbeStep, Option<audit::Transitioned>)> {
     let claimed: Option<(Uuid, i64, State, i32, i32)> = sqlx::query_as(
         "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
          UPDATE channels c
@@ -113,7 +114,7 @@ pub async fn probe_step(
         .await?;
         let until =
             |at: DateTime<Utc>, now: DateTime<Utc>| (at - now).to_std().unwrap_or(Duration::ZERO);
-        return Ok(match row {
+        let step = match row {
             // The channel's host circuit is open or half-open: the whole host is parked, so a
             // channel probe could not be fetched (its lease would only expire, again and again).
             // The channel's own probe waits, quietly, until the host's next step.
@@ -134,7 +135,8 @@ pub async fn probe_step(
             }
             // Closed, paused, gone, or half-open with the role empty (no lease to watch).
             _ => ProbeStep::Done,
-        });
+        };
+        return Ok((step, None));
     };
     let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
     let delivery_id = chosen.map(|(d, _)| d);
@@ -166,11 +168,25 @@ pub async fn probe_step(
         },
     )
     .await?;
-    Ok(ProbeStep::Started {
+    let step = ProbeStep::Started {
         generation,
         delivery_id,
         lease: delivery_id.map(|_| Duration::from_millis(cfg.probe_lease_ms as u64)),
-    })
+    };
+    let counted = audit::Transitioned {
+        from: before.as_str(),
+        to: State::HalfOpen.as_str(),
+    };
+    Ok((step, Some(counted)))
+}
+
+/// [`probe_watch`] without the transition to count: for callers that do not count metrics.
+pub async fn probe_step(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<ProbeStep> {
+    Ok(probe_watch(tx, channel_id, cfg).await?.0)
 }
 
 /// Gives the (empty) probe role of half-open channel `channel_id` to one parked delivery: wakes
@@ -253,6 +269,20 @@ pub enum ProbeSuccess {
         /// The delivery woken as the next trial, or `None`: the next delivery to arrive is it.
         next_delivery_id: Option<Uuid>,
     },
+}
+
+impl ProbeSuccess {
+    /// The transition as counted in the metrics: the close, or `half_open` → `half_open` for a
+    /// trial (audited as `circuit.trial_passed`).
+    pub fn counted(&self) -> audit::Transitioned {
+        match self {
+            ProbeSuccess::Closed(t) => t.counted(),
+            ProbeSuccess::Trial { .. } => audit::Transitioned {
+                from: State::HalfOpen.as_str(),
+                to: State::HalfOpen.as_str(),
+            },
+        }
+    }
 }
 
 /// The probe (or trial) delivery of `generation` succeeded. Reads the circuit under its row lock

@@ -163,6 +163,16 @@ pub struct Transition {
     pub next_probe_at: Option<DateTime<Utc>>,
 }
 
+impl Transition {
+    /// The transition as counted in the metrics ([`audit::Transitioned`]).
+    pub fn counted(&self) -> audit::Transitioned {
+        audit::Transitioned {
+            from: self.from.as_str(),
+            to: self.to.as_str(),
+        }
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct HostRow {
     host_key: String,

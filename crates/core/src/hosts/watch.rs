@@ -29,7 +29,13 @@ pub enum WatchStep {
 /// - `half_open`, lease expired, no probe ever chosen → no transition and no audit (see the
 ///   module doc's lease rule): look for a waiting delivery again, extend the lease;
 /// - otherwise wait until the next moment, or stop when closed.
-pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Result<WatchStep> {
+///
+/// Returns the step and the transition to count once the caller commits, if one was made.
+pub async fn watch(
+    tx: &mut PgConnection,
+    key: &str,
+    cfg: &HostsConfig,
+) -> Result<(WatchStep, Option<audit::Transitioned>)> {
     let lease = Duration::from_millis(cfg.probe_lease_ms as u64);
     // A lease over with no probe ever chosen: extend it quietly, try to wake one again.
     let idle: Option<i64> = sqlx::query_scalar(
@@ -45,7 +51,7 @@ pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> 
     .await?;
     if let Some(generation) = idle {
         set_probe(tx, key, generation).await?;
-        return Ok(WatchStep::Wait(lease));
+        return Ok((WatchStep::Wait(lease), None));
     }
     let claimed: Option<HostRow> = sqlx::query_as(
         "WITH before AS (SELECT host_key, state FROM host_circuits WHERE host_key = $1 FOR UPDATE)
@@ -74,11 +80,12 @@ pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> 
         let until = |at: DateTime<Utc>, now: DateTime<Utc>| {
             WatchStep::Wait((at - now).to_std().unwrap_or(Duration::ZERO))
         };
-        return Ok(match row {
+        let step = match row {
             Some((State::Open, Some(next), _, now)) => until(next, now),
             Some((State::HalfOpen, _, Some(deadline), now)) => until(deadline, now),
             _ => WatchStep::Done,
-        });
+        };
+        return Ok((step, None));
     };
     let probe = set_probe(tx, key, r.generation).await?;
     let t = Transition {
@@ -112,7 +119,12 @@ pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> 
     )
     .await?;
     tracing::info!(host_key = %t.host_key, generation = t.generation, probe = ?probe, "host probe started");
-    Ok(WatchStep::Wait(lease))
+    Ok((WatchStep::Wait(lease), Some(t.counted())))
+}
+
+/// [`watch`] without the transition to count: for callers that do not count metrics.
+pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Result<WatchStep> {
+    Ok(watch(tx, key, cfg).await?.0)
 }
 
 /// Wakes one waiting delivery of the host and records it as the probe of `generation` (if the
