@@ -78,6 +78,7 @@ mod gate;
 mod health;
 mod manual;
 mod probe;
+mod probe_result;
 #[cfg(test)]
 mod tests;
 mod transitions;
@@ -88,6 +89,7 @@ pub use gate::*;
 pub use health::*;
 pub use manual::*;
 pub use probe::*;
+pub use probe_result::*;
 pub use transitions::*;
 
 use crate::alerts;
