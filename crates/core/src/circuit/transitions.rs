@@ -75,7 +75,7 @@ pub async fn set_retry_after(
 }
 
 /// Opens a closed circuit: the conditional UPDATE, then, for the winner only, the effects of
-/// opening ([`on_opened`]). `actor` and `reason` go to the audit log.
+/// opening (`on_opened`). `actor` and `reason` go to the audit log.
 pub async fn open_from_closed(
     tx: &mut PgConnection,
     channel_id: Uuid,
