@@ -544,7 +544,7 @@ async fn a_node_clock_an_hour_behind_the_database_changes_nothing(pool: PgPool) 
     assert_eq!(count_status(&pool, ch, "dead").await, 3);
     let mut tx = pool.begin().await.unwrap();
     let gate = circuit::lock_gate(&mut tx, ch).await.unwrap().unwrap();
-    assert_eq!(gate.circuit_state, "open");
+    assert_eq!(gate.circuit_state, breakwater_core::circuit::State::Open);
     let enqueued = breakwater_core::deliveries::enqueue(
         &mut tx,
         tenant,

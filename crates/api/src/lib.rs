@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 pub use auth::OperatorKey;
 pub use routes::health::{READY_CHECK_TIMEOUT, READY_MAX_AGE};
-pub use routes::metrics::{Metrics, GAUGES_MAX_AGE};
+pub use routes::metrics::{refresh_cluster_gauges, Metrics, GAUGES_MAX_AGE};
 
 /// API settings (`[api]` in `config/default.toml`; environment `BREAKWATER_API__<FIELD>`).
 #[derive(Debug, Clone, Deserialize)]

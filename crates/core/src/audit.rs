@@ -42,6 +42,20 @@ pub struct Entry<'a> {
     pub details: serde_json::Value,
 }
 
+/// A circuit transition (of a channel or a host) that its caller won and audited, with the
+/// audit row's states (`closed`, `open`, `half_open`, `paused`; a trial and a probe takeover go
+/// from `half_open` to `half_open`). Core returns these; the caller counts each in the metric
+/// `breakwater.circuit.transitions` only after its transaction commits, so a transition that
+/// was rolled back (a watcher that lost its claim, a result whose job was rescued) is never
+/// counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transitioned {
+    /// State before.
+    pub from: &'static str,
+    /// State after.
+    pub to: &'static str,
+}
+
 /// A stored audit entry.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[schema(as = AuditRecord)]
@@ -75,14 +89,10 @@ pub struct Record {
 /// Writes one entry (inside the caller's transaction, so it exists exactly when the change does).
 ///
 /// An entry with both a `from_state` and a `to_state` is a circuit transition: every transition
-/// is audited exactly once, by the caller that won it (see [`crate::circuit`]), so this is where
-/// `breakwater.circuit.transitions` is counted. It is counted when the row is written; the rare
-/// transaction that is rolled back afterwards (a probe watcher that lost its claim) is counted
-/// anyway.
+/// is audited exactly once, by the caller that won it (see [`crate::circuit`]). It is not
+/// counted here: the function that made it returns it ([`Transitioned`]), and the worker or the
+/// API counts it in `breakwater.circuit.transitions` once its transaction has committed.
 pub async fn record(exec: impl PgExecutor<'_>, e: &Entry<'_>) -> Result<()> {
-    if let (Some(from), Some(to)) = (e.from_state, e.to_state) {
-        breakwater_telemetry::circuit_transition(from, to);
-    }
     sqlx::query(
         "INSERT INTO audit_log (tenant_id, channel_id, actor, action, from_state, to_state, reason, details)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",

@@ -284,19 +284,7 @@ fn check_replay_window(w: Option<i64>) -> Result<()> {
 }
 
 fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
-    if failure_threshold.is_some_and(|t| !(1..=10_000).contains(&t)) {
-        return Err(Error::invalid(
-            "failure_threshold",
-            "must be between 1 and 10000",
-        ));
-    }
-    if cooldown_ms.is_some_and(|c| !(1..=86_400_000).contains(&c)) {
-        return Err(Error::invalid(
-            "cooldown_ms",
-            "must be between 1 and 86400000 (24 h)",
-        ));
-    }
-    Ok(())
+    crate::circuit::check_overrides(failure_threshold, cooldown_ms)
 }
 
 fn check_name(name: Option<&str>) -> Result<()> {

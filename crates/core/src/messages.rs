@@ -164,7 +164,7 @@ pub async fn send(
 
     // 2. The channels: the named ones of the tenant (to tell a foreign or missing id), or every
     //    subscribed one; locked FOR SHARE in id order (see above), with their circuit state.
-    let rows: Vec<(Uuid, String, bool)> = sqlx::query_as(
+    let rows: Vec<(Uuid, crate::circuit::State, bool)> = sqlx::query_as(
         "SELECT id, circuit_state, (event_types IS NULL OR $3 = ANY (event_types)) AS subscribed
          FROM channels
          WHERE tenant_id = $1 AND deleted_at IS NULL
@@ -195,7 +195,7 @@ pub async fn send(
         .iter()
         .filter(|(_, _, subscribed)| *subscribed)
         .map(|(channel, state, _)| {
-            let paused = state == "open" || state == "paused";
+            let paused = state.parks_new_deliveries();
             (*channel, if paused { "paused" } else { "pending" })
         })
         .collect();

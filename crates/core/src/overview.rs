@@ -2,10 +2,9 @@
 //! channels per circuit state. It feeds the scrape-time metric gauges and the operator's queue
 //! view, so both are right however many nodes share the database.
 
-use crate::circuit::{QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::circuit::{State, QUEUE_ALERTS, QUEUE_CIRCUIT};
 use crate::{Result, Tier};
 use breakwater_queue::stats::{queue_stats, QueueStats};
-use breakwater_telemetry::{QueueGauge, Snapshot, CIRCUIT_STATES};
 use sqlx::PgPool;
 
 /// Every queue Breakwater runs, tier queues first (highest tier first), then `circuit` and
@@ -49,20 +48,34 @@ pub async fn channels_by_state(pool: &PgPool) -> Result<Vec<(String, i64)>> {
         )
             .fetch_all(pool)
             .await?;
-    Ok(CIRCUIT_STATES
+    Ok(State::ALL
         .iter()
         .map(|s| {
-            let n = rows.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n);
-            (s.to_string(), n)
+            let n = rows
+                .iter()
+                .find(|(k, _)| k == s.as_str())
+                .map_or(0, |(_, n)| *n);
+            (s.as_str().to_string(), n)
         })
         .collect())
 }
 
-/// Reads the cluster-wide facts behind the scrape-time gauges (two aggregate queries) and hands
-/// them to [`breakwater_telemetry::set_snapshot`].
-pub async fn refresh_metrics(pool: &PgPool) -> Result<()> {
+/// The cluster-wide facts behind the scrape-time metric gauges (plain data; the caller hands
+/// them to its metrics).
+#[derive(Debug, Clone, Default)]
+pub struct Gauges {
+    /// Channels per circuit state, every state present.
+    pub channels_by_state: Vec<(String, i64)>,
+    /// Parked delivery jobs per tier (`high`, `default`, `bulk`).
+    pub parked_by_tier: Vec<(String, i64)>,
+    /// Live-job counts of every known queue, then any other queue with live jobs.
+    pub queues: Vec<QueueStats>,
+}
+
+/// Reads the cluster-wide facts behind the scrape-time gauges (two aggregate queries).
+pub async fn gauges(pool: &PgPool) -> Result<Gauges> {
     let queues = queues(pool).await?;
-    let channels = channels_by_state(pool).await?;
+    let channels_by_state = channels_by_state(pool).await?;
     let parked_by_tier = Tier::ALL
         .iter()
         .map(|t| {
@@ -73,21 +86,11 @@ pub async fn refresh_metrics(pool: &PgPool) -> Result<()> {
             (t.as_str().to_string(), n)
         })
         .collect();
-    breakwater_telemetry::set_snapshot(Snapshot {
-        channels_by_state: channels,
+    Ok(Gauges {
+        channels_by_state,
         parked_by_tier,
-        queues: queues
-            .into_iter()
-            .map(|q| QueueGauge {
-                queue: q.queue,
-                available: q.available,
-                scheduled: q.scheduled,
-                executing: q.executing,
-                oldest_available_age_s: q.oldest_available_ms as f64 / 1000.0,
-            })
-            .collect(),
-    });
-    Ok(())
+        queues,
+    })
 }
 
 #[cfg(test)]

@@ -243,7 +243,7 @@ async fn refresh_gauges(pool: PgPool, every: Duration, shutdown: CancellationTok
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        if let Err(e) = breakwater_core::overview::refresh_metrics(&pool).await {
+        if let Err(e) = breakwater_api::refresh_cluster_gauges(&pool).await {
             tracing::warn!(error = %e, "reading the cluster gauges for OTLP failed");
         }
     }

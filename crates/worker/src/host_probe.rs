@@ -20,7 +20,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         return Ok(());
     };
     let mut tx = w.pool.begin().await?;
-    let step = hosts::watch_step(&mut tx, &key, &w.hosts).await?;
+    let (step, transition) = hosts::watch(&mut tx, &key, &w.hosts).await?;
     let fenced = match step {
         WatchStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
         WatchStep::Wait(wait) => {
@@ -31,6 +31,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     };
     if fenced {
         tx.commit().await?;
+        crate::deliver::count_transitions(transition.as_slice());
     } else {
         tracing::warn!(host_key = %key, "host probe watcher lost its claim; step rolled back");
         tx.rollback().await?;

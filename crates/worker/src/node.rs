@@ -229,6 +229,11 @@ async fn health_loop(pool: PgPool, cfg: CircuitConfig, shutdown: CancellationTok
             circuit::health_check(&mut conn, &cfg).await
         }
         .await;
+        // Each transition was committed in its own transaction inside health_check.
+        if let Ok(t) = &r {
+            let counted: Vec<_> = t.iter().map(|t| t.counted()).collect();
+            crate::deliver::count_transitions(&counted);
+        }
         match r {
             Ok(t) if !t.is_empty() => {
                 tracing::warn!(opened = t.len(), "health check opened circuits")

@@ -19,7 +19,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     };
     tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
     let mut tx = w.pool.begin().await?;
-    let step = circuit::probe_step(&mut tx, channel_id, &w.circuit).await?;
+    let (step, transition) = circuit::probe_watch(&mut tx, channel_id, &w.circuit).await?;
     let fenced = match step {
         ProbeStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
         ProbeStep::Wait(wait) => snooze(&mut tx, &job, wait).await?,
@@ -44,6 +44,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     };
     if fenced {
         tx.commit().await?;
+        crate::deliver::count_transitions(transition.as_slice());
     } else {
         tracing::warn!(%channel_id, "probe watcher lost its claim; step rolled back");
         tx.rollback().await?;

@@ -490,10 +490,9 @@ async fn enqueue(
     // start `paused` (their jobs are held by the channel's parked job group), and a transition
     // waits for this insert, so a release never misses them.
     // No gate: the channel was deleted while this request waited for its row.
-    let gate = circuit::lock_gate(&mut tx, channel.id)
+    let paused = circuit::enqueue_parked(&mut tx, channel.id)
         .await?
         .ok_or_else(|| ApiError::not_found("channel"))?;
-    let paused = gate.circuit_state == "open" || gate.circuit_state == "paused";
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,
@@ -702,7 +701,7 @@ pub(crate) async fn manual(
         ));
     }
     let mut tx = state.begin_audited(request).await?;
-    circuit::apply_manual(
+    let moved = circuit::apply_manual(
         &mut tx,
         channel.id,
         change,
@@ -712,6 +711,10 @@ pub(crate) async fn manual(
     )
     .await?;
     tx.commit().await?;
+    if let Some(t) = moved {
+        let t = t.counted();
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
     let channel = channels::get_any(state.pool(), channel.id).await?;
     view(state, channel).await
 }

@@ -161,8 +161,12 @@ pub(crate) async fn act(
         ));
     }
     let mut tx = state.begin_audited(&request).await?;
-    hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
+    let moved = hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
     tx.commit().await?;
+    if let Some(t) = moved {
+        let t = t.counted();
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
     let mut conn = state.pool().acquire().await?;
     Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
 }

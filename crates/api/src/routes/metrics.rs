@@ -112,7 +112,7 @@ pub(crate) async fn metrics(State(m): State<Metrics>, headers: HeaderMap) -> Res
         if read_at.is_none_or(|t| t.elapsed() >= GAUGES_MAX_AGE) {
             // A failed read leaves the previous gauge values in place; the counters are still
             // served, and the next scrape past the age tries again.
-            match breakwater_core::overview::refresh_metrics(&m.inner.pool).await {
+            match refresh_cluster_gauges(&m.inner.pool).await {
                 Ok(()) => *read_at = Some(Instant::now()),
                 Err(e) => tracing::warn!(error = %e,
                     "metrics: reading the cluster gauges from the database failed"),
@@ -127,4 +127,26 @@ pub(crate) async fn metrics(State(m): State<Metrics>, headers: HeaderMap) -> Res
         breakwater_telemetry::render(),
     )
         .into_response()
+}
+
+/// Reads the cluster-wide gauges from the database ([`breakwater_core::overview::gauges`]) and
+/// hands them to the metrics ([`breakwater_telemetry::set_snapshot`]).
+pub async fn refresh_cluster_gauges(pool: &sqlx::PgPool) -> breakwater_core::Result<()> {
+    let g = breakwater_core::overview::gauges(pool).await?;
+    breakwater_telemetry::set_snapshot(breakwater_telemetry::Snapshot {
+        channels_by_state: g.channels_by_state,
+        parked_by_tier: g.parked_by_tier,
+        queues: g
+            .queues
+            .into_iter()
+            .map(|q| breakwater_telemetry::QueueGauge {
+                queue: q.queue,
+                available: q.available,
+                scheduled: q.scheduled,
+                executing: q.executing,
+                oldest_available_age_s: q.oldest_available_ms as f64 / 1000.0,
+            })
+            .collect(),
+    });
+    Ok(())
 }

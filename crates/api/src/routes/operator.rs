@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::audit::{self, Record, ACTOR_OPERATOR};
 use breakwater_core::channels::{self, OperatorChannel};
-use breakwater_core::circuit::Manual;
+use breakwater_core::circuit::{self, Manual};
 use breakwater_core::page::Order;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -259,44 +259,15 @@ pub(crate) async fn set_defaults(
     request: RequestId,
     Json(body): Json<SetDefaults>,
 ) -> Result<axum::Json<Defaults>, ApiError> {
-    if body
-        .failure_threshold
-        .flatten()
-        .is_some_and(|t| !(1..=10_000).contains(&t))
-    {
-        return Err(ApiError::invalid(
-            "failure_threshold",
-            "must be between 1 and 10000",
-        ));
-    }
-    if body
-        .cooldown_ms
-        .flatten()
-        .is_some_and(|c| !(1..=86_400_000).contains(&c))
-    {
-        return Err(ApiError::invalid(
-            "cooldown_ms",
-            "must be between 1 and 86400000 (24 h)",
-        ));
-    }
-    breakwater_core::circuit::check_close_after_successes(body.close_after_successes.flatten())?;
+    let change = circuit::DefaultsChange {
+        failure_threshold: body.failure_threshold,
+        cooldown_ms: body.cooldown_ms,
+        close_after_successes: body.close_after_successes,
+    };
     let before = read_defaults(&state).await?;
     let mut tx = state.begin_audited(&request).await?;
-    sqlx::query(
-        "UPDATE circuit_defaults SET
-            failure_threshold = CASE WHEN $1 THEN $2 ELSE failure_threshold END,
-            cooldown_ms = CASE WHEN $3 THEN $4 ELSE cooldown_ms END,
-            close_after_successes = CASE WHEN $5 THEN $6 ELSE close_after_successes END,
-            updated_at = now()",
-    )
-    .bind(body.failure_threshold.is_some())
-    .bind(body.failure_threshold.flatten())
-    .bind(body.cooldown_ms.is_some())
-    .bind(body.cooldown_ms.flatten())
-    .bind(body.close_after_successes.is_some())
-    .bind(body.close_after_successes.flatten())
-    .execute(&mut *tx)
-    .await?;
+    // Checks the ranges (a 422 naming the field rolls the transaction back: nothing written).
+    circuit::set_defaults(&mut *tx, &change).await?;
     audit::record(
         &mut *tx,
         &audit::Entry {

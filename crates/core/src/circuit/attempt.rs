@@ -1,0 +1,149 @@
+//! After an attempt: the one call ([`after_attempt`]) that moves a channel's circuits — its
+//! host's and its own — and records a `Retry-After` hold, in the transaction that records the
+//! attempt.
+
+use super::*;
+use crate::hosts::{self, HostsConfig};
+use crate::outcome::{
+    honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
+};
+use std::time::SystemTime;
+
+/// What one attempt of a delivery gave, as far as the circuits care. Built by the worker after
+/// the request, from the [`Admission::Send`] that let it go and the classified answer.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptResult<'a> {
+    /// The delivery's channel.
+    pub channel_id: Uuid,
+    /// The answer's class ([`crate::outcome::classify`]).
+    pub class: Class,
+    /// What the request observed (status, or the kind of failure).
+    pub observed: Observed,
+    /// The channel probe's generation, when this delivery was the half-open probe (or trial).
+    pub probe_generation: Option<i64>,
+    /// The host probe's generation, when this delivery was the host probe.
+    pub host_probe: Option<i64>,
+    /// The channel's consecutive failures read by the gate before the attempt (a success
+    /// resets the counts only when this is above 0: no write in the common case).
+    pub failures_before: i32,
+    /// The error text of the attempt (the failure reason written on the channel and audited),
+    /// URL-free.
+    pub error: &'a str,
+    /// The raw `Retry-After` header of the answer, if any.
+    pub retry_after: Option<&'a str>,
+    /// Whether the channel was in an endpoint-rejection streak when the attempt began
+    /// ([`crate::deliveries::Dispatch::rejected`]).
+    pub rejected: bool,
+}
+
+/// What [`after_attempt`] tells the worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AfterAttempt {
+    /// The `Retry-After` wait the answer imposed on the channel (measured on the database
+    /// clock, capped at `retry_after_cap_ms`), if the answer's class honours one: a retry of
+    /// this delivery waits at least this long.
+    pub retry_after: Option<Duration>,
+    /// The transitions this attempt's result won (host circuit first, then the channel's), to
+    /// count in the metrics once the caller's transaction commits.
+    pub transitions: Vec<audit::Transitioned>,
+}
+
+/// Everything an attempt does to the circuits, in the caller's transaction (the one that
+/// recorded the attempt, before the job is finished), for the winners of each conditional
+/// UPDATE only:
+/// 1. the host circuit ([`hosts::record_result`]) first — lock order host row, channel row, job
+///    groups;
+/// 2. a `Retry-After` hold on the channel ([`set_retry_after`]): an HTTP-date is turned into a
+///    wait against the database's clock (this transaction's `now()`), never the node's;
+/// 3. the channel circuit: a probe's success ([`probe_succeeded`], which may replay dead letters
+///    as jobs of `max_attempts` attempts) or failure ([`probe_failed`]) or permanent failure
+///    ([`probe_inconclusive`]); a non-probe's transient failure ([`record_failure`]) or success
+///    after failures ([`record_success`]); a permanent failure of a non-probe moves nothing;
+/// 4. the endpoint-rejection streak (401/403, [`crate::alerts::endpoint_rejected`]), ended by
+///    the next success ([`crate::alerts::rejection_cleared`]).
+///
+/// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
+/// every statement is conditional on the state it moves from.
+pub async fn after_attempt(
+    tx: &mut PgConnection,
+    a: &AttemptResult<'_>,
+    cfg: &CircuitConfig,
+    hosts_cfg: &HostsConfig,
+    max_attempts: i32,
+) -> Result<AfterAttempt> {
+    let mut transitions = Vec::new();
+    let host = hosts::record_result(
+        tx,
+        a.channel_id,
+        a.host_probe,
+        a.class,
+        a.failures_before,
+        a.error,
+        hosts_cfg,
+    )
+    .await?;
+    transitions.extend(host.map(|t| t.counted()));
+    let retry_after = retry_after_wait(tx, a, cfg).await?;
+    if let Some(wait) = retry_after {
+        set_retry_after(&mut *tx, a.channel_id, wait).await?;
+    }
+    let channel = match (a.class, a.probe_generation) {
+        (Class::Success, Some(generation)) => {
+            probe_succeeded(tx, a.channel_id, generation, max_attempts, cfg)
+                .await?
+                .map(|s| s.counted())
+        }
+        (Class::Success, None) if a.failures_before > 0 => {
+            record_success(&mut *tx, a.channel_id).await?;
+            None
+        }
+        (Class::Transient, Some(generation)) => {
+            probe_failed(tx, a.channel_id, generation, a.error, cfg)
+                .await?
+                .map(|t| t.counted())
+        }
+        (Class::Transient, None) => record_failure(tx, a.channel_id, a.error, cfg)
+            .await?
+            .map(|t| t.counted()),
+        // Permanent failures never move the circuit; a probe's passes the role on at once.
+        (Class::Permanent, Some(generation)) => {
+            probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
+            None
+        }
+        (Class::Success, None) | (Class::Permanent, None) => None,
+    };
+    transitions.extend(channel);
+    // An endpoint that rejects us (401/403): recorded on the channel; the first of a streak is
+    // audited and alerted once (alerts.rs); the next success ends the streak.
+    match (a.class, a.observed) {
+        (Class::Permanent, Observed::Status(status)) if is_configuration_problem(a.observed) => {
+            alerts::endpoint_rejected(tx, a.channel_id, status, a.error).await?;
+        }
+        (Class::Success, _) if a.rejected => {
+            alerts::rejection_cleared(&mut *tx, a.channel_id).await?;
+        }
+        _ => {}
+    }
+    Ok(AfterAttempt {
+        retry_after,
+        transitions,
+    })
+}
+
+/// The answer's `Retry-After` as a wait, if its class honours one: seconds as given, an
+/// HTTP-date against the database's clock (this transaction's `now()`, which
+/// [`set_retry_after`] adds the wait to); capped at `cfg.retry_after_cap_ms`.
+async fn retry_after_wait(
+    tx: &mut PgConnection,
+    a: &AttemptResult<'_>,
+    cfg: &CircuitConfig,
+) -> Result<Option<Duration>> {
+    let Some(value) = a.retry_after.filter(|_| honours_retry_after(a.observed)) else {
+        return Ok(None);
+    };
+    Ok(parse_retry_after(
+        value,
+        SystemTime::from(crate::clock::db_now(&mut *tx).await?),
+        Duration::from_millis(cfg.retry_after_cap_ms as u64),
+    ))
+}

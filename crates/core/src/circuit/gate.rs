@@ -1,0 +1,240 @@
+//! The gate: what the worker reads of a channel (and its host) before it touches a delivery,
+//! the pure admission decision, and the probe-role claim of [`admit`].
+
+use super::*;
+
+/// What the worker reads of a channel before it touches a delivery (no payload, no secret).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct GateRow {
+    /// Circuit state column.
+    pub circuit_state: State,
+    /// Generation.
+    pub circuit_generation: i64,
+    /// The delivery chosen as the half-open probe, if any.
+    pub probe_delivery_id: Option<Uuid>,
+    /// No request before this (Retry-After).
+    pub retry_after_until: Option<DateTime<Utc>>,
+    /// Consecutive failures counted so far.
+    pub consecutive_failures: i32,
+    /// The channel's rate limit text, if any.
+    pub rate_limit: Option<String>,
+    /// The send slot the delivery reserved earlier under that limit, if any.
+    pub rate_slot_at: Option<DateTime<Utc>>,
+    /// Database time of the read.
+    pub now: DateTime<Utc>,
+    /// The channel's host circuit state (joined in the same read; `None`: no host circuit).
+    #[sqlx(default)]
+    pub host_state: Option<crate::hosts::State>,
+    /// Its generation.
+    #[sqlx(default)]
+    pub host_generation: Option<i64>,
+    /// The delivery chosen as the host's half-open probe, if any.
+    #[sqlx(default)]
+    pub host_probe_delivery_id: Option<Uuid>,
+}
+
+/// What the worker should do with a delivery job it picked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Send it. `probe_generation` is set when this delivery is the half-open probe.
+    Send {
+        /// The generation the probe runs under, if this is the probe.
+        probe_generation: Option<i64>,
+        /// Consecutive failures before this attempt (a success resets them only if > 0).
+        consecutive_failures: i32,
+        /// The channel's rate limit (none for the probe: one request per cooldown), with the
+        /// slot the delivery reserved earlier and the database time of the read.
+        rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+        /// The host circuit's generation when this delivery is the host probe
+        /// ([`crate::hosts`]).
+        host_probe: Option<i64>,
+    },
+    /// Park it again (open, paused, or half-open and not the probe); no request, no attempt.
+    Park,
+    /// The channel asked for a pause (Retry-After): snooze this long (database clock); no
+    /// request, no attempt.
+    Wait(Duration),
+    /// Half-open with no probe chosen: try to become the probe.
+    ClaimProbe(i64),
+    /// The channel lets it go and its host is half-open with no probe chosen: try to become the
+    /// host probe (generation of the host circuit).
+    ClaimHostProbe(i64),
+    /// The channel no longer exists, or was deleted.
+    Gone,
+}
+
+/// The pure decision for delivery `delivery_id` given its channel's gate row: the channel's
+/// circuit, then its host's ([`crate::hosts::decide`]); a delivery goes only if both let it.
+pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
+    use crate::hosts::HostGate;
+    let Some(g) = gate else {
+        return Admission::Gone;
+    };
+    let host = crate::hosts::decide(
+        g.host_state,
+        g.host_generation,
+        g.host_probe_delivery_id,
+        delivery_id,
+    );
+    match (decide_channel(g, delivery_id), host) {
+        (a, HostGate::Pass) => a,
+        (Admission::Send { .. } | Admission::ClaimProbe(_), HostGate::Park) => Admission::Park,
+        (
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                ..
+            },
+            HostGate::Probe(h),
+        ) => {
+            // The host probe: one request per host cooldown, no rate limit.
+            Admission::Send {
+                probe_generation,
+                consecutive_failures,
+                rate: None,
+                host_probe: Some(h),
+            }
+        }
+        (Admission::Send { .. }, HostGate::Claim(h)) => Admission::ClaimHostProbe(h),
+        (Admission::ClaimProbe(_), _) => Admission::Park,
+        (other, _) => other,
+    }
+}
+
+fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
+    match g.circuit_state {
+        State::Closed => match g.retry_after_until {
+            Some(until) if until > g.now => {
+                Admission::Wait((until - g.now).to_std().unwrap_or(Duration::ZERO))
+            }
+            _ => Admission::Send {
+                probe_generation: None,
+                consecutive_failures: g.consecutive_failures,
+                rate: g
+                    .rate_limit
+                    .as_deref()
+                    .and_then(|r| RateLimit::parse(r).ok())
+                    .map(|r| (r, g.rate_slot_at, g.now)),
+                host_probe: None,
+            },
+        },
+        State::HalfOpen => match g.probe_delivery_id {
+            Some(p) if p == delivery_id => Admission::Send {
+                probe_generation: Some(g.circuit_generation),
+                consecutive_failures: g.consecutive_failures,
+                rate: None,
+                host_probe: None,
+            },
+            None => Admission::ClaimProbe(g.circuit_generation),
+            Some(_) => Admission::Park,
+        },
+        State::Open | State::Paused => Admission::Park,
+    }
+}
+
+/// Reads the gate under a `FOR SHARE` lock, in the caller's transaction: a transition of this
+/// channel (which updates the row) waits for the caller to commit, and the caller, if it came
+/// second, sees the transition's committed state. Parking on pickup uses it so that a job cannot
+/// park itself just after a closing transition released the backlog. `None` for a missing or
+/// deleted channel (a deletion that commits while the caller waits for the lock included).
+pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<GateRow>> {
+    Ok(sqlx::query_as(
+        "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
+                consecutive_failures, NULL::text AS rate_limit, NULL::timestamptz AS rate_slot_at,
+                now() AS now
+         FROM channels WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?)
+}
+
+/// Reads the gate (the channel row joined with its host circuit row: one read) and decides;
+/// when half-open without a probe (the channel's, or the host's), claims the probe role for
+/// this delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
+/// becomes the probe. A channel probe's claim starts its lease (`cfg.probe_lease_ms`, database
+/// clock) and schedules the probe watcher for its end, in one transaction: a claimed probe whose
+/// node dies is taken over (module doc, "The probe role with nothing waiting"). Never returns
+/// [`Admission::ClaimProbe`] or [`Admission::ClaimHostProbe`].
+pub async fn admit(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<Admission> {
+    let gate: Option<GateRow> = sqlx::query_as(
+        "SELECT c.circuit_state, c.circuit_generation, c.probe_delivery_id, c.retry_after_until,
+                c.consecutive_failures, c.rate_limit,
+                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now,
+                h.state AS host_state, h.generation AS host_generation,
+                h.probe_delivery_id AS host_probe_delivery_id
+         FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.id = $1 AND c.deleted_at IS NULL",
+    )
+    .bind(channel_id)
+    .bind(delivery_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match decide(gate.as_ref(), delivery_id) {
+        Admission::ClaimProbe(generation) => {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let deadline: Option<DateTime<Utc>> = sqlx::query_scalar(
+                "UPDATE channels
+                 SET probe_delivery_id = $2,
+                     probe_deadline = now() + ($4::float8 * interval '1 millisecond')
+                 WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $3
+                   AND probe_delivery_id IS NULL AND deleted_at IS NULL
+                 RETURNING probe_deadline",
+            )
+            .bind(channel_id)
+            .bind(delivery_id)
+            .bind(generation)
+            .bind(cfg.probe_lease_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let won = deadline.is_some();
+            if won {
+                schedule_probe(&mut tx, channel_id, deadline).await?;
+            }
+            tx.commit().await?;
+            Ok(if won {
+                Admission::Send {
+                    probe_generation: Some(generation),
+                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                    rate: None,
+                    host_probe: None,
+                }
+            } else {
+                Admission::Park
+            })
+        }
+        Admission::ClaimHostProbe(generation) => {
+            let won = crate::hosts::claim_probe(conn, channel_id, delivery_id, generation).await?;
+            Ok(if won {
+                Admission::Send {
+                    probe_generation: None,
+                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                    rate: None,
+                    host_probe: Some(generation),
+                }
+            } else {
+                Admission::Park
+            })
+        }
+        other => Ok(other),
+    }
+}
+
+/// The one park-or-not decision of an enqueue to channel `channel_id`: locks its gate row
+/// ([`lock_gate`], `FOR SHARE`, held until the caller commits, so a transition waits for the
+/// insert and a release never misses the new deliveries) and says whether deliveries enqueued
+/// in this transaction start parked (`paused`, [`State::parks_new_deliveries`]: open or paused).
+/// `None` for a missing or deleted channel (a deletion that commits while the caller waits for
+/// the lock included). A fan-out locks its channels in one statement and applies the same
+/// [`State::parks_new_deliveries`] ([`crate::messages`]); a replay enqueues `pending` and the
+/// gate parks it on pickup.
+pub async fn enqueue_parked(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<bool>> {
+    Ok(lock_gate(tx, channel_id)
+        .await?
+        .map(|g| g.circuit_state.parks_new_deliveries()))
+}

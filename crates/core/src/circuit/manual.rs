@@ -1,0 +1,162 @@
+//! Manual changes of a channel's circuit: pause, resume, force open, force close.
+
+use super::*;
+
+/// A manual change of a channel's circuit, by a tenant (pause, resume) or an operator (any of
+/// them, plus force open / force close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manual {
+    /// Park the backlog and stop everything; never probed. From any state but `paused`.
+    Pause,
+    /// Close a paused channel and release its backlog. From `paused` only.
+    Resume,
+    /// Open the circuit now (park, probe after the cooldown). From `closed`, `half_open`,
+    /// `paused`.
+    ForceOpen,
+    /// Close the circuit now and release the backlog. From `open`, `half_open`, `paused`.
+    ForceClose,
+}
+
+impl Manual {
+    fn target(self) -> State {
+        match self {
+            Manual::Pause => State::Paused,
+            Manual::Resume | Manual::ForceClose => State::Closed,
+            Manual::ForceOpen => State::Open,
+        }
+    }
+
+    fn allowed_from(self) -> &'static [State] {
+        use State::*;
+        match self {
+            Manual::Pause => &[Closed, Open, HalfOpen],
+            Manual::Resume => &[Paused],
+            Manual::ForceOpen => &[Closed, HalfOpen, Paused],
+            Manual::ForceClose => &[Open, HalfOpen, Paused],
+        }
+    }
+
+    /// The audit action.
+    pub fn action(self) -> &'static str {
+        match self {
+            Manual::Pause => "channel.paused",
+            Manual::Resume => "channel.resumed",
+            Manual::ForceOpen => "circuit.forced_open",
+            Manual::ForceClose => "circuit.forced_closed",
+        }
+    }
+
+    fn alert_event(self) -> &'static str {
+        match self {
+            Manual::Pause => "channel.paused",
+            Manual::Resume => "channel.resumed",
+            Manual::ForceOpen => "channel.circuit_opened",
+            Manual::ForceClose => "channel.circuit_closed",
+        }
+    }
+}
+
+/// Applies a manual change with one conditional UPDATE (`… AND circuit_state = ANY(allowed)`).
+/// Returns the transition, or `None` when the channel is already where the change would put it
+/// (so repeating a pause or a resume changes nothing and writes no second audit row). The
+/// winner parks or releases the backlog, audits with `actor` and `reason`, and alerts.
+pub async fn apply_manual(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    change: Manual,
+    actor: &str,
+    reason: &str,
+    cfg: &CircuitConfig,
+) -> Result<Option<Transition>> {
+    let to = change.target();
+    let row: Option<ManualRow> = sqlx::query_as(
+        concat!(
+            "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
+         UPDATE channels c
+         SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = c.circuit_generation + 1,
+             probe_delivery_id = NULL, probe_deadline = NULL,
+             next_probe_at = CASE WHEN $2 = 'open' THEN greatest(
+                 now() + (",
+            cooldown_ms_sql!("c.cooldown_ms", "$4"),
+            "::float8
+                          * interval '1 millisecond'),
+                 coalesce(c.retry_after_until, now())) END,
+             consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE c.consecutive_failures END,
+             probe_failures = CASE WHEN $2 = 'paused' THEN c.probe_failures ELSE 0 END,
+             health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE c.health_unhealthy END,
+             updated_at = now()
+         FROM before
+         WHERE c.id = before.id AND before.circuit_state = ANY($3)
+         RETURNING c.tenant_id, c.circuit_generation, c.consecutive_failures, c.next_probe_at,
+                   before.circuit_state AS before_state"
+        ),
+    )
+    .bind(channel_id)
+    .bind(to.as_str())
+    .bind(change.allowed_from().iter().map(|s| s.as_str()).collect::<Vec<_>>())
+    .bind(cfg.cooldown_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(ManualRow {
+        row,
+        before_state: from,
+    }) = row
+    else {
+        return Ok(None);
+    };
+    let (tenant_id, generation, failures, next_probe_at) = (
+        row.tenant_id,
+        row.circuit_generation,
+        row.consecutive_failures,
+        row.next_probe_at,
+    );
+    let t = Transition {
+        channel_id,
+        tenant_id,
+        from,
+        to,
+        generation,
+        failures,
+        next_probe_at,
+    };
+    // A tenant's own pause or resume is audited but pages nobody unless the tenant asked
+    // (`alert_on_manual`); an operator's always alerts, and so do force open and force close.
+    let alert_event = match change {
+        Manual::Pause | Manual::Resume => {
+            alerts::manual_change_alerts(&mut *tx, tenant_id, actor).await?
+        }
+        Manual::ForceOpen | Manual::ForceClose => true,
+    }
+    .then(|| change.alert_event());
+    match to {
+        State::Open => {
+            on_opened(tx, &t, change.action(), actor, reason).await?;
+            if let Some(event) = alert_event {
+                enqueue_alert(tx, &t, event, reason).await?;
+            }
+        }
+        State::Closed => on_closed(tx, &t, change.action(), actor, reason, alert_event).await?,
+        State::Paused => {
+            let parked = park_backlog(tx, channel_id).await?;
+            audit::record(
+                &mut *tx,
+                &audit::Entry {
+                    tenant_id: Some(tenant_id),
+                    channel_id: Some(channel_id),
+                    actor,
+                    action: change.action(),
+                    from_state: Some(t.from.as_str()),
+                    to_state: Some(State::Paused.as_str()),
+                    reason: Some(reason),
+                    details: serde_json::json!({ "generation": generation, "parked": parked }),
+                },
+            )
+            .await?;
+            if let Some(event) = alert_event {
+                enqueue_alert(tx, &t, event, reason).await?;
+            }
+        }
+        State::HalfOpen => unreachable!("no manual change targets half_open"),
+    }
+    Ok(Some(t))
+}

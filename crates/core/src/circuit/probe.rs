@@ -1,0 +1,229 @@
+//! The probe watcher: its step (claim `half_open` after the cooldown or a lease expiry) and the
+//! choice of the probe delivery. The probe's results are in `probe_result.rs`.
+
+use super::*;
+
+/// The unique key of channel `channel_id`'s probe watcher job.
+pub fn probe_key(channel_id: Uuid) -> String {
+    format!("probe:{channel_id}")
+}
+
+/// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.
+pub(super) async fn schedule_probe(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let mut job = NewJob::new(
+        QUEUE_CIRCUIT,
+        JOB_PROBE,
+        serde_json::json!({ "channel_id": channel_id }),
+    )
+    .priority(PRIORITY_URGENT)
+    .unique_key(probe_key(channel_id))
+    .max_attempts(1_000);
+    job.scheduled_at = at;
+    breakwater_queue::schedule_unique(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// What the probe watcher should do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeStep {
+    /// The circuit is closed or paused, or half-open with the probe role empty (the next
+    /// delivery to arrive takes it and schedules the watcher again): the watcher is done.
+    Done,
+    /// Not yet: look again after this long (measured on the database's clock).
+    Wait(Duration),
+    /// A probe was started (or taken over).
+    Started {
+        /// Generation of the half-open claim.
+        generation: i64,
+        /// The delivery woken as the probe, if the channel had a parked one; `None` leaves the
+        /// role to the next delivery that arrives.
+        delivery_id: Option<Uuid>,
+        /// The probe's lease when a delivery was woken: look again when it expires (another
+        /// probe may then take over). `None` when no delivery was woken: the watcher ends.
+        lease: Option<Duration>,
+    },
+}
+
+/// What the probe watcher reads when there is nothing to claim: state, next probe time, probe
+/// deadline, database now.
+type WatchRow = (
+    State,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+    bool,
+    Option<DateTime<Utc>>,
+);
+
+/// Shortest wait of a channel's probe watcher while its host circuit holds the host (the host's
+/// next probe time is the usual wait; this bounds the polling when that time has passed).
+const HOST_HELD_RECHECK: Duration = Duration::from_secs(1);
+
+/// The probe watcher's step for a channel: if the circuit is open and the cooldown is over, or
+/// half-open and the probe's lease has expired, claims `half_open` (one conditional UPDATE:
+/// generation + 1, probe role emptied) and wakes exactly one parked delivery as the probe with a
+/// lease of `cfg.probe_lease_ms` — or, with nothing parked, leaves the role empty and the lease
+/// unset for the next delivery that arrives (module doc, "The probe role with nothing waiting").
+/// A half-open circuit with an empty role is never claimed again here, so it writes no audit row
+/// per lease period. While the channel's host circuit is open or half-open (the host's whole gate
+/// is parked, so no channel probe could be fetched) it claims nothing and waits for the host's
+/// next step. Entering `half_open` from `open` restarts the trial count. In the caller's
+/// transaction. Returns the step and, when a claim was made, the transition to count once the
+/// caller commits.
+pub async fn probe_watch(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<(ProbeStep, Option<audit::Transitioned>)> {
+    let claimed: Option<(Uuid, i64, State, i32, i32)> = sqlx::query_as(
+        "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
+         UPDATE channels c
+         SET circuit_state = 'half_open', circuit_changed_at = now(),
+             circuit_generation = c.circuit_generation + 1, probe_delivery_id = NULL,
+             probe_deadline = NULL,
+             trial_successes = CASE WHEN before.circuit_state = 'open' THEN 0 ELSE c.trial_successes END,
+             updated_at = now()
+         FROM before
+         WHERE c.id = before.id
+           AND ((c.circuit_state = 'open' AND c.next_probe_at <= now())
+             OR (c.circuit_state = 'half_open' AND c.probe_deadline <= now()))
+           AND NOT EXISTS (SELECT 1 FROM host_circuits h
+                           WHERE h.host_key = c.host_key AND h.state <> 'closed')
+         RETURNING c.tenant_id, c.circuit_generation, before.circuit_state, c.probe_failures,
+                   c.trial_successes",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((tenant_id, generation, before, probe_failures, passed)) = claimed else {
+        let row: Option<WatchRow> = sqlx::query_as(
+            "SELECT c.circuit_state, c.next_probe_at, c.probe_deadline, now(),
+                    h.state IS NOT NULL AS host_held,
+                    coalesce(h.next_probe_at, h.probe_deadline) AS host_next
+             FROM channels c
+             LEFT JOIN host_circuits h ON h.host_key = c.host_key AND h.state <> 'closed'
+             WHERE c.id = $1 AND c.deleted_at IS NULL",
+        )
+        .bind(channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let until =
+            |at: DateTime<Utc>, now: DateTime<Utc>| (at - now).to_std().unwrap_or(Duration::ZERO);
+        let step = match row {
+            // The channel's host circuit is open or half-open: the whole host is parked, so a
+            // channel probe could not be fetched (its lease would only expire, again and again).
+            // The channel's own probe waits, quietly, until the host's next step.
+            Some((s, next, deadline, now, true, host_next))
+                if (s == State::Open && next.is_some_and(|n| n <= now))
+                    || (s == State::HalfOpen && deadline.is_some_and(|d| d <= now)) =>
+            {
+                ProbeStep::Wait(
+                    host_next
+                        .map(|at| until(at, now))
+                        .unwrap_or_default()
+                        .max(HOST_HELD_RECHECK),
+                )
+            }
+            Some((State::Open, Some(next), _, now, _, _)) => ProbeStep::Wait(until(next, now)),
+            Some((State::HalfOpen, _, Some(deadline), now, _, _)) => {
+                ProbeStep::Wait(until(deadline, now))
+            }
+            // Closed, paused, gone, or half-open with the role empty (no lease to watch).
+            _ => ProbeStep::Done,
+        };
+        return Ok((step, None));
+    };
+    let chosen = choose_probe(tx, channel_id, cfg.probe_lease_ms).await?;
+    let delivery_id = chosen.map(|(d, _)| d);
+    let reason = match (before, delivery_id) {
+        (State::HalfOpen, Some(_)) => "the previous probe's lease expired; another probe takes over",
+        (State::HalfOpen, None) => {
+            "the previous probe's lease expired and nothing is waiting; the next delivery to arrive is the probe"
+        }
+        (_, Some(_)) => "cooldown over; probing",
+        (_, None) => "cooldown over and nothing is waiting; the next delivery to arrive is the probe",
+    };
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "circuit.probe_started",
+            from_state: Some(before.as_str()),
+            to_state: Some(State::HalfOpen.as_str()),
+            reason: Some(reason),
+            details: serde_json::json!({
+                "generation": generation,
+                "probe_delivery_id": delivery_id,
+                "probe_failures": probe_failures,
+                "trial_successes": passed,
+                "deadline": chosen.map(|(_, at)| at),
+            }),
+        },
+    )
+    .await?;
+    let step = ProbeStep::Started {
+        generation,
+        delivery_id,
+        lease: delivery_id.map(|_| Duration::from_millis(cfg.probe_lease_ms as u64)),
+    };
+    let counted = audit::Transitioned {
+        from: before.as_str(),
+        to: State::HalfOpen.as_str(),
+    };
+    Ok((step, Some(counted)))
+}
+
+/// [`probe_watch`] without the transition to count: for callers that do not count metrics.
+pub async fn probe_step(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    cfg: &CircuitConfig,
+) -> Result<ProbeStep> {
+    Ok(probe_watch(tx, channel_id, cfg).await?.0)
+}
+
+/// Gives the (empty) probe role of half-open channel `channel_id` to one parked delivery: wakes
+/// exactly one waiting delivery job of the channel's group at urgent priority (the group's probe
+/// slot lets the fetch take exactly that one), names its delivery the probe, starts its lease
+/// (`lease_ms`, database clock) and puts the delivery back to `pending`. Returns the delivery and
+/// the lease's end, or `None` when nothing is waiting: the slot stays granted and the role empty,
+/// for the next delivery that arrives ([`admit`]). The caller holds the channel row and has just
+/// moved its generation (the fence of this probe).
+pub(super) async fn choose_probe(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    lease_ms: i64,
+) -> Result<Option<(Uuid, DateTime<Utc>)>> {
+    let woken =
+        breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
+    let Some(d) = woken
+        .as_ref()
+        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok())
+    else {
+        return Ok(None);
+    };
+    let deadline: DateTime<Utc> = sqlx::query_scalar(
+        "UPDATE channels
+         SET probe_delivery_id = $2, probe_deadline = now() + ($3::float8 * interval '1 millisecond')
+         WHERE id = $1
+         RETURNING probe_deadline",
+    )
+    .bind(channel_id)
+    .bind(d)
+    .bind(lease_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'",
+    )
+    .bind(d)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some((d, deadline)))
+}

@@ -1,0 +1,87 @@
+//! The host part of the gate: the pure decision, the probe-role claim, and the assignment of
+//! a channel to its host's gate.
+
+use super::*;
+
+/// What the host circuit says about one delivery (part of the gate read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostGate {
+    /// Closed, or the channel has no host key: the host does not hold it.
+    Pass,
+    /// This delivery is the host probe of this generation.
+    Probe(i64),
+    /// Half-open with no probe chosen yet: this delivery may claim the role.
+    Claim(i64),
+    /// Open, or half-open and another delivery is the probe: park.
+    Park,
+}
+
+/// The pure decision of the host part of the gate: `state`, `generation` and `probe` are the
+/// host row's columns as joined into the gate read (`None` state: no host circuit).
+pub fn decide(
+    state: Option<State>,
+    generation: Option<i64>,
+    probe: Option<Uuid>,
+    delivery_id: Uuid,
+) -> HostGate {
+    let generation = generation.unwrap_or(0);
+    match state {
+        None | Some(State::Closed) => HostGate::Pass,
+        Some(State::HalfOpen) => match probe {
+            Some(p) if p == delivery_id => HostGate::Probe(generation),
+            None => HostGate::Claim(generation),
+            Some(_) => HostGate::Park,
+        },
+        Some(State::Open) => HostGate::Park,
+    }
+}
+
+/// Claims the host probe role of `generation` for `delivery_id` of `channel_id` (one
+/// conditional UPDATE on `probe_delivery_id IS NULL`, so exactly one delivery gets it). Returns
+/// whether this delivery won.
+pub async fn claim_probe(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+    generation: i64,
+) -> Result<bool> {
+    Ok(sqlx::query(
+        "UPDATE host_circuits h SET probe_delivery_id = $2, probe_channel_id = $1, updated_at = now()
+         FROM channels c
+         WHERE c.id = $1 AND h.host_key = c.host_key
+           AND h.state = 'half_open' AND h.generation = $3 AND h.probe_delivery_id IS NULL",
+    )
+    .bind(channel_id)
+    .bind(delivery_id)
+    .bind(generation)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Sets channel `channel_id`'s host key (computed by [`host_key`] when its URL was set), creates
+/// the host's circuit row if it has none, and moves the channel's job group into the host's gate
+/// ([`breakwater_queue::set_group_gate`]), so from the commit on the channel's jobs follow the
+/// host's parked flag, probe slot and cap. In the caller's transaction, which holds the channel
+/// row. A host key that does not change changes nothing.
+pub async fn assign(conn: &mut PgConnection, channel_id: Uuid, key: &str) -> Result<()> {
+    let changed = sqlx::query(
+        "UPDATE channels SET host_key = $2 WHERE id = $1 AND host_key IS DISTINCT FROM $2",
+    )
+    .bind(channel_id)
+    .bind(key)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1;
+    if !changed {
+        return Ok(());
+    }
+    sqlx::query("INSERT INTO host_circuits (host_key) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(key)
+        .execute(&mut *conn)
+        .await?;
+    breakwater_queue::set_group_gate(&mut *conn, channel_id, Some(key)).await?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Host circuits (issue 13, part 1): a second circuit keyed on what channels actually share —
+//! the endpoint's host (or its registrable domain) — kept in `host_circuits`.
+//!
+//! ```text
+//!  closed ──(transient failures from ≥ failure_threshold DISTINCT channels within failure_window_ms)──▶ open
+//!  open ──(host probe watcher, after the cooldown)──▶ half_open ──(host probe answers)──▶ closed
+//!                                                     half_open ──(host probe fails)──▶ open (cooldown ×2, capped)
+//!  operator: force open (from closed / half_open), force close (from open / half_open)
+//! ```
+//!
+//! **Keying** ([`host_key`]): `host` granularity is the URL's host, lower-case (IDNA as the `url`
+//! crate gives it), plus `:port` when the port is explicit and not the scheme's default —
+//! `api.example.com`, `127.0.0.1:41234`. One port is one service (one process, one listener, one
+//! connection pool on the far side), so two receivers on different ports of one address fail
+//! independently and get separate circuits. `domain` granularity is the registrable domain from
+//! the Public Suffix List (`psl` crate): `a.b.example.co.uk` → `example.co.uk`; IP literals and
+//! names without a registrable domain (`localhost`) fall back to the `host` rule.
+//!
+//! **Counting.** Each transient failure of a non-probe delivery upserts `(host, channel,
+//! failed_at = now())` into `host_failures` under the host row's lock (`FOR UPDATE`: failures of
+//! one host are counted one at a time, so of several racing on the threshold exactly one sees it
+//! crossed), then counts the host's rows newer than `failure_window_ms`: distinct channels, so
+//! one channel's failures alone never open the host (that is the channel circuit's job). A
+//! success of a channel that had failures (`consecutive_failures > 0`, known from the gate read:
+//! no extra statement in the common case) deletes its row. Failures while the host is not closed
+//! are not counted.
+//!
+//! **Transitions** are one conditional UPDATE each (`… WHERE state = …`, probe results also `AND
+//! generation = …`), so one caller wins; the winner parks or releases the host's channels, audits
+//! (system actor, channel null, details with host key, generation, channels and tenants
+//! affected) and enqueues one alert per tenant with channels on the host and an alert URL, unique
+//! per (host, generation, tenant, event), in the same transaction.
+//!
+//! **The admission** joins the host row into the channel gate read ([`crate::circuit::admit`]):
+//! no extra round trip. A delivery goes only if both circuits let it; host open, or half-open
+//! and this delivery is not the host probe → park (no request, no attempt).
+//!
+//! **The host probe and its result.** The host probe watcher (one job per host, unique key
+//! `host_probe:<host>`, queue `circuit`) moves `open` to `half_open` after the cooldown and wakes
+//! exactly one waiting delivery of the host as the probe. Any HTTP answer that is not a transient
+//! failure (2xx, or a permanent 4xx: the host is up, the channel is wrong) closes the host; a
+//! transient failure re-opens it with a doubled, capped cooldown. The probe is a real attempt of
+//! its delivery, so its result *also* counts for its channel's circuit as any attempt does (a
+//! success resets the channel's count; a failure is one of its consecutive failures).
+//!
+//! **A host that opens with nothing waiting** still resolves: on `half_open` the watcher grants
+//! the probe role to the next delivery of the host that arrives (the first to claim it with a
+//! conditional UPDATE on `probe_delivery_id IS NULL` in the admission). **Lease rule:** when the
+//! lease (`probe_lease_ms`) expires and *no probe was ever chosen*, nothing happened, so the
+//! watcher writes nothing — no generation bump, no audit row, no alert — it only looks again for
+//! a waiting delivery and extends the lease; when a chosen probe's lease expires (its node died),
+//! a new probe takes over: that is a transition (generation + 1) and is audited once.
+//!
+//! **Parking and the cap** use the queue's *gates*: every channel's job group is in the gate
+//! named by its host key ([`assign`], in the transaction that sets the URL), so parking or
+//! releasing a whole host is one row update ([`breakwater_queue::park_gate`] /
+//! [`breakwater_queue::release_gate`]), whatever the number of channels and jobs; a channel's own
+//! circuit keeps its own group flag, and a job runs only if both let it. The host probe is the
+//! gate's one probe slot ([`breakwater_queue::wake_one_in_gate`]). The gate's cluster-wide cap
+//! is the per-host concurrency cap: `max_in_flight` overridden per host, else
+//! `hosts.max_in_flight` (default [`DEFAULT_HOST_MAX_IN_FLIGHT`]; the pools'
+//! `GroupLimits::gate_ceiling`), which can be removed; a host with neither
+//! is not capped, and its gate row is not written by claims and results. The reconciler
+//! ([`reconcile_gates`]) repairs a gate whose parked flag disagrees with its host circuit.
+//!
+//! **Lock order**: a channel's job group row, then its host row, then the host's gate row (the
+//! fetch and the queue's slot-release trigger take group rows before gate rows, and the fetch
+//! *waits* for a gate row). A result that may make a host transition therefore takes its own
+//! group row first ([`record_result`]); the watcher and the operator routes take no group row.
+//!
+//! A delivery held by its host keeps its status (`pending`, or `failed` with a retry
+//! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
+//! the channel shows its host's state (`host_circuit_state`).
+
+mod config;
+mod gate;
+mod operator;
+mod results;
+#[cfg(test)]
+mod tests;
+mod watch;
+
+pub use config::*;
+pub use gate::*;
+pub use operator::*;
+pub use results::*;
+pub use watch::*;
+
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::circuit::{self, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::outcome::Class;
+use crate::{Error, Result, JOB_DELIVER};
+use breakwater_queue::{NewJob, PRIORITY_URGENT};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use std::time::Duration;
+use url::{Host, Url};
+use uuid::Uuid;
+
+/// Job kind of a host's probe watcher; args `{"host_key"}`, unique key `host_probe:<host>`, queue
+/// [`QUEUE_CIRCUIT`].
+pub const JOB_HOST_PROBE: &str = "host_probe";
+/// The alert event of a host circuit that opened (re-opened, or was forced open).
+pub const EVENT_OPENED: &str = "host.circuit_opened";
+/// The alert event of a host circuit that closed.
+pub const EVENT_CLOSED: &str = "host.circuit_closed";
+
+/// A host circuit state (`host_circuits.state`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[schema(as = HostCircuitState)]
+pub enum State {
+    /// Deliveries flow (each channel's own circuit still applies).
+    Closed,
+    /// The host is considered down: every channel on it is parked; a probe waits for the cooldown.
+    Open,
+    /// One host probe is testing the host.
+    HalfOpen,
+}
+
+impl State {
+    /// The column value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+
+    /// Parses the column value.
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "closed" => State::Closed,
+            "open" => State::Open,
+            "half_open" => State::HalfOpen,
+            other => {
+                return Err(Error::invalid(
+                    "state",
+                    format!("unknown host circuit state {other:?}"),
+                ))
+            }
+        })
+    }
+}
+
+/// A host transition (returned to its winner only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// The host key.
+    pub host_key: String,
+    /// State before.
+    pub from: State,
+    /// State after.
+    pub to: State,
+    /// Generation after.
+    pub generation: i64,
+    /// When the next probe may run (open only).
+    pub next_probe_at: Option<DateTime<Utc>>,
+}
+
+impl Transition {
+    /// The transition as counted in the metrics ([`audit::Transitioned`]).
+    pub fn counted(&self) -> audit::Transitioned {
+        audit::Transitioned {
+            from: self.from.as_str(),
+            to: self.to.as_str(),
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct HostRow {
+    host_key: String,
+    generation: i64,
+    next_probe_at: Option<DateTime<Utc>>,
+    before: State,
+}

@@ -1,0 +1,266 @@
+//! The host probe watcher's step and the host probe's results.
+
+use super::*;
+
+/// What the watcher reads when there is nothing to claim: state, next probe time, probe
+/// deadline, database now.
+pub(super) type WatchRow = (
+    State,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+
+/// What the host probe watcher should do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStep {
+    /// The host is closed: the watcher is done.
+    Done,
+    /// Look again after this long (database clock).
+    Wait(Duration),
+}
+
+/// The host probe watcher's step (in the caller's transaction):
+/// - `open` and the cooldown is over → `half_open` (one conditional UPDATE: generation + 1, a
+///   lease), audited once, and one waiting delivery is woken as the probe (or the role waits
+///   for the next delivery that arrives);
+/// - `half_open`, lease expired, a probe was chosen → a new probe takes over (a transition,
+///   audited once);
+/// - `half_open`, lease expired, no probe ever chosen → no transition and no audit (see the
+///   module doc's lease rule): look for a waiting delivery again, extend the lease;
+/// - otherwise wait until the next moment, or stop when closed.
+///
+/// Returns the step and the transition to count once the caller commits, if one was made.
+pub async fn watch(
+    tx: &mut PgConnection,
+    key: &str,
+    cfg: &HostsConfig,
+) -> Result<(WatchStep, Option<audit::Transitioned>)> {
+    let lease = Duration::from_millis(cfg.probe_lease_ms as u64);
+    // A lease over with no probe ever chosen: extend it quietly, try to wake one again.
+    let idle: Option<i64> = sqlx::query_scalar(
+        "UPDATE host_circuits
+         SET probe_deadline = now() + ($2::float8 * interval '1 millisecond')
+         WHERE host_key = $1 AND state = 'half_open' AND probe_delivery_id IS NULL
+           AND probe_deadline <= now()
+         RETURNING generation",
+    )
+    .bind(key)
+    .bind(cfg.probe_lease_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(generation) = idle {
+        set_probe(tx, key, generation).await?;
+        return Ok((WatchStep::Wait(lease), None));
+    }
+    let claimed: Option<HostRow> = sqlx::query_as(
+        "WITH before AS (SELECT host_key, state FROM host_circuits WHERE host_key = $1 FOR UPDATE)
+         UPDATE host_circuits h
+         SET state = 'half_open', changed_at = now(), generation = h.generation + 1,
+             probe_delivery_id = NULL, probe_channel_id = NULL,
+             probe_deadline = now() + ($2::float8 * interval '1 millisecond'), updated_at = now()
+         FROM before
+         WHERE h.host_key = before.host_key
+           AND ((h.state = 'open' AND h.next_probe_at <= now())
+             OR (h.state = 'half_open' AND h.probe_deadline <= now()))
+         RETURNING h.host_key, h.generation, h.next_probe_at, before.state AS before",
+    )
+    .bind(key)
+    .bind(cfg.probe_lease_ms)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(r) = claimed else {
+        let row: Option<WatchRow> =
+            sqlx::query_as(
+                "SELECT state, next_probe_at, probe_deadline, now() FROM host_circuits WHERE host_key = $1",
+            )
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let until = |at: DateTime<Utc>, now: DateTime<Utc>| {
+            WatchStep::Wait((at - now).to_std().unwrap_or(Duration::ZERO))
+        };
+        let step = match row {
+            Some((State::Open, Some(next), _, now)) => until(next, now),
+            Some((State::HalfOpen, _, Some(deadline), now)) => until(deadline, now),
+            _ => WatchStep::Done,
+        };
+        return Ok((step, None));
+    };
+    let probe = set_probe(tx, key, r.generation).await?;
+    let t = Transition {
+        host_key: r.host_key,
+        from: r.before,
+        to: State::HalfOpen,
+        generation: r.generation,
+        next_probe_at: None,
+    };
+    let reason = if t.from == State::HalfOpen {
+        "the host probe's lease expired; another probe takes over"
+    } else {
+        "cooldown over; probing the host"
+    };
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            actor: ACTOR_CIRCUIT_BREAKER,
+            action: "host.probe_started",
+            from_state: Some(t.from.as_str()),
+            to_state: Some("half_open"),
+            reason: Some(reason),
+            channel_id: probe.map(|(_, c)| c),
+            details: serde_json::json!({
+                "host_key": t.host_key,
+                "generation": t.generation,
+                "probe_delivery_id": probe.map(|(d, _)| d),
+            }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tracing::info!(host_key = %t.host_key, generation = t.generation, probe = ?probe, "host probe started");
+    Ok((WatchStep::Wait(lease), Some(t.counted())))
+}
+
+/// [`watch`] without the transition to count: for callers that do not count metrics.
+pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Result<WatchStep> {
+    Ok(watch(tx, key, cfg).await?.0)
+}
+
+/// Wakes one waiting delivery of the host and records it as the probe of `generation` (if the
+/// role is still free).
+pub(super) async fn set_probe(
+    tx: &mut PgConnection,
+    key: &str,
+    generation: i64,
+) -> Result<Option<(Uuid, Uuid)>> {
+    let woken = wake_host_probe(tx, key).await?;
+    if let Some((d, c)) = woken {
+        sqlx::query(
+            "UPDATE host_circuits SET probe_delivery_id = $2, probe_channel_id = $3
+             WHERE host_key = $1 AND generation = $4 AND probe_delivery_id IS NULL",
+        )
+        .bind(key)
+        .bind(d)
+        .bind(c)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(woken)
+}
+
+/// The host probe of `generation` answered: closes the host (conditional on `half_open` and
+/// the generation) and, for the winner, releases its channels, audits and alerts.
+pub(super) async fn probe_succeeded(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+) -> Result<Option<Transition>> {
+    let key: Option<String> = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
+        .bind(channel_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .flatten();
+    let Some(key) = key else { return Ok(None) };
+    close(
+        tx,
+        &key,
+        &["half_open"],
+        Some(generation),
+        "host probe answered",
+        ACTOR_CIRCUIT_BREAKER,
+    )
+    .await
+}
+
+pub(super) async fn probe_failed(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    generation: i64,
+    reason: &str,
+    cfg: &HostsConfig,
+) -> Result<Option<Transition>> {
+    let key: Option<String> = sqlx::query_scalar(
+        "SELECT h.host_key FROM channels c JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.id = $1 AND h.state = 'half_open' AND h.generation = $2",
+    )
+    .bind(channel_id)
+    .bind(generation)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(key) = key else { return Ok(None) };
+    // Conditional on the generation too: `open` re-checks the state under the row lock; a
+    // takeover in between bumped the generation, checked here first.
+    let still: Option<i64> = sqlx::query_scalar(
+        "SELECT generation FROM host_circuits WHERE host_key = $1 AND state = 'half_open' AND generation = $2 FOR UPDATE",
+    )
+    .bind(&key)
+    .bind(generation)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if still.is_none() {
+        return Ok(None);
+    }
+    let why = format!("host probe failed: {reason}");
+    open(
+        tx,
+        &key,
+        &["half_open"],
+        true,
+        &why,
+        ACTOR_CIRCUIT_BREAKER,
+        cfg,
+    )
+    .await
+}
+
+/// Closes host `key` from one of `from` (and, for a probe result, `generation`): one
+/// conditional UPDATE; the winner releases the host's channels, audits and alerts.
+pub(super) async fn close(
+    tx: &mut PgConnection,
+    key: &str,
+    from: &[&str],
+    generation: Option<i64>,
+    reason: &str,
+    actor: &str,
+) -> Result<Option<Transition>> {
+    let from: Vec<String> = from.iter().map(|s| s.to_string()).collect();
+    let row: Option<HostRow> = sqlx::query_as(
+        "WITH before AS (SELECT host_key, state, generation FROM host_circuits WHERE host_key = $1 FOR UPDATE)
+         UPDATE host_circuits h
+         SET state = 'closed', changed_at = now(), generation = h.generation + 1,
+             probe_failures = 0, next_probe_at = NULL, probe_deadline = NULL,
+             probe_delivery_id = NULL, probe_channel_id = NULL, updated_at = now()
+         FROM before
+         WHERE h.host_key = before.host_key AND before.state = ANY($2)
+           AND ($3::int8 IS NULL OR before.generation = $3)
+         RETURNING h.host_key, h.generation, h.next_probe_at, before.state AS before",
+    )
+    .bind(key)
+    .bind(&from)
+    .bind(generation)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(r) = row else { return Ok(None) };
+    let t = Transition {
+        host_key: r.host_key,
+        from: r.before,
+        to: State::Closed,
+        generation: r.generation,
+        next_probe_at: None,
+    };
+    sqlx::query("DELETE FROM host_failures WHERE host_key = $1")
+        .bind(key)
+        .execute(&mut *tx)
+        .await?;
+    let released = release_host_jobs(tx, key).await?;
+    let action = if actor == ACTOR_CIRCUIT_BREAKER {
+        "host.closed"
+    } else {
+        "host.forced_closed"
+    };
+    effects(tx, &t, action, actor, reason, EVENT_CLOSED, released).await?;
+    tracing::info!(host_key = %t.host_key, generation = t.generation, released, "host circuit closed");
+    Ok(Some(t))
+}
