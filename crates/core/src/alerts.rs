@@ -45,13 +45,8 @@ use uuid::Uuid;
 mod rejection;
 pub use rejection::*;
 
-/// Queue of alert webhooks and of the flapping timers.
-pub const QUEUE_ALERTS: &str = "alerts";
-/// Job kind of an alert webhook; args are the alert (see [`on_transition`]).
-pub const JOB_ALERT: &str = "alert";
-/// Job kind of a channel's flapping timer; args `{"channel_id"}`, unique key
-/// `flapping:<channel>` ([`flapping_key`]).
-pub const JOB_FLAPPING_WATCH: &str = "flapping_watch";
+use crate::jobs::{AlertArgs, AlertHost, FlappingWatchArgs, JobArgs};
+pub use crate::jobs::{JOB_ALERT, JOB_FLAPPING_WATCH, QUEUE_ALERTS};
 
 /// The alert a flapping circuit sends once, instead of its transition alert.
 pub const EVENT_FLAPPING: &str = "channel.flapping";
@@ -264,34 +259,34 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
     .fetch_one(&mut *tx)
     .await?;
     let v = verdict(flapping, suppressed);
-    let mut args = serde_json::json!({
-        "id": Uuid::now_v7(),
-        "event": c.event,
-        "tenant_id": c.tenant_id,
-        "channel_id": c.channel_id,
-        "host": channel_host(&mut *tx, c.channel_id).await?,
-        "from_state": c.from,
-        "to_state": c.to,
-        "reason": c.reason,
-        "failure_count": c.failures,
-        "generation": c.generation,
-        "transition_count": in_window,
-        "flapping_window_ms": policy.flapping_window_ms,
-        "at": at,
-    });
+    let mut args = AlertArgs {
+        id: Uuid::now_v7(),
+        event: c.event.to_string(),
+        tenant_id: c.tenant_id,
+        channel_id: Some(c.channel_id),
+        host: Some(channel_host(&mut *tx, c.channel_id).await?),
+        from_state: Some(c.from.to_string()),
+        to_state: c.to.to_string(),
+        reason: c.reason.to_string(),
+        failure_count: Some(c.failures),
+        generation: c.generation,
+        transition_count: Some(in_window),
+        flapping_window_ms: Some(policy.flapping_window_ms),
+        at,
+        ..AlertArgs::default()
+    };
     match v {
         Verdict::Alert => {
             enqueue(tx, c.channel_id, c.generation, c.event, args).await?;
         }
         Verdict::StartFlapping => {
-            args["event"] = EVENT_FLAPPING.into();
-            args["suppressed"] = suppressed.into();
-            args["reason"] = format!(
+            args.event = EVENT_FLAPPING.to_string();
+            args.suppressed = Some(suppressed);
+            args.reason = format!(
                 "{in_window} transitions within {} ms (more than {}); further transition alerts \
                  are suppressed until the circuit is stable for the window; last: {}",
                 policy.flapping_window_ms, policy.flapping_transitions, c.reason
-            )
-            .into();
+            );
             enqueue(tx, c.channel_id, c.generation, EVENT_FLAPPING, args).await?;
             push_flapping_timer(tx, c.channel_id, quiet_at).await?;
         }
@@ -304,8 +299,8 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
 }
 
 /// The channel's host circuit for an alert body: `{"host_key", "state"}` (`state` of the host
-/// circuit, `closed` when it has no row yet), or `null` for a channel without a host key.
-async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<serde_json::Value> {
+/// circuit, `closed` when it has no row yet), or `None` (`null`) for a channel without a host key.
+async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<AlertHost>> {
     let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT c.host_key, h.state FROM channels c
          LEFT JOIN host_circuits h ON h.host_key = c.host_key WHERE c.id = $1",
@@ -314,11 +309,11 @@ async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<serde_j
     .fetch_optional(&mut *tx)
     .await?;
     Ok(match row {
-        Some((Some(key), state)) => serde_json::json!({
-            "host_key": key,
-            "state": state.unwrap_or_else(|| "closed".into()),
+        Some((Some(host_key), state)) => Some(AlertHost {
+            host_key,
+            state: state.unwrap_or_else(|| "closed".into()),
         }),
-        _ => serde_json::Value::Null,
+        _ => None,
     })
 }
 
@@ -328,9 +323,9 @@ async fn enqueue(
     channel_id: Uuid,
     generation: i64,
     event: &str,
-    args: serde_json::Value,
+    args: AlertArgs,
 ) -> Result<()> {
-    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
+    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
         .unique_key(format!("alert:{channel_id}:{generation}:{event}"))
         .max_attempts(10);
     breakwater_queue::enqueue(&mut *tx, &job).await?;
@@ -346,7 +341,7 @@ async fn push_flapping_timer(
     let mut job = NewJob::new(
         QUEUE_ALERTS,
         JOB_FLAPPING_WATCH,
-        serde_json::json!({ "channel_id": channel_id }),
+        FlappingWatchArgs { channel_id }.to_json(),
     )
     .unique_key(flapping_key(channel_id))
     .max_attempts(1_000);
@@ -446,23 +441,24 @@ pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<Fl
     )
     .await?;
     if has_alert_url(&mut *tx, tenant_id).await? {
-        let args = serde_json::json!({
-            "id": Uuid::now_v7(),
-            "event": EVENT_FLAPPING_ENDED,
-            "tenant_id": tenant_id,
-            "channel_id": channel_id,
-            "host": channel_host(&mut *tx, channel_id).await?,
-            "from_state": null,
-            "to_state": state,
-            "reason": reason,
-            "failure_count": failures,
-            "generation": generation,
-            "transition_count": in_window,
-            "flapping_window_ms": quiet_ms,
-            "suppressed": suppressed,
-            "flapping_since": since,
-            "at": at,
-        });
+        let args = AlertArgs {
+            id: Uuid::now_v7(),
+            event: EVENT_FLAPPING_ENDED.to_string(),
+            tenant_id,
+            channel_id: Some(channel_id),
+            host: Some(channel_host(&mut *tx, channel_id).await?),
+            from_state: None,
+            to_state: state.to_string(),
+            reason,
+            failure_count: Some(failures),
+            generation,
+            transition_count: Some(in_window),
+            flapping_window_ms: Some(quiet_ms),
+            suppressed: Some(suppressed),
+            flapping_since: Some(since),
+            at,
+            ..AlertArgs::default()
+        };
         enqueue(tx, channel_id, generation, EVENT_FLAPPING_ENDED, args).await?;
     }
     Ok(FlappingStep::Ended { suppressed })

@@ -186,7 +186,7 @@ pub struct AlertHost {
 /// Fields a kind of alert does not have are absent from the JSON (host alerts have no
 /// `failure_count`, `transition_count`, `flapping_window_ms` or `host`; only some alerts have
 /// `suppressed`, `status`, `flapping_since`, `host_key`, `channels`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AlertArgs {
     /// The alert's id: its `webhook-id` (stable across retries, for the receiver's dedup).
     pub id: Uuid,

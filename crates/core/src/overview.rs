@@ -2,30 +2,17 @@
 //! channels per circuit state. It feeds the scrape-time metric gauges and the operator's queue
 //! view, so both are right however many nodes share the database.
 
-use crate::circuit::{State, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::circuit::State;
+use crate::jobs::QUEUES;
 use crate::{Result, Tier};
 use breakwater_queue::stats::{queue_stats, QueueStats};
 use sqlx::PgPool;
-
-/// Every queue Breakwater runs, tier queues first (highest tier first), then `circuit` and
-/// `alerts`.
-pub fn known_queues() -> Vec<&'static str> {
-    let mut q: Vec<&'static str> = Tier::ALL.iter().map(|t| t.queue()).collect();
-    q.push(QUEUE_CIRCUIT);
-    q.push(QUEUE_ALERTS);
-    q
-}
-
-/// The tier whose deliveries run on `queue`, if it is a tier queue.
-pub fn tier_of_queue(queue: &str) -> Option<Tier> {
-    Tier::ALL.into_iter().find(|t| t.queue() == queue)
-}
 
 /// Live-job counts of every known queue (zeros where a queue has none), then any other queue
 /// that has live jobs.
 pub async fn queues(pool: &PgPool) -> Result<Vec<QueueStats>> {
     let mut found = queue_stats(pool).await?;
-    let mut out: Vec<QueueStats> = known_queues()
+    let mut out: Vec<QueueStats> = QUEUES
         .into_iter()
         .map(|name| match found.iter().position(|s| s.queue == name) {
             Some(i) => found.swap_remove(i),
@@ -91,25 +78,4 @@ pub async fn gauges(pool: &PgPool) -> Result<Gauges> {
         parked_by_tier,
         queues,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_queues_are_the_tier_queues_then_circuit_and_alerts() {
-        assert_eq!(
-            known_queues(),
-            [
-                "deliveries_high",
-                "deliveries",
-                "deliveries_bulk",
-                "circuit",
-                "alerts"
-            ]
-        );
-        assert_eq!(tier_of_queue("deliveries_bulk"), Some(Tier::Bulk));
-        assert_eq!(tier_of_queue("circuit"), None);
-    }
 }

@@ -67,23 +67,24 @@ pub async fn endpoint_rejected(
         .bind(policy.flapping_window_ms)
         .fetch_one(&mut *tx)
         .await?;
-        let args = serde_json::json!({
-            "id": Uuid::now_v7(),
-            "event": EVENT_ENDPOINT_REJECTED,
-            "tenant_id": tenant_id,
-            "channel_id": channel_id,
-            "host": channel_host(&mut *tx, channel_id).await?,
-            "from_state": state,
-            "to_state": state,
-            "reason": why,
-            "status": status,
-            "failure_count": failures,
-            "generation": generation,
-            "transition_count": in_window,
-            "flapping_window_ms": policy.flapping_window_ms,
-            "at": at,
-        });
-        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
+        let args = AlertArgs {
+            id: Uuid::now_v7(),
+            event: EVENT_ENDPOINT_REJECTED.to_string(),
+            tenant_id,
+            channel_id: Some(channel_id),
+            host: Some(channel_host(&mut *tx, channel_id).await?),
+            from_state: Some(state.to_string()),
+            to_state: state.to_string(),
+            reason: why.to_string(),
+            status: Some(status),
+            failure_count: Some(failures),
+            generation,
+            transition_count: Some(in_window),
+            flapping_window_ms: Some(policy.flapping_window_ms),
+            at,
+            ..AlertArgs::default()
+        };
+        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
             .unique_key(format!(
                 "alert:{channel_id}:{EVENT_ENDPOINT_REJECTED}:{}",
                 at.timestamp_micros()

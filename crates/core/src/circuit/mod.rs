@@ -103,11 +103,7 @@ use sqlx::{PgConnection, PgExecutor};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// Queue of circuit jobs (probe watchers); each node runs a small pool on it.
-pub const QUEUE_CIRCUIT: &str = "circuit";
-/// Job kind of a channel's probe watcher; args `{"channel_id"}`, unique key `probe:<channel>`.
-pub const JOB_PROBE: &str = "probe";
-pub use crate::alerts::{JOB_ALERT, QUEUE_ALERTS};
+pub use crate::jobs::{JOB_ALERT, JOB_PROBE, QUEUE_ALERTS, QUEUE_CIRCUIT};
 
 /// A circuit state (the `channels.circuit_state` column).
 #[derive(

@@ -2,6 +2,7 @@
 //! choice of the probe delivery. The probe's results are in `probe_result.rs`.
 
 use super::*;
+use crate::jobs::{DeliverArgs, JobArgs, ProbeArgs};
 
 /// The unique key of channel `channel_id`'s probe watcher job.
 pub fn probe_key(channel_id: Uuid) -> String {
@@ -14,14 +15,10 @@ pub(super) async fn schedule_probe(
     channel_id: Uuid,
     at: Option<DateTime<Utc>>,
 ) -> Result<()> {
-    let mut job = NewJob::new(
-        QUEUE_CIRCUIT,
-        JOB_PROBE,
-        serde_json::json!({ "channel_id": channel_id }),
-    )
-    .priority(PRIORITY_URGENT)
-    .unique_key(probe_key(channel_id))
-    .max_attempts(1_000);
+    let mut job = NewJob::new(QUEUE_CIRCUIT, JOB_PROBE, ProbeArgs { channel_id }.to_json())
+        .priority(PRIORITY_URGENT)
+        .unique_key(probe_key(channel_id))
+        .max_attempts(1_000);
     job.scheduled_at = at;
     breakwater_queue::schedule_unique(&mut *tx, &job).await?;
     Ok(())
@@ -204,7 +201,7 @@ pub(super) async fn choose_probe(
         breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
     let Some(d) = woken
         .as_ref()
-        .and_then(|(_, args)| args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok())
+        .and_then(|(_, args)| DeliverArgs::from_json(&args).ok().map(|a| a.delivery_id))
     else {
         return Ok(None);
     };

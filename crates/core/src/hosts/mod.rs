@@ -98,9 +98,7 @@ use std::time::Duration;
 use url::{Host, Url};
 use uuid::Uuid;
 
-/// Job kind of a host's probe watcher; args `{"host_key"}`, unique key `host_probe:<host>`, queue
-/// [`QUEUE_CIRCUIT`].
-pub const JOB_HOST_PROBE: &str = "host_probe";
+pub use crate::jobs::JOB_HOST_PROBE;
 /// The alert event of a host circuit that opened (re-opened, or was forced open).
 pub const EVENT_OPENED: &str = "host.circuit_opened";
 /// The alert event of a host circuit that closed.

@@ -2,6 +2,7 @@
 //! transition (park or release the host's gate, audit, alerts, the watcher).
 
 use super::*;
+use crate::jobs::{AlertArgs, DeliverArgs, HostProbeArgs, JobArgs};
 
 /// Records the result of one attempt of `delivery_id` of channel `channel_id` for its host
 /// circuit: the one call the worker makes, in the transaction that records the attempt, before
@@ -226,19 +227,21 @@ pub(super) async fn effects(
         .fetch_one(&mut *tx)
         .await?;
     for (tenant_id, n) in with_url {
-        let args = serde_json::json!({
-            "id": Uuid::now_v7(),
-            "event": event,
-            "tenant_id": tenant_id,
-            "channel_id": null,
-            "host_key": t.host_key,
-            "channels": n,
-            "from_state": t.from.as_str(),
-            "to_state": t.to.as_str(),
-            "reason": reason,
-            "generation": t.generation,
-            "at": at,
-        });
+        let args = AlertArgs {
+            id: Uuid::now_v7(),
+            event: event.to_string(),
+            tenant_id,
+            channel_id: None,
+            host_key: Some(t.host_key.clone()),
+            channels: Some(n),
+            from_state: Some(t.from.as_str().to_string()),
+            to_state: t.to.as_str().to_string(),
+            reason: reason.to_string(),
+            generation: t.generation,
+            at,
+            ..AlertArgs::default()
+        }
+        .to_json();
         let job = NewJob::new(QUEUE_ALERTS, circuit::JOB_ALERT, args)
             .unique_key(format!(
                 "alert:host:{}:{}:{tenant_id}:{event}",
@@ -273,7 +276,7 @@ pub(super) async fn wake_host_probe(
     let woken =
         breakwater_queue::wake_one_in_gate(&mut *tx, key, JOB_DELIVER, PRIORITY_URGENT).await?;
     Ok(woken.and_then(|(_, channel, args)| {
-        let d = args.get("delivery_id")?.as_str()?.parse::<Uuid>().ok()?;
+        let d = DeliverArgs::from_json(&args).ok()?.delivery_id;
         Some((d, channel))
     }))
 }
@@ -292,7 +295,10 @@ pub(super) async fn schedule_watcher(
     let mut job = NewJob::new(
         QUEUE_CIRCUIT,
         JOB_HOST_PROBE,
-        serde_json::json!({ "host_key": key }),
+        HostProbeArgs {
+            host_key: key.to_string(),
+        }
+        .to_json(),
     )
     .priority(PRIORITY_URGENT)
     .unique_key(watcher_key(key))
