@@ -591,14 +591,14 @@ pub async fn list_all(
     let sql = format!(
         "SELECT {cols}, t.name AS tenant_name, t.tier,
                 CASE WHEN c.circuit_state = 'closed' THEN 0
-                     ELSE (SELECT count(*) FROM jobs j
-                           WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')) END AS parked
+                     ELSE {waiting} END AS parked
          FROM channels c JOIN tenants t ON t.id = c.tenant_id
          WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
            AND ($2::uuid IS NULL OR c.tenant_id = $2){}{}
          LIMIT $3",
         page.seek("c.id", 4),
         page.order_by("c.id"),
+        waiting = breakwater_queue::waiting_count_sql("c.id"),
     );
     let mut q = sqlx::query_as(&sql)
         .bind(state)

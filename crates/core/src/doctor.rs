@@ -125,18 +125,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
             .into_iter()
             .map(|(delivery_id,)| Finding::NotDelivering { delivery_id }),
     );
-    let drift: Vec<(Uuid, i32, i64)> = sqlx::query_as(
-        "SELECT g.group_id, g.in_flight, coalesce(x.n, 0)
-         FROM job_groups g
-         LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
-                    WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
-                ON x.group_id = g.group_id
-         WHERE g.in_flight <> coalesce(x.n, 0)
-         LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
+    let drift = breakwater_queue::group_slots_drift(&mut *conn, limit).await?;
     out.extend(
         drift
             .into_iter()
@@ -175,15 +164,7 @@ pub async fn repair(
                 repair_stranded(&mut tx, *delivery_id, max_attempts).await?
             }
             Finding::Orphaned { job_id, .. } => {
-                sqlx::query(
-                    "UPDATE jobs SET state = 'cancelled', finalized_at = now()
-                     WHERE id = $1 AND state IN ('available', 'scheduled')",
-                )
-                .bind(job_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    > 0
+                breakwater_queue::cancel_waiting_job(&mut *tx, *job_id).await?
             }
             Finding::NotDelivering { delivery_id } => {
                 sqlx::query(
@@ -200,17 +181,7 @@ pub async fn repair(
                     > 0
             }
             Finding::SlotsDrift { group_id, .. } => {
-                sqlx::query(
-                    "UPDATE job_groups g
-                     SET in_flight = (SELECT count(*) FROM jobs
-                                      WHERE group_id = g.group_id AND state = 'executing')
-                     WHERE g.group_id = $1",
-                )
-                .bind(group_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    > 0
+                breakwater_queue::recount_group_slots(&mut *tx, *group_id).await?
             }
             Finding::GateSlotsDrift { gate_key, .. } => {
                 breakwater_queue::recount_gate_slots(&mut tx, gate_key).await?
@@ -253,14 +224,8 @@ async fn repair_stranded(
         )
         .await;
     }
-    let last: Option<(String, Option<String>)> = sqlx::query_as(
-        "SELECT state, errors->-1->>'error' FROM jobs WHERE unique_key = 'delivery:' || $1::text
-         ORDER BY id DESC LIMIT 1",
-    )
-    .bind(delivery_id.to_string())
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some((_, error)) = last.filter(|(s, _)| s == "discarded") {
+    let last = breakwater_queue::last_job(&mut *tx, &format!("delivery:{delivery_id}")).await?;
+    if let Some((_, error)) = last.filter(|(s, _)| *s == breakwater_queue::JobState::Discarded) {
         sqlx::query(
             "UPDATE deliveries SET status = 'dead', updated_at = now(),
                     last_error = coalesce($2, last_error, 'its job was discarded')

@@ -63,6 +63,7 @@ pub async fn prune_deliveries(
     } else {
         ""
     };
+    let live_job = breakwater_queue::live_job_exists_sql("'delivery:' || d.id::text");
     let sql = format!(
         r#"
         WITH picked AS (
@@ -71,10 +72,7 @@ pub async fn prune_deliveries(
               AND d.created_at < $1
               {from_cond}
               AND d.updated_at < $1
-              AND NOT EXISTS (
-                  SELECT 1 FROM jobs j
-                  WHERE j.unique_key = 'delivery:' || d.id::text
-                    AND j.state IN ('available', 'scheduled', 'executing'))
+              AND NOT {live_job}
             ORDER BY d.created_at
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED
