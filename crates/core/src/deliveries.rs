@@ -94,7 +94,7 @@ pub struct Enqueued {
     pub created: bool,
     /// The delivery's status (`pending` or `paused` when new; the earlier delivery's status on
     /// an idempotent replay).
-    pub status: String,
+    pub status: Status,
 }
 
 /// Inserts deliveries for `channel_id` of `tenant_id` and one `deliver` job each on the tier's
@@ -143,7 +143,7 @@ pub async fn enqueue(
     .bind(&event_types)
     .bind(&payloads)
     .bind(&keys)
-    .bind(if paused { "paused" } else { "pending" })
+    .bind(if paused { Status::Paused } else { Status::Pending })
     .fetch_all(&mut *tx)
     .await?;
     let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().map(|r| r.0).collect();
@@ -155,7 +155,11 @@ pub async fn enqueue(
             results.push(Enqueued {
                 id: *id,
                 created: true,
-                status: if paused { "paused" } else { "pending" }.to_string(),
+                status: if paused {
+                    Status::Paused
+                } else {
+                    Status::Pending
+                },
             });
             let job = delivery_job(tier, channel_id, *id, max_attempts);
             jobs.push(job);
@@ -167,7 +171,7 @@ pub async fn enqueue(
             Uuid,
             String,
             String,
-            String,
+            Status,
         ) = sqlx::query_as(
             "SELECT id, channel_id, event_type, payload, status FROM deliveries
              WHERE tenant_id = $1 AND idempotency_key = $2",
@@ -230,8 +234,7 @@ pub struct Delivery {
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
     /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
     /// `last_error`). `delivered`, `dead` and `cancelled` are final.
-    #[schema(value_type = StatusSchema)]
-    pub status: String,
+    pub status: Status,
     /// HTTP attempts made.
     pub attempts: i32,
     /// Idempotency key, if one was given to the per-channel enqueue (a message's key is on the
@@ -552,25 +555,27 @@ pub async fn replay(
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
 
-/// Every delivery status: `pending` (waiting), `delivering` (an attempt in flight), `paused`
-/// (held by an open or paused circuit), `failed` (a retry is scheduled), and the final ones,
-/// [`FINAL_STATUSES`]. `cancelled` is a final status for the lifecycle routes.
-pub const STATUSES: &[&str] = &[
-    "pending",
-    "delivering",
-    "paused",
-    "failed",
-    "delivered",
-    "dead",
-    "cancelled",
-];
-
-/// [`STATUSES`] as an OpenAPI schema (`DeliveryStatus`): documentation only, a status is
-/// stored and passed as text.
-#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+/// A delivery's status, the `deliveries.status` column (`text`, checked by the table's CHECK
+/// constraint; every value since migration `20261130000010_lifecycle`). Decodes from and
+/// encodes to that column (`sqlx::Type`) and serializes as the same snake_case word, so the API's
+/// JSON shows the column's text. `delivered`, `dead` and `cancelled` are final
+/// ([`Status::is_final`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    sqlx::Type,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 #[schema(as = DeliveryStatus)]
-pub enum StatusSchema {
+pub enum Status {
     /// Waiting for its next attempt.
     Pending,
     /// An attempt is in flight.
@@ -587,10 +592,50 @@ pub enum StatusSchema {
     Cancelled,
 }
 
-/// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
-/// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
-/// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.
-pub const FINAL_STATUSES: &[&str] = &["delivered", "dead", "cancelled"];
+impl Status {
+    /// Every status, in the order the API lists them (`pending`, `delivering`, `paused`,
+    /// `failed`, `delivered`, `dead`, `cancelled`).
+    pub const ALL: [Status; 7] = [
+        Status::Pending,
+        Status::Delivering,
+        Status::Paused,
+        Status::Failed,
+        Status::Delivered,
+        Status::Dead,
+        Status::Cancelled,
+    ];
+
+    /// The column value (and JSON string).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Delivering => "delivering",
+            Status::Paused => "paused",
+            Status::Failed => "failed",
+            Status::Delivered => "delivered",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the column value; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Status::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
+    /// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
+    /// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.
+    pub fn is_final(self) -> bool {
+        matches!(self, Status::Delivered | Status::Dead | Status::Cancelled)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A delivery as a list shows it: everything but the payload (up to 256 KiB each; read one
 /// delivery for it).
@@ -602,9 +647,8 @@ pub struct DeliverySummary {
     pub channel_id: Uuid,
     /// Event type.
     pub event_type: String,
-    /// One of [`STATUSES`].
-    #[schema(value_type = StatusSchema)]
-    pub status: String,
+    /// Its status.
+    pub status: Status,
     /// HTTP attempts made.
     pub attempts: i32,
     /// Idempotency key, if one was given.
@@ -623,14 +667,14 @@ pub struct DeliverySummary {
 pub type ListKey = (DateTime<Utc>, Uuid);
 
 /// A page of `tenant_id`'s deliveries to `channel_id`, newest first by `(created_at, id)`,
-/// optionally only those with `status` (one of [`STATUSES`], checked by the caller). Uses
+/// optionally only those with `status`. Uses
 /// `deliveries_channel_list_idx`: a seek to the cursor, then index order; with a status filter
 /// the scan reads past the channel's rows of other statuses.
 pub async fn list(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
     channel_id: Uuid,
-    status: Option<&str>,
+    status: Option<Status>,
     page: &crate::page::Keyset<ListKey>,
 ) -> Result<Vec<DeliverySummary>> {
     let sql = format!(

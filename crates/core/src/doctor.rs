@@ -6,7 +6,9 @@
 //! that do not know deliveries). This module is the check that this holds, for operators and
 //! tests, and the repair for a database that went wrong anyway (a bug, a hand edit, a restore).
 
+use crate::deliveries::Status;
 use crate::Result;
+use breakwater_queue::JobState;
 use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -22,9 +24,9 @@ pub enum Finding {
         /// The delivery.
         delivery_id: Uuid,
         /// Its status.
-        status: String,
+        status: Status,
         /// The state of its newest job, if it has any.
-        last_job_state: Option<String>,
+        last_job_state: Option<JobState>,
     },
     /// A live job of a delivery that is already final (`delivered`, `dead`, `cancelled`): it
     /// would send a finished delivery again. Repair: the waiting job is cancelled (an executing
@@ -33,7 +35,7 @@ pub enum Finding {
         /// The delivery.
         delivery_id: Uuid,
         /// Its status.
-        status: String,
+        status: Status,
         /// The job.
         job_id: i64,
     },
@@ -68,7 +70,7 @@ pub enum Finding {
 /// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
 pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let stranded: Vec<(Uuid, String, Option<String>)> = sqlx::query_as(
+    let stranded: Vec<(Uuid, Status, Option<JobState>)> = sqlx::query_as(
         "SELECT d.id, d.status,
                 (SELECT j.state FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
                  ORDER BY j.id DESC LIMIT 1)
@@ -92,7 +94,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
                 last_job_state,
             }),
     );
-    let orphaned: Vec<(Uuid, String, i64)> = sqlx::query_as(
+    let orphaned: Vec<(Uuid, Status, i64)> = sqlx::query_as(
         "SELECT d.id, d.status, j.id
          FROM jobs j
          JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
@@ -225,7 +227,7 @@ async fn repair_stranded(
         .await;
     }
     let last = breakwater_queue::last_job(&mut *tx, &format!("delivery:{delivery_id}")).await?;
-    if let Some((_, error)) = last.filter(|(s, _)| *s == breakwater_queue::JobState::Discarded) {
+    if let Some((_, error)) = last.filter(|(s, _)| *s == JobState::Discarded) {
         sqlx::query(
             "UPDATE deliveries SET status = 'dead', updated_at = now(),
                     last_error = coalesce($2, last_error, 'its job was discarded')

@@ -427,7 +427,8 @@ pub(crate) struct Accepted {
     id: Uuid,
     /// `pending` (or `paused` behind an open circuit) when new; the earlier delivery's status on
     /// an idempotent replay.
-    status: String,
+    #[schema(value_type = String)]
+    status: deliveries::Status,
     /// True when the `Idempotency-Key` matched an earlier delivery, whose id this is.
     idempotent_replay: bool,
 }
