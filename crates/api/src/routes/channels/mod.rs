@@ -1,0 +1,413 @@
+//! Tenant routes for channels: create, list, read; enqueue deliveries to a channel.
+//!
+//! - this file: the router, and creating, listing, reading and updating a channel;
+//! - `enqueue`: enqueueing one delivery or a batch to a channel;
+//! - `manual`: the manual circuit actions (pause, resume, open, close…) and the replay of a
+//!   window of dead deliveries.
+
+mod enqueue;
+mod manual;
+
+pub(crate) use enqueue::*;
+pub(crate) use manual::*;
+
+use super::checked_url;
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, TenantAuth};
+use crate::page::{Page, PageQuery};
+use crate::{ApiConfig, AppState};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
+use breakwater_core::page::Order;
+use breakwater_core::{audit, circuit, hosts};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+pub fn router(cfg: &ApiConfig) -> Router<AppState> {
+    // Body limits: a single delivery may carry a payload of max_payload_bytes plus its envelope
+    // (checked precisely below); a batch has its own, larger limit.
+    let single_limit = cfg.max_payload_bytes + 16 * 1024;
+    Router::new()
+        .route("/api/v1/channels", post(create).get(list))
+        .route("/api/v1/channels/{id}", get(read).patch(update))
+        .route("/api/v1/channels/{id}/pause", post(pause))
+        .route("/api/v1/channels/{id}/resume", post(resume))
+        .route("/api/v1/channels/{id}/replay", post(replay_window))
+        .route(
+            "/api/v1/channels/{id}/deliveries",
+            post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
+        )
+        .route(
+            "/api/v1/channels/{id}/deliveries/batch",
+            post(enqueue_batch).layer(DefaultBodyLimit::max(cfg.max_batch_body_bytes)),
+        )
+}
+
+/// Body of `POST /api/v1/channels`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateChannel {
+    /// The endpoint: an absolute `http` or `https` URL without credentials, at most 2048
+    /// characters, whose host resolves to public addresses only (unless
+    /// `allow_private_targets`).
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        example = "https://example.com/hooks"
+    )]
+    url: String,
+    /// Display name.
+    #[schema(max_length = 200)]
+    name: Option<String>,
+    /// Consecutive transient failures that open the circuit (null = the cluster default).
+    #[schema(minimum = 1, maximum = 10000)]
+    failure_threshold: Option<i32>,
+    /// First cooldown of an open circuit before a probe, ms (null = the cluster default).
+    #[schema(minimum = 1, maximum = 86400000)]
+    cooldown_ms: Option<i64>,
+    /// Consecutive successful probe deliveries before a half-open circuit closes: the probe,
+    /// then this many minus one trial deliveries, one at a time (null = the cluster default).
+    #[schema(minimum = 1, maximum = 100)]
+    close_after_successes: Option<i32>,
+    /// Replay the channel's recent dead letters when a probe closes its circuit.
+    #[serde(default)]
+    replay_dead_letters_on_close: bool,
+    /// How far back that replay reaches, ms (default 1 h, at most 30 days).
+    #[schema(minimum = 1, maximum = 2592000000_i64)]
+    replay_window_ms: Option<i64>,
+    /// Strict cluster-wide rate limit: `N/s`, `N/m` or `N/h` with N from 1 to 1 000 000
+    /// (null = none).
+    #[schema(example = "80/s")]
+    rate_limit: Option<String>,
+    /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
+    #[schema(minimum = 1, maximum = 10000)]
+    max_in_flight: Option<i32>,
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
+    /// absent/null = every type.
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
+    event_types: Option<Vec<String>>,
+}
+
+/// One event type of a channel's `event_types` filter: 1 to 100 ASCII letters, digits, `.`,
+/// `_`, `-`, `:` and `/` (see `breakwater_core::channels::canonical_event_types`).
+/// Documentation only: the filter is read as strings and checked by core.
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^[A-Za-z0-9._:/-]{1,100}$", example = "invoice.paid")]
+#[allow(dead_code)]
+pub(crate) struct EventTypeFilter(String);
+
+/// Creates a channel. Its signing secret is in the response, shown once.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels",
+    tag = "channels",
+    operation_id = "create_channel",
+    request_body = CreateChannel,
+    responses(
+        (status = 201, description = "The channel, with its `signing_secret` (shown once).",
+            body = CreatedChannel),
+        JsonBody,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn create(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Json(body): Json<CreateChannel>,
+) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
+    let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
+    let host_key = hosts::host_key(&url, state.inner.hosts.granularity)
+        .map_err(|m| ApiError::invalid("url", m))?;
+    let mut tx = state.begin_audited(&request).await?;
+    let created = channels::create(
+        &mut tx,
+        key.tenant_id,
+        &NewChannel {
+            url,
+            name: body.name,
+            failure_threshold: body.failure_threshold,
+            cooldown_ms: body.cooldown_ms,
+            close_after_successes: body.close_after_successes,
+            replay_dead_letters_on_close: body.replay_dead_letters_on_close,
+            replay_window_ms: body.replay_window_ms,
+            rate_limit: body.rate_limit,
+            max_in_flight: body.max_in_flight,
+            event_types: body.event_types,
+            host_key: Some(host_key),
+        },
+        &audit::tenant_actor(key.key_id),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
+    Ok((StatusCode::CREATED, axum::Json(created)))
+}
+
+/// Lists the tenant's channels in creation order (oldest first), paged by cursor.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels",
+    tag = "channels",
+    operation_id = "list_channels",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of channels.", body = Page<Channel>),
+        BadRequest,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn list(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Query(q): Query<PageQuery>,
+) -> Result<axum::Json<Page<Channel>>, ApiError> {
+    let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
+    let rows = channels::list(state.pool(), key.tenant_id, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |c| c.id)))
+}
+
+/// A channel with its circuit spelled out.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ChannelView {
+    /// The channel's fields.
+    #[serde(flatten)]
+    channel: Channel,
+    /// Its circuit breaker.
+    circuit: CircuitView,
+    /// Its cluster-wide concurrency.
+    concurrency: ConcurrencyView,
+    /// The state of its host circuit (shared with every channel on `host_key`): `closed` |
+    /// `open` | `half_open`; null when the channel has no host key.
+    #[schema(value_type = Option<breakwater_core::hosts::State>)]
+    host_circuit_state: Option<String>,
+}
+
+/// The channel's cluster-wide concurrency, as the scheduler sees it now.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ConcurrencyView {
+    /// Deliveries of the channel in flight now, on every node.
+    in_flight: i32,
+    /// The adaptive limit in force (AIMD), whole deliveries.
+    limit: u32,
+    /// Its lower bound.
+    floor: u32,
+    /// Its upper bound: the channel's `max_in_flight`, or the global ceiling.
+    ceiling: u32,
+}
+
+/// The circuit as an operator reads it.
+#[derive(Serialize, utoipa::ToSchema)]
+struct CircuitView {
+    /// `closed` | `open` | `half_open` | `paused`.
+    #[schema(value_type = circuit::State)]
+    state: String,
+    /// In this state since.
+    since: chrono::DateTime<chrono::Utc>,
+    /// Consecutive transient failures (while closed; the count at opening while open).
+    consecutive_failures: i32,
+    /// Effective threshold (override or global default).
+    failure_threshold: i32,
+    /// Effective first cooldown, ms.
+    cooldown_ms: i64,
+    /// Effective consecutive successes a half-open circuit needs to close (override or cluster
+    /// default).
+    close_after_successes: i32,
+    /// Successful probe deliveries so far while half-open (0 in any other state).
+    trial_successes: i32,
+    /// Jobs parked by the circuit, waiting for release.
+    parked: i64,
+    /// When the next probe may run (open).
+    next_probe_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Failed probes in a row.
+    probe_failures: i32,
+    /// No request before this (Retry-After).
+    retry_after_until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
+    let parked = channels::parked_count(state.pool(), channel.id).await?;
+    let (default_threshold, default_cooldown, _, _) =
+        circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+    let (default_close_after, _) =
+        circuit::effective_close_after_successes(state.pool(), &state.inner.circuit).await?;
+    let circuit = CircuitView {
+        state: channel.circuit_state.clone(),
+        since: channel.circuit_changed_at,
+        consecutive_failures: channel.consecutive_failures,
+        failure_threshold: channel.failure_threshold.unwrap_or(default_threshold),
+        cooldown_ms: channel.cooldown_ms.unwrap_or(default_cooldown),
+        close_after_successes: channel.close_after_successes.unwrap_or(default_close_after),
+        trial_successes: if channel.circuit_state == circuit::State::HalfOpen.as_str() {
+            channel.trial_successes
+        } else {
+            0
+        },
+        parked,
+        next_probe_at: channel.next_probe_at,
+        probe_failures: channel.probe_failures,
+        retry_after_until: channel.retry_after_until,
+    };
+    let limits = &state.inner.channel_limits;
+    let group = breakwater_queue::group_state(state.pool(), channel.id)
+        .await
+        .map_err(breakwater_core::Error::from)?;
+    let ceiling = channel
+        .max_in_flight
+        .map_or(limits.ceiling, |m| m.max(1) as u32);
+    let floor = limits.floor.min(ceiling);
+    let raw = group
+        .as_ref()
+        .and_then(|g| g.concurrency_limit)
+        .map_or(limits.initial as f32, |l| l);
+    let concurrency = ConcurrencyView {
+        in_flight: group.map_or(0, |g| g.in_flight),
+        limit: (raw.floor().max(0.0) as u32).clamp(floor, ceiling),
+        floor,
+        ceiling,
+    };
+    let host_circuit_state: Option<String> =
+        sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
+            .bind(&channel.host_key)
+            .fetch_optional(state.pool())
+            .await?;
+    Ok(ChannelView {
+        channel,
+        circuit,
+        concurrency,
+        host_circuit_state,
+    })
+}
+
+/// Reads a channel: its settings, its circuit and its concurrency.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{id}",
+    tag = "channels",
+    operation_id = "get_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    responses(
+        (status = 200, description = "The channel.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn read(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    Ok(axum::Json(view(&state, channel).await?))
+}
+
+/// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchChannel {
+    /// Display name (null removes it).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, max_length = 200)]
+    name: Option<Option<String>>,
+    /// The endpoint (same rules as at creation).
+    #[schema(format = "uri", max_length = 2048)]
+    url: Option<String>,
+    /// Failure threshold override (null = the cluster default).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
+    failure_threshold: Option<Option<i32>>,
+    /// Cooldown override, ms (null = the cluster default).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
+    cooldown_ms: Option<Option<i64>>,
+    /// Consecutive successful probe deliveries before a half-open circuit closes (null = the
+    /// cluster default).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
+    close_after_successes: Option<Option<i32>>,
+    /// Replay recent dead letters when a probe closes the circuit.
+    replay_dead_letters_on_close: Option<bool>,
+    /// How far back that replay reaches, ms.
+    #[schema(minimum = 1, maximum = 2592000000_i64)]
+    replay_window_ms: Option<i64>,
+    /// Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
+    /// deliveries).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<String>, example = "80/s")]
+    rate_limit: Option<Option<String>>,
+    /// Concurrency ceiling (null = the global one).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
+    max_in_flight: Option<Option<i32>>,
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
+    /// `null` clears the filter (every type).
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
+    event_types: Option<Option<Vec<String>>>,
+}
+
+/// Changes a channel's settings; absent fields stay as they are.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/channels/{id}",
+    tag = "channels",
+    operation_id = "update_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = PatchChannel,
+    responses(
+        (status = 200, description = "The channel as it is now.", body = ChannelView),
+        JsonBody,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn update(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+    Json(body): Json<PatchChannel>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    // 404 before validating, so another tenant's id reveals nothing.
+    channels::get(state.pool(), key.tenant_id, id).await?;
+    let url = match &body.url {
+        Some(u) => Some(checked_url("url", u, state.inner.allow_private_targets).await?),
+        None => None,
+    };
+    let host_key = match &url {
+        Some(u) => Some(
+            hosts::host_key(u, state.inner.hosts.granularity)
+                .map_err(|m| ApiError::invalid("url", m))?,
+        ),
+        None => None,
+    };
+    let patch = ChannelPatch {
+        host_key,
+        name: body.name,
+        url,
+        failure_threshold: body.failure_threshold,
+        cooldown_ms: body.cooldown_ms,
+        close_after_successes: body.close_after_successes,
+        replay_dead_letters_on_close: body.replay_dead_letters_on_close,
+        replay_window_ms: body.replay_window_ms,
+        rate_limit: body.rate_limit,
+        max_in_flight: body.max_in_flight,
+        event_types: body.event_types,
+    };
+    let actor = audit::tenant_actor(key.key_id);
+    let mut tx = state.begin_audited(&request).await?;
+    let channel = channels::update(&mut tx, key.tenant_id, id, &patch, &actor).await?;
+    tx.commit().await?;
+    Ok(axum::Json(view(&state, channel).await?))
+}
