@@ -23,15 +23,15 @@ pub async fn move_waiting(
     from_queues: &[String],
     to_queue: &str,
 ) -> Result<u64> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE jobs SET queue = $2
          WHERE group_id = ANY($1)
            AND state IN ('available', 'scheduled') AND kind = $3 AND queue = ANY($4) AND queue <> $2",
+        group_ids,
+        to_queue,
+        kind,
+        from_queues,
     )
-    .bind(group_ids)
-    .bind(to_queue)
-    .bind(kind)
-    .bind(from_queues)
     .execute(exec)
     .await?;
     Ok(r.rows_affected())
@@ -42,11 +42,11 @@ pub async fn move_waiting(
 /// [`crate::cancel_keys`]). Returns whether it was cancelled; an executing or final job is left
 /// alone.
 pub async fn cancel_waiting_job(exec: impl PgExecutor<'_>, job_id: i64) -> Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE jobs SET state = 'cancelled', finalized_at = now()
                      WHERE id = $1 AND state IN ('available', 'scheduled')",
+        job_id,
     )
-    .bind(job_id)
     .execute(exec)
     .await?;
     Ok(r.rows_affected() > 0)
@@ -58,13 +58,15 @@ pub async fn last_job(
     exec: impl PgExecutor<'_>,
     unique_key: &str,
 ) -> Result<Option<(JobState, Option<String>)>> {
-    Ok(sqlx::query_as(
-        "SELECT state, errors->-1->>'error' FROM jobs WHERE unique_key = $1::text
-         ORDER BY id DESC LIMIT 1",
+    let row = sqlx::query!(
+        r#"SELECT state AS "state: JobState", errors->-1->>'error' AS error
+         FROM jobs WHERE unique_key = $1::text
+         ORDER BY id DESC LIMIT 1"#,
+        unique_key,
     )
-    .bind(unique_key)
     .fetch_optional(exec)
-    .await?)
+    .await?;
+    Ok(row.map(|r| (r.state, r.error)))
 }
 
 /// Job groups whose `in_flight` differs from their executing jobs, at most `limit`: (group,
@@ -73,30 +75,34 @@ pub async fn group_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(Uuid, i32, i64)>> {
-    Ok(sqlx::query_as(
-        "SELECT g.group_id, g.in_flight, coalesce(x.n, 0)
+    let rows = sqlx::query!(
+        r#"SELECT g.group_id, g.in_flight, coalesce(x.n, 0) AS "executing!"
          FROM job_groups g
          LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
                     WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
                 ON x.group_id = g.group_id
          WHERE g.in_flight <> coalesce(x.n, 0)
-         LIMIT $1",
+         LIMIT $1"#,
+        limit,
     )
-    .bind(limit)
     .fetch_all(exec)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.group_id, r.in_flight, r.executing))
+        .collect())
 }
 
 /// Sets group `group_id`'s `in_flight` to its executing jobs (one UPDATE, under the group's row
 /// lock). Returns whether the group exists.
 pub async fn recount_group_slots(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE job_groups g
                      SET in_flight = (SELECT count(*) FROM jobs
                                       WHERE group_id = g.group_id AND state = 'executing')
                      WHERE g.group_id = $1",
+        group_id,
     )
-    .bind(group_id)
     .execute(exec)
     .await?;
     Ok(r.rows_affected() > 0)

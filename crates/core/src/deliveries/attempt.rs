@@ -53,23 +53,24 @@ pub async fn begin_attempt(
     exec: impl PgExecutor<'_>,
     delivery_id: Uuid,
 ) -> Result<Option<Dispatch>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as!(
+        Dispatch,
         r#"
         UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
         FROM channels c
         WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead', 'cancelled')
-        RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
+        RETURNING d.id, coalesce(d.message_id, d.id) AS "webhook_id!", d.tenant_id, d.channel_id,
                   d.event_type,
                   coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
-                      AS payload,
+                      AS "payload!",
                   d.created_at, d.attempts, c.url, c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
-                      AS previous_signing_secret,
-                  c.rejected_since IS NOT NULL AS rejected,
-                  now() AS started_at
+                      AS "previous_signing_secret?",
+                  c.rejected_since IS NOT NULL AS "rejected!",
+                  now() AS "started_at!"
         "#,
+        delivery_id,
     )
-    .bind(delivery_id)
     .fetch_optional(exec)
     .await?)
 }
@@ -114,7 +115,7 @@ pub struct AttemptRecord<'a> {
 /// delivery final (a channel deletion skips a locked row instead; the worker's gate cancels it
 /// later, see [`crate::lifecycle`]).
 pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<bool> {
-    let applied: Option<bool> = sqlx::query_scalar(
+    let applied: Option<bool> = sqlx::query_scalar!(
         r#"
         WITH d AS (
             UPDATE deliveries
@@ -132,21 +133,21 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
                                            channel_id, probe)
             SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         )
-        SELECT status <> 'cancelled' FROM d
+        SELECT status <> 'cancelled' AS "applied!" FROM d
         "#,
+        r.delivery_id,
+        r.started_at,
+        r.duration_ms,
+        r.outcome,
+        r.status_code,
+        r.error_kind,
+        r.error,
+        r.response_excerpt,
+        r.new_status,
+        r.node_id,
+        r.channel_id,
+        r.probe,
     )
-    .bind(r.delivery_id)
-    .bind(r.started_at)
-    .bind(r.duration_ms)
-    .bind(r.outcome)
-    .bind(r.status_code)
-    .bind(r.error_kind)
-    .bind(r.error)
-    .bind(r.response_excerpt)
-    .bind(r.new_status)
-    .bind(r.node_id)
-    .bind(r.channel_id)
-    .bind(r.probe)
     .fetch_optional(&mut *tx)
     .await?;
     Ok(applied.unwrap_or(false))
@@ -160,12 +161,12 @@ pub async fn cancel_orphan(
     delivery_id: Uuid,
     reason: &str,
 ) -> Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE deliveries SET status = 'cancelled', last_error = $2, updated_at = now()
          WHERE id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')",
+        delivery_id,
+        reason,
     )
-    .bind(delivery_id)
-    .bind(reason)
     .execute(exec)
     .await?;
     Ok(r.rows_affected() == 1)

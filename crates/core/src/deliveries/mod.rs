@@ -143,7 +143,12 @@ pub async fn enqueue(
 
     // ON CONFLICT on the partial unique index (tenant_id, idempotency_key): a repeated key
     // inserts nothing, even when two requests race; the earlier row is looked up below.
-    let inserted: Vec<(Uuid,)> = sqlx::query_as(
+    let status = if paused {
+        Status::Paused
+    } else {
+        Status::Pending
+    };
+    let inserted: Vec<Uuid> = sqlx::query_scalar!(
         r#"
         INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key, status)
         SELECT id, $2, $3, event_type, payload, key, $7
@@ -151,17 +156,17 @@ pub async fn enqueue(
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
         "#,
+        &ids[..],
+        tenant_id,
+        channel_id,
+        &event_types as _,
+        &payloads as _,
+        &keys as _,
+        status as _,
     )
-    .bind(&ids)
-    .bind(tenant_id)
-    .bind(channel_id)
-    .bind(&event_types)
-    .bind(&payloads)
-    .bind(&keys)
-    .bind(if paused { Status::Paused } else { Status::Pending })
     .fetch_all(&mut *tx)
     .await?;
-    let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().map(|r| r.0).collect();
+    let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().collect();
 
     let mut results = Vec::with_capacity(items.len());
     let mut jobs = Vec::with_capacity(inserted.len());
@@ -181,20 +186,22 @@ pub async fn enqueue(
             continue;
         }
         let key = keys[i].expect("only keyed rows can conflict");
-        let (existing, existing_channel, existing_type, existing_payload, existing_status): (
-            Uuid,
-            Uuid,
-            String,
-            String,
-            Status,
-        ) = sqlx::query_as(
-            "SELECT id, channel_id, event_type, payload, status FROM deliveries
-             WHERE tenant_id = $1 AND idempotency_key = $2",
+        let row = sqlx::query!(
+            r#"SELECT id, channel_id, event_type, payload AS "payload!", status AS "status: Status"
+             FROM deliveries
+             WHERE tenant_id = $1 AND idempotency_key = $2"#,
+            tenant_id,
+            key,
         )
-        .bind(tenant_id)
-        .bind(key)
         .fetch_one(&mut *tx)
         .await?;
+        let (existing, existing_channel, existing_type, existing_payload, existing_status) = (
+            row.id,
+            row.channel_id,
+            row.event_type,
+            row.payload,
+            row.status,
+        );
         if existing_channel != channel_id {
             return Err(Error::Conflict(format!(
                 "idempotency key {key:?} was already used for a delivery to another channel"

@@ -90,11 +90,12 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
 
 /// The attempts of a delivery, in order.
 pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Vec<Attempt>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as!(
+        Attempt,
         "SELECT attempt, started_at, duration_ms, outcome, status_code, error_kind, error, response_excerpt
          FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id",
+        delivery_id,
     )
-    .bind(delivery_id)
     .fetch_all(exec)
     .await?)
 }

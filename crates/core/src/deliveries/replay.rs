@@ -56,7 +56,7 @@ pub async fn replay(
             to,
         } => (tenant_id, None, Some(channel_id), Some(from), Some(to)),
     };
-    let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
+    let rows = sqlx::query!(
         r#"
         WITH picked AS (
             SELECT id FROM deliveries
@@ -73,15 +73,19 @@ pub async fn replay(
         WHERE d.id = picked.id AND t.id = d.tenant_id
         RETURNING d.id, d.channel_id, t.tier
         "#,
+        tenant_id,
+        delivery_id,
+        channel_id,
+        from,
+        to,
+        MAX_REPLAY,
     )
-    .bind(tenant_id)
-    .bind(delivery_id)
-    .bind(channel_id)
-    .bind(from)
-    .bind(to)
-    .bind(MAX_REPLAY)
     .fetch_all(&mut *tx)
     .await?;
+    let rows: Vec<(Uuid, Uuid, String)> = rows
+        .into_iter()
+        .map(|r| (r.id, r.channel_id, r.tier))
+        .collect();
     let jobs: Vec<NewJob> = rows
         .iter()
         .map(|(id, channel, tier)| {
