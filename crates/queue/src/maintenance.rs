@@ -13,11 +13,11 @@ use uuid::Uuid;
 
 /// Records that `node_id` is alive (database time).
 pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO queue_nodes (id) VALUES ($1)
          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+        node_id,
     )
-    .bind(node_id)
     .execute(exec)
     .await?;
     Ok(())
@@ -25,8 +25,7 @@ pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
 
 /// Removes `node_id`'s heartbeat row (clean shutdown, after its jobs were handed back).
 pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM queue_nodes WHERE id = $1")
-        .bind(node_id)
+    sqlx::query!("DELETE FROM queue_nodes WHERE id = $1", node_id)
         .execute(exec)
         .await?;
     Ok(())
@@ -154,19 +153,19 @@ pub(crate) async fn lock_slots(
     gates.sort();
     gates.dedup();
     if !groups.is_empty() {
-        sqlx::query(
-            "SELECT 1 FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
+        sqlx::query!(
+            "SELECT 1 AS locked FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
+            &groups,
         )
-        .bind(&groups)
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
     }
     if !gates.is_empty() {
-        sqlx::query(
-            "SELECT 1 FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
+        sqlx::query!(
+            "SELECT 1 AS locked FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
+            &gates,
         )
-        .bind(&gates)
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
     }
     Ok(())
@@ -175,10 +174,10 @@ pub(crate) async fn lock_slots(
 /// Forgets nodes long gone, so the `queue_nodes` table stays small.
 async fn forget_old_nodes(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<()> {
     // Forget nodes long gone, so the table stays small.
-    sqlx::query(
+    sqlx::query!(
         "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",
+        millis(policy.stale_after) as _,
     )
-    .bind(millis(policy.stale_after))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -190,7 +189,7 @@ async fn forget_old_nodes(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) 
 /// LOCKED`), so several nodes can prune at once. Call it repeatedly to drain a large backlog in
 /// small batches. Returns how many were deleted.
 pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -> Result<u64> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         r#"
         DELETE FROM jobs WHERE id IN (
             SELECT id FROM jobs
@@ -200,9 +199,9 @@ pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -
             LIMIT $2
             FOR UPDATE SKIP LOCKED)
         "#,
+        millis(retention) as _,
+        limit,
     )
-    .bind(millis(retention))
-    .bind(limit)
     .execute(exec)
     .await?;
     Ok(r.rows_affected())
