@@ -1,11 +1,15 @@
 //! Tenant routes for channels: create, list, read; enqueue deliveries to a channel.
 //!
 //! - this file: the router, and creating, listing, reading and updating a channel;
-//! - `enqueue`: enqueueing one delivery or a batch to a channel;
-//! - `manual`: the manual circuit actions (pause, resume, open, close…) and the replay of a
-//!   window of dead deliveries.
+//! - `enqueue` (`channels_enqueue.rs`): enqueueing one delivery or a batch to a channel;
+//! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume) and the replay
+//!   of a window of dead deliveries.
 
+// Flat sibling files (not a `channels/` directory): the tests read `routes/` as a flat list of
+// route sources.
+#[path = "channels_enqueue.rs"]
 mod enqueue;
+#[path = "channels_manual.rs"]
 mod manual;
 
 pub(crate) use enqueue::*;
