@@ -172,26 +172,29 @@ pub async fn release_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64
     )
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT j.queue, count(*) FROM job_groups g
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"SELECT j.queue AS "queue!", count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
          WHERE g.gate_key = $1
-         GROUP BY j.queue",
+         GROUP BY j.queue"#,
+        gate_key,
     )
-    .bind(gate_key)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of gate `gate_key`'s groups, parked or not.
 pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM job_groups g
+    let n: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
-         WHERE g.gate_key = $1",
+         WHERE g.gate_key = $1"#,
+        gate_key,
     )
-    .bind(gate_key)
     .fetch_one(exec)
     .await?;
     Ok(n as u64)

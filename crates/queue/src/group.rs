@@ -166,14 +166,17 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
     )
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT queue, count(*) FROM jobs
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"SELECT queue AS "queue!", count(*) AS "n!" FROM jobs
          WHERE group_id = $1 AND state IN ('available', 'scheduled')
-         GROUP BY queue",
+         GROUP BY queue"#,
+        group_id,
     )
-    .bind(group_id)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
@@ -337,15 +340,18 @@ pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "WITH moved AS (
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"WITH moved AS (
              UPDATE jobs SET state = 'available', scheduled_at = now()
              WHERE unique_key = ANY($1) AND state = 'scheduled'
              RETURNING queue)
-         SELECT queue, count(*) FROM moved GROUP BY queue",
+         SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue"#,
+        unique_keys,
     )
-    .bind(unique_keys)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }

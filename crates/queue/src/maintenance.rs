@@ -34,7 +34,7 @@ pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> 
 /// Moves up to `limit` due `scheduled` jobs to `available` and wakes their queues. Returns how
 /// many moved.
 pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u64> {
-    let queues: Vec<(String, i64)> = sqlx::query_as(
+    let queues: Vec<(String, i64)> = sqlx::query!(
         r#"
         WITH due AS (
             SELECT id FROM jobs
@@ -47,12 +47,15 @@ pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u6
             FROM due WHERE j.id = due.id
             RETURNING j.queue
         )
-        SELECT queue, count(*) FROM moved GROUP BY queue
+        SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue
         "#,
+        limit,
     )
-    .bind(limit)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
@@ -106,7 +109,7 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
         stale.iter().filter_map(|s| s.2.clone()),
     )
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
+    let queues: Vec<(String, i64)> = sqlx::query!(
         r#"
         WITH rescued AS (
             UPDATE jobs j
@@ -122,13 +125,16 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
             WHERE j.id = ANY($1) AND j.state = 'executing'
             RETURNING j.queue, j.state
         )
-        SELECT queue, count(*) FROM rescued WHERE state = 'available' GROUP BY queue
+        SELECT queue AS "queue!", count(*) AS "n!" FROM rescued WHERE state = 'available' GROUP BY queue
         "#,
+        &ids,
+        millis(policy.max_run) as _,
     )
-    .bind(&ids)
-    .bind(millis(policy.max_run))
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     let n = crate::wake::notify_moved(&mut *tx, queues).await?;
     tx.commit().await?;
     forget_old_nodes(conn, policy).await?;
