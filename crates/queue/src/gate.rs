@@ -327,7 +327,7 @@ pub async fn gate_state(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<Opt
 /// state, e.g. host circuits that are closed).
 pub async fn parked_gates(exec: impl PgExecutor<'_>) -> Result<Vec<String>> {
     Ok(
-        sqlx::query_scalar("SELECT gate_key FROM job_gates WHERE parked ORDER BY gate_key")
+        sqlx::query_scalar!("SELECT gate_key FROM job_gates WHERE parked ORDER BY gate_key")
             .fetch_all(exec)
             .await?,
     )
@@ -341,19 +341,23 @@ pub async fn gate_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(String, i32, i64)>> {
-    Ok(sqlx::query_as(
-        "SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS executing
+    let rows = sqlx::query!(
+        r#"SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS "executing!"
          FROM job_gates x
          LEFT JOIN (SELECT gate_slot, count(*) AS n FROM jobs
                     WHERE state = 'executing' AND gate_slot IS NOT NULL
                     GROUP BY gate_slot) c ON c.gate_slot = x.gate_key
          WHERE x.in_flight <> coalesce(c.n, 0)
          ORDER BY x.gate_key
-         LIMIT $1",
+         LIMIT $1"#,
+        limit,
     )
-    .bind(limit)
     .fetch_all(exec)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.gate_key, r.in_flight, r.executing))
+        .collect())
 }
 
 /// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it

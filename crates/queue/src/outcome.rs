@@ -177,19 +177,22 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     // Group rows, then gate rows, before the statement releases many slots at once (see
     // maintenance::lock_slots).
-    let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query_as(
+    let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query!(
         "SELECT group_id, gate_slot FROM jobs WHERE id = ANY($1) AND state = 'executing'",
+        &ids[..],
     )
-    .bind(&ids)
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.group_id, r.gate_slot))
+    .collect();
     crate::maintenance::lock_slots(
         &mut tx,
         slots.iter().filter_map(|s| s.0),
         slots.iter().filter_map(|s| s.1.clone()),
     )
     .await?;
-    let queues: Vec<(String,)> = sqlx::query_as(
+    let queues: Vec<String> = sqlx::query_scalar!(
         r#"
         UPDATE jobs j
         SET state = 'available', attempt = greatest(j.attempt - 1, 0),
@@ -198,13 +201,13 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
         WHERE j.id = c.id AND j.claim_token = c.token AND j.state = 'executing'
         RETURNING j.queue
         "#,
+        &ids[..],
+        &tokens[..],
     )
-    .bind(&ids)
-    .bind(&tokens)
     .fetch_all(&mut *tx)
     .await?;
     let n = queues.len() as u64;
-    let mut distinct: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    let mut distinct: Vec<String> = queues;
     distinct.sort();
     distinct.dedup();
     notify_queues(&mut *tx, &distinct).await?;
