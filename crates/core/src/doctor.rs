@@ -6,7 +6,9 @@
 //! that do not know deliveries). This module is the check that this holds, for operators and
 //! tests, and the repair for a database that went wrong anyway (a bug, a hand edit, a restore).
 
+use crate::deliveries::Status;
 use crate::Result;
+use breakwater_queue::JobState;
 use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -22,9 +24,9 @@ pub enum Finding {
         /// The delivery.
         delivery_id: Uuid,
         /// Its status.
-        status: String,
+        status: Status,
         /// The state of its newest job, if it has any.
-        last_job_state: Option<String>,
+        last_job_state: Option<JobState>,
     },
     /// A live job of a delivery that is already final (`delivered`, `dead`, `cancelled`): it
     /// would send a finished delivery again. Repair: the waiting job is cancelled (an executing
@@ -33,7 +35,7 @@ pub enum Finding {
         /// The delivery.
         delivery_id: Uuid,
         /// Its status.
-        status: String,
+        status: Status,
         /// The job.
         job_id: i64,
     },
@@ -68,7 +70,7 @@ pub enum Finding {
 /// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
 pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let stranded: Vec<(Uuid, String, Option<String>)> = sqlx::query_as(
+    let stranded: Vec<(Uuid, Status, Option<JobState>)> = sqlx::query_as(
         "SELECT d.id, d.status,
                 (SELECT j.state FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
                  ORDER BY j.id DESC LIMIT 1)
@@ -92,7 +94,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
                 last_job_state,
             }),
     );
-    let orphaned: Vec<(Uuid, String, i64)> = sqlx::query_as(
+    let orphaned: Vec<(Uuid, Status, i64)> = sqlx::query_as(
         "SELECT d.id, d.status, j.id
          FROM jobs j
          JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
@@ -125,18 +127,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
             .into_iter()
             .map(|(delivery_id,)| Finding::NotDelivering { delivery_id }),
     );
-    let drift: Vec<(Uuid, i32, i64)> = sqlx::query_as(
-        "SELECT g.group_id, g.in_flight, coalesce(x.n, 0)
-         FROM job_groups g
-         LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
-                    WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
-                ON x.group_id = g.group_id
-         WHERE g.in_flight <> coalesce(x.n, 0)
-         LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
+    let drift = breakwater_queue::group_slots_drift(&mut *conn, limit).await?;
     out.extend(
         drift
             .into_iter()
@@ -175,15 +166,7 @@ pub async fn repair(
                 repair_stranded(&mut tx, *delivery_id, max_attempts).await?
             }
             Finding::Orphaned { job_id, .. } => {
-                sqlx::query(
-                    "UPDATE jobs SET state = 'cancelled', finalized_at = now()
-                     WHERE id = $1 AND state IN ('available', 'scheduled')",
-                )
-                .bind(job_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    > 0
+                breakwater_queue::cancel_waiting_job(&mut *tx, *job_id).await?
             }
             Finding::NotDelivering { delivery_id } => {
                 sqlx::query(
@@ -200,17 +183,7 @@ pub async fn repair(
                     > 0
             }
             Finding::SlotsDrift { group_id, .. } => {
-                sqlx::query(
-                    "UPDATE job_groups g
-                     SET in_flight = (SELECT count(*) FROM jobs
-                                      WHERE group_id = g.group_id AND state = 'executing')
-                     WHERE g.group_id = $1",
-                )
-                .bind(group_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    > 0
+                breakwater_queue::recount_group_slots(&mut *tx, *group_id).await?
             }
             Finding::GateSlotsDrift { gate_key, .. } => {
                 breakwater_queue::recount_gate_slots(&mut tx, gate_key).await?
@@ -253,14 +226,8 @@ async fn repair_stranded(
         )
         .await;
     }
-    let last: Option<(String, Option<String>)> = sqlx::query_as(
-        "SELECT state, errors->-1->>'error' FROM jobs WHERE unique_key = 'delivery:' || $1::text
-         ORDER BY id DESC LIMIT 1",
-    )
-    .bind(delivery_id.to_string())
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some((_, error)) = last.filter(|(s, _)| s == "discarded") {
+    let last = breakwater_queue::last_job(&mut *tx, &format!("delivery:{delivery_id}")).await?;
+    if let Some((_, error)) = last.filter(|(s, _)| *s == JobState::Discarded) {
         sqlx::query(
             "UPDATE deliveries SET status = 'dead', updated_at = now(),
                     last_error = coalesce($2, last_error, 'its job was discarded')

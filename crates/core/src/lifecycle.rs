@@ -23,6 +23,7 @@
 //! ([`crate::deliveries::cancel_orphan`]). A job group left parked (the channel was open or
 //! paused) is released by the parking reconciler so such a retry can reach the worker.
 
+use crate::deliveries::Status;
 use crate::{audit, circuit, keys, Error, Result};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -199,8 +200,8 @@ pub async fn delete_tenant(
 /// (waiting for its retry) and `delivering` (in flight: the attempt finishes, its result changes
 /// nothing) may; `delivered`, `dead` (already given up; replay is the way back) and `cancelled`
 /// may not.
-pub fn cancellable(status: &str) -> bool {
-    matches!(status, "pending" | "paused" | "failed" | "delivering")
+pub fn cancellable(status: Status) -> bool {
+    !status.is_final()
 }
 
 /// Cancels `tenant_id`'s delivery `delivery_id` by `actor`, in the caller's transaction: the
@@ -218,7 +219,7 @@ pub async fn cancel_delivery(
     delivery_id: Uuid,
     actor: &str,
 ) -> Result<()> {
-    let row: Option<(Uuid, String)> = sqlx::query_as(
+    let row: Option<(Uuid, Status)> = sqlx::query_as(
         "SELECT channel_id, status FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
     )
     .bind(delivery_id)
@@ -226,7 +227,7 @@ pub async fn cancel_delivery(
     .fetch_optional(&mut *tx)
     .await?;
     let (channel_id, status) = row.ok_or(Error::NotFound("delivery"))?;
-    if !cancellable(&status) {
+    if !cancellable(status) {
         return Err(Error::Conflict(format!(
             "delivery is {status}; only a delivery that is pending, paused, failed (waiting for \
              a retry) or delivering can be cancelled"
@@ -256,7 +257,7 @@ pub async fn cancel_delivery(
             details: serde_json::json!({
                 "delivery_id": delivery_id,
                 "old": { "status": status },
-                "new": { "status": "cancelled" },
+                "new": { "status": Status::Cancelled },
                 "jobs_cancelled": jobs,
             }),
             ..Default::default()
@@ -281,7 +282,7 @@ pub async fn purge_payload(
     delivery_id: Uuid,
     actor: &str,
 ) -> Result<bool> {
-    let row: Option<(Uuid, String, bool, i32)> = sqlx::query_as(
+    let row: Option<(Uuid, Status, bool, i32)> = sqlx::query_as(
         "SELECT channel_id, status, payload_purged_at IS NOT NULL, octet_length(payload)
          FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
     )
@@ -290,7 +291,7 @@ pub async fn purge_payload(
     .fetch_optional(&mut *tx)
     .await?;
     let (channel_id, status, purged, bytes) = row.ok_or(Error::NotFound("delivery"))?;
-    if !matches!(status.as_str(), "delivered" | "dead" | "cancelled") {
+    if !status.is_final() {
         return Err(Error::Conflict(format!(
             "delivery is {status} and may still be sent, so it needs its payload; cancel it \
              first (POST /api/v1/deliveries/{delivery_id}/cancel)"
@@ -321,14 +322,21 @@ pub async fn purge_payload(
 #[cfg(test)]
 mod tests {
     use super::cancellable;
+    use crate::deliveries::Status;
 
     #[test]
     fn only_undelivered_live_deliveries_are_cancellable() {
-        for s in ["pending", "paused", "failed", "delivering"] {
+        for s in [
+            Status::Pending,
+            Status::Paused,
+            Status::Failed,
+            Status::Delivering,
+        ] {
             assert!(cancellable(s), "{s}");
         }
-        for s in ["delivered", "dead", "cancelled", "nonsense"] {
+        for s in [Status::Delivered, Status::Dead, Status::Cancelled] {
             assert!(!cancellable(s), "{s}");
         }
+        assert_eq!(Status::parse("nonsense"), None);
     }
 }

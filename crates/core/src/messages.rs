@@ -28,7 +28,7 @@
 //! in its channel's job group (so the channel's circuit, pause, concurrency limit and rate limit
 //! apply to it exactly as to a delivery enqueued directly), its own status, attempts and replay.
 
-use crate::deliveries::{self, delivery_job, RawJson};
+use crate::deliveries::{self, delivery_job, RawJson, Status};
 use crate::{Error, Result, Tier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -63,8 +63,7 @@ pub struct FannedOut {
     pub delivery_id: Uuid,
     /// The delivery's status: `pending`, or `paused` behind an open or paused circuit, when new;
     /// its current status on an idempotent replay.
-    #[schema(value_type = crate::deliveries::StatusSchema)]
-    pub status: String,
+    pub status: crate::deliveries::Status,
 }
 
 /// The result of [`send`].
@@ -191,12 +190,16 @@ pub async fn send(
             ));
         }
     }
-    let targets: Vec<(Uuid, &str)> = rows
+    let targets: Vec<(Uuid, Status)> = rows
         .iter()
         .filter(|(_, _, subscribed)| *subscribed)
         .map(|(channel, state, _)| {
-            let paused = state.parks_new_deliveries();
-            (*channel, if paused { "paused" } else { "pending" })
+            let status = if state.parks_new_deliveries() {
+                Status::Paused
+            } else {
+                Status::Pending
+            };
+            (*channel, status)
         })
         .collect();
     if targets.is_empty() {
@@ -211,7 +214,7 @@ pub async fn send(
     // 3. The deliveries, one statement. No payload of their own: they read the message's.
     let ids: Vec<Uuid> = targets.iter().map(|_| Uuid::now_v7()).collect();
     let channel_ids: Vec<Uuid> = targets.iter().map(|t| t.0).collect();
-    let statuses: Vec<&str> = targets.iter().map(|t| t.1).collect();
+    let statuses: Vec<&str> = targets.iter().map(|t| t.1.as_str()).collect();
     sqlx::query(
         "INSERT INTO deliveries (id, tenant_id, channel_id, message_id, event_type, payload, status)
          SELECT id, $2, channel_id, $3, $4, NULL, status
@@ -240,7 +243,7 @@ pub async fn send(
         .map(|(delivery_id, (channel_id, status))| FannedOut {
             channel_id,
             delivery_id,
-            status: status.to_string(),
+            status,
         })
         .collect();
     Ok(Sent {
@@ -313,8 +316,7 @@ pub struct DeliveryStatus {
     pub delivery_id: Uuid,
     /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
     /// `cancelled`.
-    #[schema(value_type = crate::deliveries::StatusSchema)]
-    pub status: String,
+    pub status: crate::deliveries::Status,
     /// HTTP attempts made.
     pub attempts: i32,
     /// Last error, if any.

@@ -1,7 +1,7 @@
 //! Retention: finished deliveries and their attempts are deleted once they are old.
 //!
 //! A delivery is pruned only when all of these hold, checked in the deleting statement itself:
-//! - its status is final ([`crate::deliveries::FINAL_STATUSES`]: delivered, dead, cancelled);
+//! - its status is final ([`crate::deliveries::Status::is_final`]: delivered, dead, cancelled);
 //! - it was accepted (`created_at`) **and** last changed (`updated_at`) before the cutoff, so a
 //!   dead letter replayed recently is kept;
 //! - it has no live job (`available`, `scheduled` or `executing`: the queue's unique key
@@ -53,7 +53,7 @@ pub async fn prune_deliveries(
     limit: i64,
 ) -> Result<Pruned> {
     // The status list is exactly `deliveries_retention_idx`'s predicate (so the index is used)
-    // and FINAL_STATUSES. The live-job check reads `jobs_unique_live_idx` (one probe per row).
+    // and Status::is_final. The live-job check reads `jobs_unique_live_idx` (one probe per row).
     // `FOR UPDATE OF d SKIP LOCKED` re-checks the status on the row's latest version after
     // locking it, so a row that stopped being final in the meantime is not deleted.
     // The lower bound is left out rather than `$2 IS NULL OR …`, so that any cached plan seeks
@@ -63,6 +63,7 @@ pub async fn prune_deliveries(
     } else {
         ""
     };
+    let live_job = breakwater_queue::live_job_exists_sql("'delivery:' || d.id::text");
     let sql = format!(
         r#"
         WITH picked AS (
@@ -71,10 +72,7 @@ pub async fn prune_deliveries(
               AND d.created_at < $1
               {from_cond}
               AND d.updated_at < $1
-              AND NOT EXISTS (
-                  SELECT 1 FROM jobs j
-                  WHERE j.unique_key = 'delivery:' || d.id::text
-                    AND j.state IN ('available', 'scheduled', 'executing'))
+              AND NOT {live_job}
             ORDER BY d.created_at
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED

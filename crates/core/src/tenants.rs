@@ -327,18 +327,18 @@ async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(T
     .await?
     .ok_or(Error::NotFound("tenant"))?;
     let queues: Vec<String> = Tier::ALL.iter().map(|t| t.queue().to_string()).collect();
-    let moved = sqlx::query(
-        "UPDATE jobs SET queue = $2
-         WHERE group_id IN (SELECT id FROM channels WHERE tenant_id = $1)
-           AND state IN ('available', 'scheduled') AND kind = $3 AND queue = ANY($4) AND queue <> $2",
+    let channel_ids: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM channels WHERE tenant_id = $1")
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+    let moved = breakwater_queue::move_waiting(
+        &mut *tx,
+        &channel_ids,
+        crate::JOB_DELIVER,
+        &queues,
+        tier.queue(),
     )
-    .bind(id)
-    .bind(tier.queue())
-    .bind(crate::JOB_DELIVER)
-    .bind(&queues)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     breakwater_queue::notify_queues(&mut *tx, &[tier.queue().to_string()]).await?;
     tx.commit().await?;
     Ok((tenant, moved))

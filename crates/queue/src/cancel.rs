@@ -16,9 +16,8 @@ use crate::Result;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-/// What a cancel sets: final, with the reason (`$2`) appended to the job's `errors`.
-const CANCELLED: &str = "state = 'cancelled', finalized_at = now(), \
-    errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text)";
+// What a cancel sets (both statements below): final, with the reason (`$2`) appended to the
+// job's `errors`. Written out in each statement, as `sqlx::query!` needs a literal.
 
 /// Cancels every waiting job of the groups `group_ids` (one indexed UPDATE), appending `reason`
 /// to each job's `errors`. Returns how many were cancelled. Runs in the caller's transaction.
@@ -30,11 +29,13 @@ pub async fn cancel_groups(
     if group_ids.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query(&format!(
-        "UPDATE jobs SET {CANCELLED} WHERE group_id = ANY($1) AND state IN ('available', 'scheduled')"
-    ))
-    .bind(group_ids)
-    .bind(reason)
+    let r = sqlx::query!(
+        "UPDATE jobs SET state = 'cancelled', finalized_at = now(), \
+             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text) \
+         WHERE group_id = ANY($1) AND state IN ('available', 'scheduled')",
+        group_ids,
+        reason,
+    )
     .execute(exec)
     .await?;
     Ok(r.rows_affected())
@@ -51,11 +52,13 @@ pub async fn cancel_keys(
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query(&format!(
-        "UPDATE jobs SET {CANCELLED} WHERE unique_key = ANY($1) AND state IN ('available', 'scheduled')"
-    ))
-    .bind(unique_keys)
-    .bind(reason)
+    let r = sqlx::query!(
+        "UPDATE jobs SET state = 'cancelled', finalized_at = now(), \
+             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text) \
+         WHERE unique_key = ANY($1) AND state IN ('available', 'scheduled')",
+        unique_keys,
+        reason,
+    )
     .execute(exec)
     .await?;
     Ok(r.rows_affected())

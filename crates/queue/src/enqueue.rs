@@ -1,6 +1,6 @@
 //! Inserting jobs.
 
-use crate::{notify_queues, NewJob, Result};
+use crate::{notify_queues, JobState, NewJob, Result};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -45,7 +45,7 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
     // 'scheduled' until the promoter moves it. ON CONFLICT names the partial unique index's
     // predicate, so a second live job with the same unique key is skipped, not an error; two
     // nodes inserting the same key at once are serialised by the index itself.
-    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+    let rows = sqlx::query!(
         r#"
         WITH groups AS (
             -- Every group gets its row (slots, limit, parked flag) before its first job.
@@ -64,26 +64,26 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
         ON CONFLICT (unique_key)
             WHERE unique_key IS NOT NULL AND state IN ('available', 'scheduled', 'executing')
             DO NOTHING
-        RETURNING id, queue, state
+        RETURNING id, queue, state AS "state: JobState"
         "#,
+        &queue as _,
+        &kind as _,
+        &args as _,
+        &priority[..],
+        &max_attempts[..],
+        &scheduled_at as _,
+        &unique_key as _,
+        &group_id as _,
     )
-    .bind(&queue)
-    .bind(&kind)
-    .bind(&args)
-    .bind(&priority)
-    .bind(&max_attempts)
-    .bind(&scheduled_at)
-    .bind(&unique_key)
-    .bind(&group_id)
     .fetch_all(&mut *conn)
     .await?;
 
     let mut woken: Vec<String> = Vec::new();
     let mut ids = Vec::with_capacity(rows.len());
-    for (id, queue, state) in rows {
-        ids.push(id);
-        if state == "available" && !woken.contains(&queue) {
-            woken.push(queue);
+    for r in rows {
+        ids.push(r.id);
+        if r.state == JobState::Available && !woken.contains(&r.queue) {
+            woken.push(r.queue);
         }
     }
     notify_queues(&mut *conn, &woken).await?;
@@ -104,22 +104,22 @@ pub async fn schedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<bo
     if enqueue(&mut *conn, job).await?.is_some() {
         return Ok(true);
     }
-    let queue: Option<(String, String)> = sqlx::query_as(
+    let moved = sqlx::query!(
         r#"
         UPDATE jobs
         SET scheduled_at = least(scheduled_at, coalesce($2, now())),
             state = CASE WHEN least(scheduled_at, coalesce($2, now())) <= now() THEN 'available' ELSE 'scheduled' END
         WHERE unique_key = $1 AND state = 'scheduled'
-        RETURNING queue, state
+        RETURNING queue, state AS "state: JobState"
         "#,
+        key,
+        job.scheduled_at,
     )
-    .bind(key)
-    .bind(job.scheduled_at)
     .fetch_optional(&mut *conn)
     .await?;
-    if let Some((queue, state)) = queue {
-        if state == "available" {
-            notify_queues(&mut *conn, &[queue]).await?;
+    if let Some(r) = moved {
+        if r.state == JobState::Available {
+            notify_queues(&mut *conn, &[r.queue]).await?;
         }
     }
     Ok(false)
@@ -138,23 +138,23 @@ pub async fn reschedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<
         .unique_key
         .as_deref()
         .expect("reschedule_unique needs a unique key");
-    let moved: Option<(String, String)> = sqlx::query_as(
+    let moved = sqlx::query!(
         r#"
         UPDATE jobs
         SET scheduled_at = coalesce($2, now()),
             state = CASE WHEN coalesce($2, now()) <= now() THEN 'available' ELSE 'scheduled' END
         WHERE unique_key = $1 AND state IN ('scheduled', 'available')
-        RETURNING queue, state
+        RETURNING queue, state AS "state: JobState"
         "#,
+        key,
+        job.scheduled_at,
     )
-    .bind(key)
-    .bind(job.scheduled_at)
     .fetch_optional(&mut *conn)
     .await?;
     match moved {
-        Some((queue, state)) => {
-            if state == "available" {
-                notify_queues(&mut *conn, &[queue]).await?;
+        Some(r) => {
+            if r.state == JobState::Available {
+                notify_queues(&mut *conn, &[r.queue]).await?;
             }
             Ok(false)
         }

@@ -52,18 +52,20 @@ pub async fn set_group_gate(
 ) -> Result<()> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     if let Some(key) = gate_key {
-        sqlx::query("INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING")
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
+            key
+        )
+        .execute(&mut *tx)
+        .await?;
     }
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_groups (group_id, gate_key) VALUES ($1, $2)
          ON CONFLICT (group_id) DO UPDATE SET gate_key = EXCLUDED.gate_key
          WHERE job_groups.gate_key IS DISTINCT FROM EXCLUDED.gate_key",
+        group_id,
+        gate_key,
     )
-    .bind(group_id)
-    .bind(gate_key)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -99,30 +101,32 @@ pub async fn set_gate_max_in_flight(
         return Err(Error::InvalidArgument("max_in_flight must be at least 1"));
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query("INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING")
-        .bind(gate_key)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
+        gate_key
+    )
+    .execute(&mut *tx)
+    .await?;
     let stamped = if max.is_some() {
-        sqlx::query(
+        sqlx::query!(
             "UPDATE jobs SET gate_slot = $1
              WHERE state = 'executing' AND gate_slot IS NULL
                AND group_id IN (SELECT group_id FROM job_groups WHERE gate_key = $1)",
+            gate_key,
         )
-        .bind(gate_key)
         .execute(&mut *tx)
         .await?
         .rows_affected() as i32
     } else {
         0
     };
-    sqlx::query(
+    sqlx::query!(
         "UPDATE job_gates SET max_in_flight = $2, in_flight = in_flight + $3
          WHERE gate_key = $1 AND (max_in_flight IS DISTINCT FROM $2 OR $3 > 0)",
+        gate_key,
+        max,
+        stamped,
     )
-    .bind(gate_key)
-    .bind(max)
-    .bind(stamped)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -144,13 +148,13 @@ pub async fn set_gate_max_in_flight(
 /// A job woken as a probe keeps its urgent priority: [`wake_one_in_gate`] picks it again first,
 /// and after a release it merely runs first in its group.
 pub async fn park_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_gates (gate_key, parked, parked_at) VALUES ($1, true, now())
          ON CONFLICT (gate_key) DO UPDATE
          SET parked = true, probe_slots = 0, probe_group = NULL,
              parked_at = CASE WHEN job_gates.parked THEN job_gates.parked_at ELSE now() END",
+        gate_key,
     )
-    .bind(gate_key)
     .execute(&mut *conn)
     .await?;
     gate_waiting_count(&mut *conn, gate_key).await
@@ -161,33 +165,36 @@ pub async fn park_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64> {
 /// transaction). Returns the number of waiting jobs of the gate's groups. One update of the
 /// gate's row; releasing a gate that is not parked changes nothing but still wakes.
 pub async fn release_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE job_gates SET parked = false, probe_slots = 0, probe_group = NULL, parked_at = NULL
          WHERE gate_key = $1 AND (parked OR probe_slots > 0)",
+        gate_key,
     )
-    .bind(gate_key)
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT j.queue, count(*) FROM job_groups g
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"SELECT j.queue AS "queue!", count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
          WHERE g.gate_key = $1
-         GROUP BY j.queue",
+         GROUP BY j.queue"#,
+        gate_key,
     )
-    .bind(gate_key)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of gate `gate_key`'s groups, parked or not.
 pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM job_groups g
+    let n: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
-         WHERE g.gate_key = $1",
+         WHERE g.gate_key = $1"#,
+        gate_key,
     )
-    .bind(gate_key)
     .fetch_one(exec)
     .await?;
     Ok(n as u64)
@@ -217,14 +224,18 @@ pub async fn wake_one_in_gate(
     priority: i16,
 ) -> Result<Option<(i64, Uuid, serde_json::Value)>> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query("INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING")
-        .bind(gate_key)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("SELECT 1 FROM job_gates WHERE gate_key = $1 FOR UPDATE")
-        .bind(gate_key)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
+        gate_key
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "SELECT 1 AS locked FROM job_gates WHERE gate_key = $1 FOR UPDATE",
+        gate_key
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     // One index probe per group of the gate (its first waiting job of `kind`, available or
     // scheduled, each an ordered range of jobs_group_idx), never a walk of its backlog.
     let row: Option<(i64, Uuid, serde_json::Value, String)> = sqlx::query_as(
@@ -264,11 +275,13 @@ pub async fn wake_one_in_gate(
     .bind(PRIORITY_NORMAL)
     .fetch_optional(&mut *tx)
     .await?;
-    sqlx::query("UPDATE job_gates SET probe_slots = 1, probe_group = $2 WHERE gate_key = $1")
-        .bind(gate_key)
-        .bind(row.as_ref().map(|r| r.1))
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "UPDATE job_gates SET probe_slots = 1, probe_group = $2 WHERE gate_key = $1",
+        gate_key,
+        row.as_ref().map(|r| r.1)
+    )
+    .execute(&mut *tx)
+    .await?;
     let out = match row {
         Some((id, group, args, queue)) => {
             notify_queues(&mut *tx, &[queue]).await?;
@@ -314,7 +327,7 @@ pub async fn gate_state(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<Opt
 /// state, e.g. host circuits that are closed).
 pub async fn parked_gates(exec: impl PgExecutor<'_>) -> Result<Vec<String>> {
     Ok(
-        sqlx::query_scalar("SELECT gate_key FROM job_gates WHERE parked ORDER BY gate_key")
+        sqlx::query_scalar!("SELECT gate_key FROM job_gates WHERE parked ORDER BY gate_key")
             .fetch_all(exec)
             .await?,
     )
@@ -328,19 +341,23 @@ pub async fn gate_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(String, i32, i64)>> {
-    Ok(sqlx::query_as(
-        "SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS executing
+    let rows = sqlx::query!(
+        r#"SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS "executing!"
          FROM job_gates x
          LEFT JOIN (SELECT gate_slot, count(*) AS n FROM jobs
                     WHERE state = 'executing' AND gate_slot IS NOT NULL
                     GROUP BY gate_slot) c ON c.gate_slot = x.gate_key
          WHERE x.in_flight <> coalesce(c.n, 0)
          ORDER BY x.gate_key
-         LIMIT $1",
+         LIMIT $1"#,
+        limit,
     )
-    .bind(limit)
     .fetch_all(exec)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.gate_key, r.in_flight, r.executing))
+        .collect())
 }
 
 /// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it
@@ -353,18 +370,20 @@ pub async fn gate_slots_drift(
 /// exact. Runs in a transaction (a savepoint inside the caller's).
 pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query("SELECT 1 FROM job_gates WHERE gate_key = $1 FOR UPDATE")
-        .bind(gate_key)
-        .execute(&mut *tx)
-        .await?;
-    let changed = sqlx::query(
+    sqlx::query!(
+        "SELECT 1 AS locked FROM job_gates WHERE gate_key = $1 FOR UPDATE",
+        gate_key
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let changed = sqlx::query!(
         "UPDATE job_gates x
          SET in_flight = c.n
          FROM (SELECT count(*)::int AS n FROM jobs
                WHERE state = 'executing' AND gate_slot = $1) c
          WHERE x.gate_key = $1 AND x.in_flight <> c.n",
+        gate_key,
     )
-    .bind(gate_key)
     .execute(&mut *tx)
     .await?
     .rows_affected()

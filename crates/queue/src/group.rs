@@ -71,13 +71,13 @@ pub async fn define_group(
     group_id: Uuid,
     share_key: Option<Uuid>,
 ) -> Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_groups (group_id, share_key) VALUES ($1, $2)
          ON CONFLICT (group_id) DO UPDATE SET share_key = EXCLUDED.share_key
          WHERE job_groups.share_key IS DISTINCT FROM EXCLUDED.share_key",
+        group_id,
+        share_key,
     )
-    .bind(group_id)
-    .bind(share_key)
     .execute(exec)
     .await?;
     Ok(())
@@ -90,14 +90,14 @@ pub async fn set_max_in_flight(
     group_id: Uuid,
     max_in_flight: Option<i32>,
 ) -> Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_groups (group_id, max_in_flight) VALUES ($1, $2)
          ON CONFLICT (group_id) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight,
              concurrency_limit = CASE WHEN job_groups.concurrency_limit IS NULL THEN NULL
                  ELSE least(job_groups.concurrency_limit, coalesce(EXCLUDED.max_in_flight, job_groups.concurrency_limit)) END",
+        group_id,
+        max_in_flight,
     )
-    .bind(group_id)
-    .bind(max_in_flight)
     .execute(exec)
     .await?;
     Ok(())
@@ -118,10 +118,11 @@ pub struct GroupState {
 
 /// Group `group_id`'s row, or `None` if it has none.
 pub async fn group_state(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Option<GroupState>> {
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as!(
+        GroupState,
         "SELECT in_flight, concurrency_limit, max_in_flight, parked FROM job_groups WHERE group_id = $1",
+        group_id,
     )
-    .bind(group_id)
     .fetch_optional(exec)
     .await?)
 }
@@ -135,21 +136,21 @@ pub async fn group_state(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Op
 /// result holding that row, so a job claimed just before is either claimed (it finishes) or
 /// not (it stays parked).
 pub async fn park_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_groups (group_id, parked, parked_at) VALUES ($1, true, now())
          ON CONFLICT (group_id) DO UPDATE
          SET parked = true, probe_slots = 0,
              parked_at = CASE WHEN job_groups.parked THEN job_groups.parked_at ELSE now() END",
+        group_id,
     )
-    .bind(group_id)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE jobs SET priority = $2
          WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority < $2",
+        group_id,
+        PRIORITY_NORMAL,
     )
-    .bind(group_id)
-    .bind(PRIORITY_NORMAL)
     .execute(&mut *conn)
     .await?;
     waiting_count(&mut *conn, group_id).await
@@ -158,30 +159,33 @@ pub async fn park_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> 
 /// Releases group `group_id`: the fetch takes its jobs again, oldest first, and its queues are
 /// woken. Returns the number of waiting jobs the group holds.
 pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u64> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE job_groups SET parked = false, probe_slots = 0, parked_at = NULL
          WHERE group_id = $1 AND (parked OR probe_slots > 0)",
+        group_id,
     )
-    .bind(group_id)
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT queue, count(*) FROM jobs
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"SELECT queue AS "queue!", count(*) AS "n!" FROM jobs
          WHERE group_id = $1 AND state IN ('available', 'scheduled')
-         GROUP BY queue",
+         GROUP BY queue"#,
+        group_id,
     )
-    .bind(group_id)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of the group, parked or not.
 pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled')",
+    let n: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled')"#,
+        group_id,
     )
-    .bind(group_id)
     .fetch_one(exec)
     .await?;
     Ok(n as u64)
@@ -189,14 +193,14 @@ pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<
 
 /// Waiting jobs of the group if it is parked, or its gate is ([`crate::park_gate`]), else 0.
 pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM jobs j
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM jobs j
          JOIN job_groups g ON g.group_id = j.group_id
          LEFT JOIN job_gates x ON x.gate_key = g.gate_key
          WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')
-           AND (g.parked OR coalesce(x.parked, false))",
+           AND (g.parked OR coalesce(x.parked, false))"#,
+        group_id,
     )
-    .bind(group_id)
     .fetch_one(exec)
     .await?)
 }
@@ -204,7 +208,7 @@ pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i
 /// Groups that are parked (the reconciler compares them with their owner's state).
 pub async fn parked_groups(exec: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
     Ok(
-        sqlx::query_scalar("SELECT group_id FROM job_groups WHERE parked ORDER BY group_id")
+        sqlx::query_scalar!("SELECT group_id FROM job_groups WHERE parked ORDER BY group_id")
             .fetch_all(exec)
             .await?,
     )
@@ -249,11 +253,11 @@ pub async fn wake_one(
     .bind(PRIORITY_NORMAL)
     .fetch_optional(&mut *conn)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_groups (group_id, parked, probe_slots) VALUES ($1, true, 1)
          ON CONFLICT (group_id) DO UPDATE SET probe_slots = 1",
+        group_id,
     )
-    .bind(group_id)
     .execute(&mut *conn)
     .await?;
     match row {
@@ -300,7 +304,7 @@ pub async fn adapt_limit(
         Feedback::Ok(d) => d <= limits.latency_target,
         Feedback::Overloaded => false,
     };
-    sqlx::query(
+    sqlx::query!(
         r#"
         UPDATE job_groups
         SET concurrency_limit = CASE
@@ -318,13 +322,13 @@ pub async fn adapt_limit(
                          > least($4, coalesce(max_in_flight, $5))::real
               END
         "#,
+        group_id,
+        grow,
+        limits.initial as f32,
+        limits.floor as f32,
+        limits.ceiling as i32,
+        limits.decrease_factor as f32,
     )
-    .bind(group_id)
-    .bind(grow)
-    .bind(limits.initial as f32)
-    .bind(limits.floor as f32)
-    .bind(limits.ceiling as i32)
-    .bind(limits.decrease_factor as f32)
     .execute(exec)
     .await?;
     Ok(())
@@ -336,15 +340,18 @@ pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let queues: Vec<(String, i64)> = sqlx::query_as(
-        "WITH moved AS (
+    let queues: Vec<(String, i64)> = sqlx::query!(
+        r#"WITH moved AS (
              UPDATE jobs SET state = 'available', scheduled_at = now()
              WHERE unique_key = ANY($1) AND state = 'scheduled'
              RETURNING queue)
-         SELECT queue, count(*) FROM moved GROUP BY queue",
+         SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue"#,
+        unique_keys,
     )
-    .bind(unique_keys)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }

@@ -11,9 +11,12 @@ pub const PRIORITY_NORMAL: i16 = 1;
 /// Priority of parked work: fetched only when nothing at a lower number is due.
 pub const PRIORITY_PARKED: i16 = 3;
 
-/// A job's state in the `jobs.state` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A job's state in the `jobs.state` column (`text`, checked by the table's CHECK constraint);
+/// decodes from and encodes to that column directly (`sqlx::Type`), and serializes as the same
+/// snake_case word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum JobState {
     /// Due now and fetchable.
     Available,

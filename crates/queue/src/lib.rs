@@ -52,6 +52,7 @@ mod group;
 mod job;
 pub mod maintenance;
 mod outcome;
+mod repair;
 pub mod runner;
 pub mod stats;
 mod wake;
@@ -71,4 +72,8 @@ pub use group::{
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
+pub use repair::{
+    cancel_waiting_job, group_slots_drift, last_job, live_job_exists_sql, move_waiting,
+    recount_group_slots, waiting_count_sql,
+};
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

@@ -13,11 +13,11 @@ use uuid::Uuid;
 
 /// Records that `node_id` is alive (database time).
 pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO queue_nodes (id) VALUES ($1)
          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+        node_id,
     )
-    .bind(node_id)
     .execute(exec)
     .await?;
     Ok(())
@@ -25,8 +25,7 @@ pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
 
 /// Removes `node_id`'s heartbeat row (clean shutdown, after its jobs were handed back).
 pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM queue_nodes WHERE id = $1")
-        .bind(node_id)
+    sqlx::query!("DELETE FROM queue_nodes WHERE id = $1", node_id)
         .execute(exec)
         .await?;
     Ok(())
@@ -35,7 +34,7 @@ pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> 
 /// Moves up to `limit` due `scheduled` jobs to `available` and wakes their queues. Returns how
 /// many moved.
 pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u64> {
-    let queues: Vec<(String, i64)> = sqlx::query_as(
+    let queues: Vec<(String, i64)> = sqlx::query!(
         r#"
         WITH due AS (
             SELECT id FROM jobs
@@ -48,12 +47,15 @@ pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u6
             FROM due WHERE j.id = due.id
             RETURNING j.queue
         )
-        SELECT queue, count(*) FROM moved GROUP BY queue
+        SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue
         "#,
+        limit,
     )
-    .bind(limit)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     crate::wake::notify_moved(&mut *conn, queues).await
 }
 
@@ -107,7 +109,7 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
         stale.iter().filter_map(|s| s.2.clone()),
     )
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query_as(
+    let queues: Vec<(String, i64)> = sqlx::query!(
         r#"
         WITH rescued AS (
             UPDATE jobs j
@@ -123,13 +125,16 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
             WHERE j.id = ANY($1) AND j.state = 'executing'
             RETURNING j.queue, j.state
         )
-        SELECT queue, count(*) FROM rescued WHERE state = 'available' GROUP BY queue
+        SELECT queue AS "queue!", count(*) AS "n!" FROM rescued WHERE state = 'available' GROUP BY queue
         "#,
+        &ids,
+        millis(policy.max_run) as _,
     )
-    .bind(&ids)
-    .bind(millis(policy.max_run))
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.queue, r.n))
+    .collect();
     let n = crate::wake::notify_moved(&mut *tx, queues).await?;
     tx.commit().await?;
     forget_old_nodes(conn, policy).await?;
@@ -154,19 +159,19 @@ pub(crate) async fn lock_slots(
     gates.sort();
     gates.dedup();
     if !groups.is_empty() {
-        sqlx::query(
-            "SELECT 1 FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
+        sqlx::query!(
+            "SELECT 1 AS locked FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
+            &groups,
         )
-        .bind(&groups)
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
     }
     if !gates.is_empty() {
-        sqlx::query(
-            "SELECT 1 FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
+        sqlx::query!(
+            "SELECT 1 AS locked FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
+            &gates,
         )
-        .bind(&gates)
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
     }
     Ok(())
@@ -175,10 +180,10 @@ pub(crate) async fn lock_slots(
 /// Forgets nodes long gone, so the `queue_nodes` table stays small.
 async fn forget_old_nodes(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<()> {
     // Forget nodes long gone, so the table stays small.
-    sqlx::query(
+    sqlx::query!(
         "DELETE FROM queue_nodes WHERE heartbeat_at < now() - ($1::float8 * interval '1 millisecond') * 10",
+        millis(policy.stale_after) as _,
     )
-    .bind(millis(policy.stale_after))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -190,7 +195,7 @@ async fn forget_old_nodes(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) 
 /// LOCKED`), so several nodes can prune at once. Call it repeatedly to drain a large backlog in
 /// small batches. Returns how many were deleted.
 pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -> Result<u64> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         r#"
         DELETE FROM jobs WHERE id IN (
             SELECT id FROM jobs
@@ -200,9 +205,9 @@ pub async fn prune(exec: impl PgExecutor<'_>, retention: Duration, limit: i64) -
             LIMIT $2
             FOR UPDATE SKIP LOCKED)
         "#,
+        millis(retention) as _,
+        limit,
     )
-    .bind(millis(retention))
-    .bind(limit)
     .execute(exec)
     .await?;
     Ok(r.rows_affected())

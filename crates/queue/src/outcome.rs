@@ -17,12 +17,12 @@ pub(crate) fn millis(d: Duration) -> i64 {
 
 /// Marks the job completed. Returns false if the claim is no longer held.
 pub async fn complete(exec: impl PgExecutor<'_>, id: i64, claim_token: Uuid) -> Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE jobs SET state = 'completed', finalized_at = now(), claim_token = NULL
          WHERE id = $1 AND claim_token = $2 AND state = 'executing'",
+        id,
+        claim_token,
     )
-    .bind(id)
-    .bind(claim_token)
     .execute(exec)
     .await?;
     Ok(r.rows_affected() == 1)
@@ -47,7 +47,7 @@ pub async fn retry(
     delay: Duration,
     error: &str,
 ) -> Result<Option<RetryOutcome>> {
-    let row: Option<(String, DateTime<Utc>)> = sqlx::query_as(
+    let row = sqlx::query!(
         r#"
         UPDATE jobs
         SET state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'scheduled' END,
@@ -57,20 +57,20 @@ pub async fn retry(
             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $4::text),
             claim_token = NULL
         WHERE id = $1 AND claim_token = $2 AND state = 'executing'
-        RETURNING state, scheduled_at
+        RETURNING state AS "state: JobState", scheduled_at
         "#,
+        id,
+        claim_token,
+        millis(delay) as _,
+        error,
     )
-    .bind(id)
-    .bind(claim_token)
-    .bind(millis(delay))
-    .bind(error)
     .fetch_optional(exec)
     .await?;
-    Ok(row.map(|(state, at)| {
-        if state == "discarded" {
+    Ok(row.map(|r| {
+        if r.state == JobState::Discarded {
             RetryOutcome::Discarded
         } else {
-            RetryOutcome::Retried(at)
+            RetryOutcome::Retried(r.scheduled_at)
         }
     }))
 }
@@ -95,18 +95,18 @@ async fn end_claim(
     state: JobState,
     error: &str,
 ) -> Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         r#"
         UPDATE jobs
         SET state = $4, finalized_at = now(), claim_token = NULL,
             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $3::text)
         WHERE id = $1 AND claim_token = $2 AND state = 'executing'
         "#,
+        id,
+        claim_token,
+        error,
+        state.as_str(),
     )
-    .bind(id)
-    .bind(claim_token)
-    .bind(error)
-    .bind(state.as_str())
     .execute(exec)
     .await?;
     Ok(r.rows_affected() == 1)
@@ -136,7 +136,7 @@ pub async fn snooze(
     delay: Duration,
     priority: Option<i16>,
 ) -> Result<bool> {
-    let queue: Option<(String, String)> = sqlx::query_as(
+    let moved = sqlx::query!(
         r#"
         UPDATE jobs
         SET state = CASE WHEN $3 <= 0 THEN 'available' ELSE 'scheduled' END,
@@ -145,19 +145,19 @@ pub async fn snooze(
             priority = coalesce($4, priority),
             claim_token = NULL
         WHERE id = $1 AND claim_token = $2 AND state = 'executing'
-        RETURNING queue, state
+        RETURNING queue, state AS "state: JobState"
         "#,
+        id,
+        claim_token,
+        millis(delay) as _,
+        priority,
     )
-    .bind(id)
-    .bind(claim_token)
-    .bind(millis(delay))
-    .bind(priority)
     .fetch_optional(&mut *conn)
     .await?;
-    match queue {
-        Some((queue, state)) => {
-            if state == "available" {
-                notify_queues(&mut *conn, &[queue]).await?;
+    match moved {
+        Some(r) => {
+            if r.state == JobState::Available {
+                notify_queues(&mut *conn, &[r.queue]).await?;
             }
             Ok(true)
         }
@@ -177,19 +177,22 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     // Group rows, then gate rows, before the statement releases many slots at once (see
     // maintenance::lock_slots).
-    let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query_as(
+    let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query!(
         "SELECT group_id, gate_slot FROM jobs WHERE id = ANY($1) AND state = 'executing'",
+        &ids[..],
     )
-    .bind(&ids)
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.group_id, r.gate_slot))
+    .collect();
     crate::maintenance::lock_slots(
         &mut tx,
         slots.iter().filter_map(|s| s.0),
         slots.iter().filter_map(|s| s.1.clone()),
     )
     .await?;
-    let queues: Vec<(String,)> = sqlx::query_as(
+    let queues: Vec<String> = sqlx::query_scalar!(
         r#"
         UPDATE jobs j
         SET state = 'available', attempt = greatest(j.attempt - 1, 0),
@@ -198,13 +201,13 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
         WHERE j.id = c.id AND j.claim_token = c.token AND j.state = 'executing'
         RETURNING j.queue
         "#,
+        &ids[..],
+        &tokens[..],
     )
-    .bind(&ids)
-    .bind(&tokens)
     .fetch_all(&mut *tx)
     .await?;
     let n = queues.len() as u64;
-    let mut distinct: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+    let mut distinct: Vec<String> = queues;
     distinct.sort();
     distinct.dedup();
     notify_queues(&mut *tx, &distinct).await?;

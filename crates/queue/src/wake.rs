@@ -18,11 +18,13 @@ pub async fn notify_queues(exec: impl PgExecutor<'_>, queues: &[String]) -> Resu
     if queues.is_empty() {
         return Ok(());
     }
-    sqlx::query("SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q")
-        .bind(NOTIFY_CHANNEL)
-        .bind(queues)
-        .execute(exec)
-        .await?;
+    sqlx::query!(
+        "SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q",
+        NOTIFY_CHANNEL,
+        queues
+    )
+    .execute(exec)
+    .await?;
     Ok(())
 }
 

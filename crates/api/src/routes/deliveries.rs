@@ -33,7 +33,7 @@ pub fn router() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
     /// Only deliveries with this status.
-    #[param(value_type = Option<breakwater_core::deliveries::StatusSchema>)]
+    #[param(value_type = Option<breakwater_core::deliveries::Status>)]
     status: Option<String>,
     #[serde(flatten)]
     #[param(ignore)]
@@ -69,13 +69,16 @@ pub(crate) async fn list(
     let channel = channels::get(state.pool(), key.tenant_id, channel_id).await?;
     let status = match q.status.as_deref() {
         None | Some("") => None,
-        Some(s) if deliveries::STATUSES.contains(&s) => Some(s),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "status",
-                format!("must be one of {}", deliveries::STATUSES.join(", ")),
-            ))
-        }
+        Some(s) => match deliveries::Status::parse(s) {
+            Some(s) => Some(s),
+            None => {
+                let all: Vec<&str> = deliveries::Status::ALL.iter().map(|s| s.as_str()).collect();
+                return Err(ApiError::invalid(
+                    "status",
+                    format!("must be one of {}", all.join(", ")),
+                ));
+            }
+        },
     };
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
     let rows = deliveries::list(state.pool(), key.tenant_id, channel.id, status, &keyset).await?;
@@ -160,7 +163,7 @@ pub(crate) async fn replay(
     )
     .await?;
     if ids.is_empty() {
-        let detail = if delivery.status != "dead" {
+        let detail = if delivery.status != deliveries::Status::Dead {
             format!(
                 "delivery is {}; only dead deliveries can be replayed",
                 delivery.status

@@ -2,11 +2,27 @@
 //!
 //! A deleted channel ([`crate::lifecycle::delete_channel`]) keeps its row for history but is
 //! not found by anything here.
+//!
+//! - this file: the channel row, creating and updating one;
+//! - `validate`: the range and form checks of a channel's settings;
+//! - `secret`: rotating a channel's signing secret;
+//! - `read`: loading and listing channels (a tenant's and the operator's).
+
+mod read;
+mod secret;
+mod validate;
+
+pub use read::{get, get_any, list, list_all, parked_count, OperatorChannel};
+pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
+pub use validate::{canonical_event_types, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN};
+use validate::{
+    canonical_rate_limit, check_max_in_flight, check_name, check_overrides, check_replay_window,
+};
 
 use crate::{audit, signing, Error, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// A channel as the API shows it. The signing secret is only shown at creation
@@ -214,86 +230,6 @@ pub struct ChannelPatch {
     pub host_key: Option<String>,
 }
 
-/// Most event types in one channel's filter.
-pub const MAX_EVENT_TYPES: usize = 100;
-/// Longest event type in a channel's filter, in characters.
-pub const MAX_FILTER_EVENT_TYPE_LEN: usize = 100;
-
-/// The canonical form of a channel's event-type filter (sorted, without repeats), or the field
-/// error. `None` (no filter: every type) stays `None`. Each entry is 1–100 characters of ASCII
-/// letters, digits and `.` `_` `-` `:` `/` (e.g. `invoice.paid`, `orders/v2:created`); there
-/// are 1–100 entries (an empty list would receive nothing: send `null` for every type). A
-/// message matches a channel when its event type equals one of the entries exactly (no
-/// wildcards), as with Svix's `filterTypes`.
-pub fn canonical_event_types(types: Option<&[String]>) -> Result<Option<Vec<String>>> {
-    let Some(types) = types else {
-        return Ok(None);
-    };
-    if types.is_empty() || types.len() > MAX_EVENT_TYPES {
-        return Err(Error::invalid(
-            "event_types",
-            format!(
-                "must hold 1 to {MAX_EVENT_TYPES} event types, not {} (null receives every type)",
-                types.len()
-            ),
-        ));
-    }
-    for (i, t) in types.iter().enumerate() {
-        let ok_char =
-            |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/');
-        if t.is_empty() || t.len() > MAX_FILTER_EVENT_TYPE_LEN || !t.chars().all(ok_char) {
-            return Err(Error::invalid(
-                "event_types",
-                format!(
-                    "event_types[{i}] must be 1 to {MAX_FILTER_EVENT_TYPE_LEN} characters of \
-                     ASCII letters, digits, '.', '_', '-', ':' and '/'"
-                ),
-            ));
-        }
-    }
-    let mut v = types.to_vec();
-    v.sort();
-    v.dedup();
-    Ok(Some(v))
-}
-
-fn check_max_in_flight(m: Option<i32>) -> Result<()> {
-    if m.is_some_and(|m| !(1..=10_000).contains(&m)) {
-        return Err(Error::invalid(
-            "max_in_flight",
-            "must be between 1 and 10000",
-        ));
-    }
-    Ok(())
-}
-
-/// The canonical form of a rate limit, or the field error.
-fn canonical_rate_limit(r: Option<&str>) -> Result<Option<String>> {
-    r.map(|r| crate::ratelimit::RateLimit::parse(r).map(|l| l.to_text()))
-        .transpose()
-}
-
-fn check_replay_window(w: Option<i64>) -> Result<()> {
-    if w.is_some_and(|w| !(1..=30 * 86_400_000).contains(&w)) {
-        return Err(Error::invalid(
-            "replay_window_ms",
-            "must be between 1 and 2592000000 (30 days)",
-        ));
-    }
-    Ok(())
-}
-
-fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
-    crate::circuit::check_overrides(failure_threshold, cooldown_ms)
-}
-
-fn check_name(name: Option<&str>) -> Result<()> {
-    if name.is_some_and(|n| n.chars().count() > 200) {
-        return Err(Error::invalid("name", "must be at most 200 characters"));
-    }
-    Ok(())
-}
-
 /// A channel's settings as the audit log shows them: every field a tenant sets, the URL as
 /// [`audit::url_summary`] (never its path or query), never the signing secret.
 pub fn audited_settings(c: &Channel) -> serde_json::Value {
@@ -424,187 +360,4 @@ async fn retime_rate_limited(conn: &mut PgConnection, channel_id: Uuid) -> Resul
     .fetch_all(&mut *conn)
     .await?;
     Ok(breakwater_queue::make_due(conn, &keys).await?)
-}
-
-/// Default grace period of a secret rotation: 24 h, in ms (as Svix).
-pub const DEFAULT_ROTATION_GRACE_MS: i64 = 86_400_000;
-/// Longest grace period of a secret rotation: 7 days, in ms.
-pub const MAX_ROTATION_GRACE_MS: i64 = 7 * 86_400_000;
-
-/// The result of [`rotate_secret`]: the new secret, shown once.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct RotatedSecret {
-    /// The channel.
-    pub channel_id: Uuid,
-    /// The new Standard Webhooks secret (`whsec_…`), which signs every request from now on.
-    pub signing_secret: String,
-    /// Until when requests also carry a signature made with the old secret (database time);
-    /// `None` with a zero grace period (the old secret stops at once).
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
-}
-
-/// Rotates `tenant_id`'s channel `id` to a fresh signing secret ([`Error::NotFound`] for another
-/// tenant's). For `grace_ms` (0 to [`MAX_ROTATION_GRACE_MS`], else [`Error::Invalid`] naming
-/// `grace_ms`) the old secret keeps signing too: each request's `webhook-signature` carries
-/// `v1,<new> v1,<old>` (Standard Webhooks allows several space-separated signatures, and its
-/// verifiers accept a request if any one verifies), so receivers can switch at their own pace.
-/// After it, only `v1,<new>`. The period is measured on the database clock.
-///
-/// Only one old secret is kept: rotating again within a grace period drops the oldest at once
-/// (the secret being replaced becomes the old one). Writes one `channel.secret_rotated` audit row
-/// by `actor` with the grace period and its end, never a secret; in the caller's transaction.
-/// An attempt already in flight was signed before the rotation and still verifies with the old
-/// secret; one that starts later signs with both.
-pub async fn rotate_secret(
-    conn: &mut PgConnection,
-    tenant_id: Uuid,
-    id: Uuid,
-    grace_ms: i64,
-    actor: &str,
-) -> Result<RotatedSecret> {
-    if !(0..=MAX_ROTATION_GRACE_MS).contains(&grace_ms) {
-        return Err(Error::invalid(
-            "grace_ms",
-            format!("must be between 0 and {MAX_ROTATION_GRACE_MS} (7 days)"),
-        ));
-    }
-    let secret = signing::generate_secret();
-    // One conditional UPDATE: the row lock orders it with any concurrent rotation, so two
-    // rotations at once each keep the secret they replaced, never a lost one.
-    let expires: Option<(Option<DateTime<Utc>>,)> = sqlx::query_as(
-        "UPDATE channels SET
-            previous_signing_secret = CASE WHEN $3 > 0 THEN signing_secret END,
-            previous_secret_expires_at = CASE WHEN $3 > 0
-                THEN now() + $3 * interval '1 millisecond' END,
-            signing_secret = $4,
-            updated_at = now()
-         WHERE id = $1 AND tenant_id = $2
-         RETURNING previous_secret_expires_at",
-    )
-    .bind(id)
-    .bind(tenant_id)
-    .bind(grace_ms)
-    .bind(&secret)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let (expires,) = expires.ok_or(Error::NotFound("channel"))?;
-    audit::record(
-        &mut *conn,
-        &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(id),
-            actor,
-            action: "channel.secret_rotated",
-            details: serde_json::json!({
-                "grace_ms": grace_ms,
-                "previous_secret_expires_at": expires,
-            }),
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(RotatedSecret {
-        channel_id: id,
-        signing_secret: secret,
-        previous_secret_expires_at: expires,
-    })
-}
-
-/// Jobs of the channel held by its parked job group (open, half-open or paused circuit).
-pub async fn parked_count(exec: impl PgExecutor<'_>, id: Uuid) -> Result<i64> {
-    Ok(breakwater_queue::parked_count(exec, id).await?)
-}
-
-/// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly
-/// like a missing one.
-pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Channel> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL"
-    ))
-    .bind(id)
-    .bind(tenant_id)
-    .fetch_optional(exec)
-    .await?
-    .ok_or(Error::NotFound("channel"))
-}
-
-/// Lists a page of `tenant_id`'s channels by id (ids are time-ordered UUIDv7, so oldest first
-/// is creation order); see [`crate::page`].
-pub async fn list(
-    exec: impl PgExecutor<'_>,
-    tenant_id: Uuid,
-    page: &crate::page::Keyset<Uuid>,
-) -> Result<Vec<Channel>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL{}{} LIMIT $2",
-        page.seek("id", 3),
-        page.order_by("id"),
-    );
-    let mut q = sqlx::query_as(&sql).bind(tenant_id).bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
-}
-
-/// A channel as the operator lists it: with its tenant, tier and parked count.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct OperatorChannel {
-    /// The channel.
-    #[sqlx(flatten)]
-    #[serde(flatten)]
-    pub channel: Channel,
-    /// Tenant name.
-    pub tenant_name: String,
-    /// Tenant tier.
-    #[schema(value_type = crate::Tier)]
-    pub tier: String,
-    /// Jobs parked by the circuit.
-    pub parked: i64,
-}
-
-/// A page of every tenant's channels (operator view) by id, optionally filtered by circuit
-/// state and tenant; see [`crate::page`].
-pub async fn list_all(
-    exec: impl PgExecutor<'_>,
-    state: Option<&str>,
-    tenant_id: Option<Uuid>,
-    page: &crate::page::Keyset<Uuid>,
-) -> Result<Vec<OperatorChannel>> {
-    let cols: String = COLUMNS
-        .split(", ")
-        .map(|c| format!("c.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "SELECT {cols}, t.name AS tenant_name, t.tier,
-                CASE WHEN c.circuit_state = 'closed' THEN 0
-                     ELSE (SELECT count(*) FROM jobs j
-                           WHERE j.group_id = c.id AND j.state IN ('available', 'scheduled')) END AS parked
-         FROM channels c JOIN tenants t ON t.id = c.tenant_id
-         WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
-           AND ($2::uuid IS NULL OR c.tenant_id = $2){}{}
-         LIMIT $3",
-        page.seek("c.id", 4),
-        page.order_by("c.id"),
-    );
-    let mut q = sqlx::query_as(&sql)
-        .bind(state)
-        .bind(tenant_id)
-        .bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
-}
-
-/// Loads any channel by id (operator), or [`Error::NotFound`].
-pub async fn get_any(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Channel> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND deleted_at IS NULL"
-    ))
-    .bind(id)
-    .fetch_optional(exec)
-    .await?
-    .ok_or(Error::NotFound("channel"))
 }

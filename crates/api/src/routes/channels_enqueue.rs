@@ -1,0 +1,288 @@
+//! Enqueueing deliveries to a channel: one (`POST …/deliveries`) or a batch
+//! (`POST …/deliveries/batch`), with the channel's park decision at enqueue.
+
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, ObjectOnly, Path};
+use crate::openapi::{Conflict, JsonBody, NotFound, TenantAuth};
+use crate::{ApiConfig, AppState};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use breakwater_core::channels;
+use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
+use breakwater_core::{circuit, tenants};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+/// Body of `POST /api/v1/channels/{id}/deliveries`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EnqueueOne {
+    /// The event's type, 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    #[schema(example = "invoice.paid")]
+    event_type: String,
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` (256 KiB) as sent.
+    #[schema(value_type = serde_json::Value)]
+    payload: Box<RawValue>,
+}
+
+/// Response of an accepted delivery.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Accepted {
+    /// The delivery id (also its `webhook-id`).
+    id: Uuid,
+    /// `pending` (or `paused` behind an open circuit) when new; the earlier delivery's status on
+    /// an idempotent replay.
+    #[schema(value_type = String)]
+    status: deliveries::Status,
+    /// True when the `Idempotency-Key` matched an earlier delivery, whose id this is.
+    idempotent_replay: bool,
+}
+
+pub(crate) fn check_payload_size(
+    cfg: &ApiConfig,
+    payload: &RawValue,
+    field: &'static str,
+) -> Result<(), ApiError> {
+    let size = payload.get().len();
+    if size > cfg.max_payload_bytes {
+        let mut e = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "{field} is {size} bytes; the limit is {} bytes",
+                cfg.max_payload_bytes
+            ),
+        );
+        e.field = Some(field);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The `Idempotency-Key` header of `POST /api/v1/channels/{id}/deliveries` (documentation only:
+/// [`idempotency_key`] reads it).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub(crate) struct IdempotencyKey {
+    /// A repeat with the same key (per tenant) returns the first delivery and enqueues nothing;
+    /// 1 to 200 visible ASCII characters.
+    #[param(rename = "Idempotency-Key", value_type = String, required = false)]
+    #[param(min_length = 1, max_length = 200)]
+    idempotency_key: Option<String>,
+}
+
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {
+            ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")
+        }),
+    }
+}
+
+/// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
+/// transaction.
+async fn enqueue(
+    state: &AppState,
+    key: &tenants::TenantKey,
+    channel_id: Uuid,
+    items: &[NewDelivery],
+) -> Result<Vec<Enqueued>, ApiError> {
+    let mut tx = state.pool().begin().await?;
+    let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
+    let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
+    // start `paused` (their jobs are held by the channel's parked job group), and a transition
+    // waits for this insert, so a release never misses them.
+    // No gate: the channel was deleted while this request waited for its row.
+    let paused = circuit::enqueue_parked(&mut tx, channel.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("channel"))?;
+    let out = deliveries::enqueue(
+        &mut tx,
+        tenant.id,
+        tenant.tier,
+        channel.id,
+        items,
+        state.inner.max_attempts,
+        paused,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// Enqueues one delivery to the channel.
+///
+/// 202 with the delivery id. With an `Idempotency-Key` already used by this tenant, 202 with the
+/// earlier delivery's id and nothing new enqueued.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/deliveries",
+    tag = "channels",
+    operation_id = "enqueue_delivery",
+    params(
+        ("id" = Uuid, Path, description = "Channel id."),
+        IdempotencyKey,
+    ),
+    request_body = EnqueueOne,
+    responses(
+        (status = 202, description = "Accepted (or an idempotent replay).", body = Accepted,
+            links(
+                ("GetDelivery" = (operation_id = "get_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "The delivery's status and attempts.")),
+                ("ReplayDelivery" = (operation_id = "replay_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "Replay it once it is dead.")),
+                ("CancelDelivery" = (operation_id = "cancel_delivery",
+                    parameters(("id" = "$response.body#/id")),
+                    description = "Cancel it while it is not final.")),
+            )),
+        JsonBody,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn enqueue_one(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(channel_id): Path<Uuid>,
+    headers: HeaderMap,
+    Json(body): Json<EnqueueOne>,
+) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
+    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    let item = NewDelivery {
+        event_type: body.event_type,
+        payload: body.payload,
+        idempotency_key: idempotency_key(&headers)?,
+    };
+    let out = enqueue(&state, &key, channel_id, std::slice::from_ref(&item)).await?;
+    let e = out.into_iter().next().expect("one result per item");
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Accepted {
+            id: e.id,
+            status: e.status,
+            idempotent_replay: !e.created,
+        }),
+    ))
+}
+
+/// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EnqueueBatch {
+    /// 1 to `api.max_batch_size` (1000) deliveries.
+    #[schema(value_type = Vec<BatchItem>, min_items = 1, max_items = 1000)]
+    deliveries: Vec<ObjectOnly<BatchItem>>,
+}
+
+/// One delivery of a batch.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BatchItem {
+    /// The event's type, 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    #[schema(example = "invoice.paid")]
+    event_type: String,
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` as sent.
+    #[schema(value_type = serde_json::Value)]
+    payload: Box<RawValue>,
+    /// Like the `Idempotency-Key` header: 1 to 200 characters without control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    idempotency_key: Option<String>,
+}
+
+/// The result of a batch: one entry per input, in order.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct BatchAccepted {
+    /// One `{id, status, idempotent_replay}` per input, in order.
+    data: Vec<Accepted>,
+}
+
+/// Enqueues up to 1000 deliveries to the channel in one transaction.
+///
+/// 202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+/// invalid item refuses the whole batch (422 naming the item).
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/deliveries/batch",
+    tag = "channels",
+    operation_id = "enqueue_delivery_batch",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = EnqueueBatch,
+    responses(
+        (status = 202, description = "Accepted, one result per input in order.",
+            body = BatchAccepted),
+        JsonBody,
+        NotFound,
+        Conflict,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn enqueue_batch(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    Path(channel_id): Path<Uuid>,
+    Json(body): Json<EnqueueBatch>,
+) -> Result<(StatusCode, axum::Json<BatchAccepted>), ApiError> {
+    let cfg = &state.inner.config;
+    if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
+        return Err(ApiError::invalid(
+            "deliveries",
+            format!(
+                "must hold 1 to {} deliveries, not {}",
+                cfg.max_batch_size,
+                body.deliveries.len()
+            ),
+        ));
+    }
+    let mut items = Vec::with_capacity(body.deliveries.len());
+    for (i, ObjectOnly(d)) in body.deliveries.into_iter().enumerate() {
+        check_payload_size(cfg, &d.payload, "payload").map_err(|mut e| {
+            e.detail = format!("deliveries[{i}].{}", e.detail);
+            e
+        })?;
+        let item = NewDelivery {
+            event_type: d.event_type,
+            payload: d.payload,
+            idempotency_key: d.idempotency_key,
+        };
+        deliveries::validate(&item).map_err(|e| {
+            let mut api = ApiError::from(e);
+            api.detail = format!("deliveries[{i}].{}", api.detail);
+            api
+        })?;
+        items.push(item);
+    }
+    let out = enqueue(&state, &key, channel_id, &items).await?;
+    let data = out
+        .into_iter()
+        .map(|e| Accepted {
+            id: e.id,
+            status: e.status,
+            idempotent_replay: !e.created,
+        })
+        .collect();
+    Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
+}

@@ -1,0 +1,228 @@
+//! A channel's manual circuit actions and the replay of a window of its dead deliveries.
+
+use super::{view, ChannelView};
+use crate::auth::Tenant;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, Query, RequestId};
+use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, TenantAuth};
+use crate::AppState;
+use axum::extract::State;
+use breakwater_core::channels::{self, Channel};
+use breakwater_core::deliveries;
+use breakwater_core::{audit, circuit};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// `?reason=` on manual circuit actions (optional; goes to the audit log and the alert).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ReasonQuery {
+    /// Why, for the audit log and the alert; at most 500 characters.
+    #[param(max_length = 500)]
+    pub(crate) reason: Option<String>,
+}
+
+/// Applies a manual change to the channel and answers with its view. Idempotent: a change that
+/// is already in effect changes nothing and audits nothing.
+pub(crate) async fn manual(
+    state: &AppState,
+    request: &RequestId,
+    channel: Channel,
+    change: circuit::Manual,
+    actor: &str,
+    reason: Option<String>,
+) -> Result<ChannelView, ApiError> {
+    let reason = reason.unwrap_or_else(|| format!("{} by {actor}", change.action()));
+    if reason.chars().count() > 500 {
+        return Err(ApiError::invalid(
+            "reason",
+            "must be at most 500 characters",
+        ));
+    }
+    let mut tx = state.begin_audited(request).await?;
+    let moved = circuit::apply_manual(
+        &mut tx,
+        channel.id,
+        change,
+        actor,
+        &reason,
+        &state.inner.circuit,
+    )
+    .await?;
+    tx.commit().await?;
+    if let Some(t) = moved {
+        let t = t.counted();
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
+    let channel = channels::get_any(state.pool(), channel.id).await?;
+    view(state, channel).await
+}
+
+/// Pauses the channel: parks the backlog and pauses the circuit.
+///
+/// Never probed while paused; new deliveries are accepted and parked. Idempotent. 200 with the
+/// channel.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/pause",
+    tag = "channels",
+    operation_id = "pause_channel",
+    params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
+    responses(
+        (status = 200, description = "The channel, paused.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn pause(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+    Query(q): Query<ReasonQuery>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    Ok(axum::Json(
+        manual(
+            &state,
+            &request,
+            channel,
+            circuit::Manual::Pause,
+            &actor,
+            q.reason,
+        )
+        .await?,
+    ))
+}
+
+/// Resumes a paused channel: closes its circuit and releases every parked delivery.
+///
+/// One UPDATE releases the whole backlog. Idempotent. 200 with the channel.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/resume",
+    tag = "channels",
+    operation_id = "resume_channel",
+    params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
+    responses(
+        (status = 200, description = "The channel, resumed.", body = ChannelView),
+        BadRequest,
+        NotFound,
+        Invalid,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn resume(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+    Query(q): Query<ReasonQuery>,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    Ok(axum::Json(
+        manual(
+            &state,
+            &request,
+            channel,
+            circuit::Manual::Resume,
+            &actor,
+            q.reason,
+        )
+        .await?,
+    ))
+}
+
+/// Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
+/// (RFC 3339; default: the last 24 h up to now).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReplayWindow {
+    /// Start (default: 24 h before `to`).
+    from: Option<chrono::DateTime<chrono::Utc>>,
+    /// End (default: now); not before `from`.
+    to: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The deliveries a replay re-enqueued.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Replayed {
+    /// How many.
+    replayed: usize,
+    /// Their ids.
+    ids: Vec<Uuid>,
+}
+
+/// Replays the channel's dead deliveries from a window.
+///
+/// Re-enqueues the deliveries that went dead in the window (at most 10 000 per call). 200 with
+/// the count and ids. Send `{}` for the last 24 h.
+#[utoipa::path(
+    post,
+    path = "/api/v1/channels/{id}/replay",
+    tag = "channels",
+    operation_id = "replay_channel",
+    params(("id" = Uuid, Path, description = "Channel id.")),
+    request_body = ReplayWindow,
+    responses(
+        (status = 200, description = "The replayed deliveries.", body = Replayed),
+        JsonBody,
+        NotFound,
+        TenantAuth,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn replay_window(
+    Tenant(key): Tenant,
+    State(state): State<AppState>,
+    request: RequestId,
+    Path(id): Path<Uuid>,
+    Json(body): Json<ReplayWindow>,
+) -> Result<axum::Json<Replayed>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let mut tx = state.begin_audited(&request).await?;
+    // The default window ends at the database's now() (this transaction's), not the node's.
+    let to = match body.to {
+        Some(to) => to,
+        None => breakwater_core::clock::db_now(&mut *tx).await?,
+    };
+    let from = body.from.unwrap_or(to - chrono::Duration::hours(24));
+    if from > to {
+        return Err(ApiError::invalid("from", "must not be after `to`"));
+    }
+    let ids = deliveries::replay(
+        &mut tx,
+        deliveries::ReplaySelector::ChannelWindow {
+            tenant_id: key.tenant_id,
+            channel_id: channel.id,
+            from,
+            to,
+        },
+        state.inner.max_attempts,
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            tenant_id: Some(key.tenant_id),
+            channel_id: Some(channel.id),
+            actor: &audit::tenant_actor(key.key_id),
+            action: "deliveries.replayed",
+            reason: Some("channel replay"),
+            details: serde_json::json!({ "replayed": ids.len(), "from": from, "to": to }),
+            ..Default::default()
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(Replayed {
+        replayed: ids.len(),
+        ids,
+    }))
+}

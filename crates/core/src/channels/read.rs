@@ -1,0 +1,106 @@
+//! Loading and listing channels: a tenant's own, and every tenant's for the operator.
+
+use super::{Channel, COLUMNS};
+use crate::{Error, Result};
+use serde::Serialize;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+/// Jobs of the channel held by its parked job group (open, half-open or paused circuit).
+pub async fn parked_count(exec: impl PgExecutor<'_>, id: Uuid) -> Result<i64> {
+    Ok(breakwater_queue::parked_count(exec, id).await?)
+}
+
+/// Loads `tenant_id`'s channel `id`. Another tenant's channel is [`Error::NotFound`], exactly
+/// like a missing one.
+pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Channel> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("channel"))
+}
+
+/// Lists a page of `tenant_id`'s channels by id (ids are time-ordered UUIDv7, so oldest first
+/// is creation order); see [`crate::page`].
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    page: &crate::page::Keyset<Uuid>,
+) -> Result<Vec<Channel>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL{}{} LIMIT $2",
+        page.seek("id", 3),
+        page.order_by("id"),
+    );
+    let mut q = sqlx::query_as(&sql).bind(tenant_id).bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
+}
+
+/// A channel as the operator lists it: with its tenant, tier and parked count.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct OperatorChannel {
+    /// The channel.
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// Tenant name.
+    pub tenant_name: String,
+    /// Tenant tier.
+    #[schema(value_type = crate::Tier)]
+    pub tier: String,
+    /// Jobs parked by the circuit.
+    pub parked: i64,
+}
+
+/// A page of every tenant's channels (operator view) by id, optionally filtered by circuit
+/// state and tenant; see [`crate::page`].
+pub async fn list_all(
+    exec: impl PgExecutor<'_>,
+    state: Option<&str>,
+    tenant_id: Option<Uuid>,
+    page: &crate::page::Keyset<Uuid>,
+) -> Result<Vec<OperatorChannel>> {
+    let cols: String = COLUMNS
+        .split(", ")
+        .map(|c| format!("c.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {cols}, t.name AS tenant_name, t.tier,
+                CASE WHEN c.circuit_state = 'closed' THEN 0
+                     ELSE {waiting} END AS parked
+         FROM channels c JOIN tenants t ON t.id = c.tenant_id
+         WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
+           AND ($2::uuid IS NULL OR c.tenant_id = $2){}{}
+         LIMIT $3",
+        page.seek("c.id", 4),
+        page.order_by("c.id"),
+        waiting = breakwater_queue::waiting_count_sql("c.id"),
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(state)
+        .bind(tenant_id)
+        .bind(page.limit);
+    if let Some(after) = page.after {
+        q = q.bind(after);
+    }
+    Ok(q.fetch_all(exec).await?)
+}
+
+/// Loads any channel by id (operator), or [`Error::NotFound`].
+pub async fn get_any(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Channel> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("channel"))
+}

@@ -1,0 +1,173 @@
+//! One attempt from the worker's side: what it reads before sending ([`begin_attempt`]) and
+//! what it records afterwards ([`record_attempt`]), and the end of a delivery whose channel is
+//! gone.
+
+use crate::Result;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+/// Everything a worker needs to send one delivery.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Dispatch {
+    /// Delivery id.
+    pub id: Uuid,
+    /// The `webhook-id` header: the message id for a delivery of a message (the same on every
+    /// channel it fans out to), else the delivery id; the same on every attempt either way
+    /// (Standard Webhooks: "the same when the same webhook is being resent").
+    pub webhook_id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Event type.
+    pub event_type: String,
+    /// Event data.
+    pub payload: String,
+    /// Accepted at.
+    pub created_at: DateTime<Utc>,
+    /// Attempts made before this one.
+    pub attempts: i32,
+    /// Endpoint.
+    pub url: String,
+    /// Channel secret (`whsec_…`); never log it.
+    pub signing_secret: String,
+    /// The channel's previous secret while its rotation's grace period lasts (database time),
+    /// else `None`: the request then carries a second signature made with it. Never log it.
+    pub previous_signing_secret: Option<String>,
+    /// Whether the endpoint is in a rejection streak (401/403, `channels.rejected_since` set):
+    /// a success then ends it ([`crate::alerts::rejection_cleared`]); otherwise a success costs
+    /// no extra statement.
+    pub rejected: bool,
+    /// The database's time of this read, just before the request: the attempt's `started_at`
+    /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
+    /// clock, see [`crate::clock`]).
+    pub started_at: DateTime<Utc>,
+}
+
+/// Marks the delivery `delivering` and loads what the worker needs, in one statement. `None` if
+/// the delivery is gone or already final (delivered, dead or cancelled): the job then has
+/// nothing to do. A delivery of a message reads the message's payload (stored once for all its
+/// channels).
+pub async fn begin_attempt(
+    exec: impl PgExecutor<'_>,
+    delivery_id: Uuid,
+) -> Result<Option<Dispatch>> {
+    Ok(sqlx::query_as!(
+        Dispatch,
+        r#"
+        UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
+        FROM channels c
+        WHERE d.id = $1 AND c.id = d.channel_id AND d.status NOT IN ('delivered', 'dead', 'cancelled')
+        RETURNING d.id, coalesce(d.message_id, d.id) AS "webhook_id!", d.tenant_id, d.channel_id,
+                  d.event_type,
+                  coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
+                      AS "payload!",
+                  d.created_at, d.attempts, c.url, c.signing_secret,
+                  CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
+                      AS "previous_signing_secret?",
+                  c.rejected_since IS NOT NULL AS "rejected!",
+                  now() AS "started_at!"
+        "#,
+        delivery_id,
+    )
+    .fetch_optional(exec)
+    .await?)
+}
+
+/// One finished HTTP attempt to record.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord<'a> {
+    /// Delivery.
+    pub delivery_id: Uuid,
+    /// Its channel.
+    pub channel_id: Uuid,
+    /// Whether this attempt was the channel's half-open probe.
+    pub probe: bool,
+    /// When the request started.
+    pub started_at: DateTime<Utc>,
+    /// How long it took, ms.
+    pub duration_ms: i32,
+    /// `success` | `transient` | `permanent`.
+    pub outcome: &'a str,
+    /// HTTP status, if any.
+    pub status_code: Option<i32>,
+    /// `connect` | `timeout` | `blocked` | `other`, when no status.
+    pub error_kind: Option<&'a str>,
+    /// Error text, if failed.
+    pub error: Option<&'a str>,
+    /// The first bytes of the response body.
+    pub response_excerpt: Option<&'a str>,
+    /// Node that made it.
+    pub node_id: &'a str,
+    /// The delivery's status afterwards: `delivered`, `failed` (retry scheduled) or `dead`.
+    pub new_status: &'a str,
+}
+
+/// Records an attempt row and moves the delivery to its new status, in the caller's
+/// transaction. The attempt number is the delivery's `attempts + 1`.
+///
+/// Returns false when the delivery was cancelled while the attempt was in flight (by its tenant,
+/// or its channel was deleted): the attempt is still logged, but the delivery stays `cancelled`
+/// and the caller must let the result change nothing else (no circuit, no retry). Also false
+/// when the delivery no longer exists. The delivery's row lock makes this exact: a cancel
+/// either committed before (seen here) or waits for this transaction and then finds the
+/// delivery final (a channel deletion skips a locked row instead; the worker's gate cancels it
+/// later, see [`crate::lifecycle`]).
+pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<bool> {
+    let applied: Option<bool> = sqlx::query_scalar!(
+        r#"
+        WITH d AS (
+            UPDATE deliveries
+            SET attempts = attempts + 1,
+                status = CASE WHEN status = 'cancelled' THEN status ELSE $9 END,
+                last_error = CASE WHEN status = 'cancelled' THEN last_error ELSE $7 END,
+                updated_at = CASE WHEN status = 'cancelled' THEN updated_at ELSE now() END,
+                delivered_at = CASE WHEN status <> 'cancelled' AND $9 = 'delivered' THEN now()
+                                    ELSE delivered_at END
+            WHERE id = $1
+            RETURNING attempts, status
+        ), logged AS (
+            INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
+                                           status_code, error_kind, error, response_excerpt, node_id,
+                                           channel_id, probe)
+            SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
+        )
+        SELECT status <> 'cancelled' AS "applied!" FROM d
+        "#,
+        r.delivery_id,
+        r.started_at,
+        r.duration_ms,
+        r.outcome,
+        r.status_code,
+        r.error_kind,
+        r.error,
+        r.response_excerpt,
+        r.new_status,
+        r.node_id,
+        r.channel_id,
+        r.probe,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(applied.unwrap_or(false))
+}
+
+/// Ends a delivery whose channel is gone (deleted while its job waited or ran): `cancelled`
+/// with `reason` in `last_error`, unless it is already final. Returns whether it changed. For
+/// the worker, which then ends the job itself.
+pub async fn cancel_orphan(
+    exec: impl PgExecutor<'_>,
+    delivery_id: Uuid,
+    reason: &str,
+) -> Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE deliveries SET status = 'cancelled', last_error = $2, updated_at = now()
+         WHERE id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')",
+        delivery_id,
+        reason,
+    )
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}

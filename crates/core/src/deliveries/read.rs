@@ -1,0 +1,161 @@
+//! Deliveries and their attempts as the API shows them: one delivery, its attempts, and a
+//! page of a channel's deliveries.
+
+use super::{RawJson, Status};
+use crate::{Error, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+/// A delivery as the API shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Delivery {
+    /// Delivery id (the `webhook-id` of a delivery enqueued to its channel directly).
+    pub id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// The message this delivery fans out, if it was made by `POST /api/v1/messages`; its id is
+    /// then the `webhook-id` (see [`crate::messages`]).
+    pub message_id: Option<Uuid>,
+    /// Event type.
+    pub event_type: String,
+    /// Event data: the JSON value that was sent, as it was sent (any JSON value; `null` once
+    /// purged, see `payload_purged_at`).
+    #[sqlx(try_from = "String")]
+    #[schema(value_type = serde_json::Value)]
+    pub payload: RawJson,
+    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
+    /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
+    /// `last_error`). `delivered`, `dead` and `cancelled` are final.
+    pub status: Status,
+    /// HTTP attempts made.
+    pub attempts: i32,
+    /// Idempotency key, if one was given to the per-channel enqueue (a message's key is on the
+    /// message).
+    pub idempotency_key: Option<String>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// Accepted at.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Delivered at.
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// When the tenant purged the payload ([`crate::lifecycle::purge_payload`]), if it did.
+    #[sqlx(default)]
+    pub payload_purged_at: Option<DateTime<Utc>>,
+}
+
+/// One HTTP attempt as the API shows it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct Attempt {
+    /// Attempt number of the delivery, from 1.
+    pub attempt: i32,
+    /// When the request started.
+    pub started_at: DateTime<Utc>,
+    /// How long it took, ms.
+    pub duration_ms: i32,
+    /// `success` | `transient` | `permanent`.
+    pub outcome: String,
+    /// HTTP status, if a response arrived.
+    pub status_code: Option<i32>,
+    /// `connect` | `timeout` | `blocked` | `other`, when no status.
+    pub error_kind: Option<String>,
+    /// Error text.
+    pub error: Option<String>,
+    /// The first bytes of the response body.
+    pub response_excerpt: Option<String>,
+}
+
+/// The `SELECT … FROM` that reads [`Delivery`] rows (alias `d`; append `WHERE …`): a delivery of
+/// a message has no payload of its own and shows its message's (stored once for all channels), so
+/// every query that reads a delivery's payload goes through this join.
+pub const DELIVERY_SELECT: &str = "SELECT d.id, d.channel_id, d.message_id, d.event_type,
+        coalesce(d.payload, m.payload) AS payload, d.status, d.attempts, d.idempotency_key,
+        d.last_error, d.created_at, d.updated_at, d.delivered_at, d.payload_purged_at
+    FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id";
+
+/// Loads `tenant_id`'s delivery `id` ([`Error::NotFound`] for another tenant's).
+pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<Delivery> {
+    sqlx::query_as(&format!(
+        "{DELIVERY_SELECT} WHERE d.id = $1 AND d.tenant_id = $2"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("delivery"))
+}
+
+/// The attempts of a delivery, in order.
+pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Vec<Attempt>> {
+    Ok(sqlx::query_as!(
+        Attempt,
+        "SELECT attempt, started_at, duration_ms, outcome, status_code, error_kind, error, response_excerpt
+         FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id",
+        delivery_id,
+    )
+    .fetch_all(exec)
+    .await?)
+}
+
+/// A delivery as a list shows it: everything but the payload (up to 256 KiB each; read one
+/// delivery for it).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct DeliverySummary {
+    /// Delivery id (= `webhook-id`).
+    pub id: Uuid,
+    /// Channel.
+    pub channel_id: Uuid,
+    /// Event type.
+    pub event_type: String,
+    /// Its status.
+    pub status: Status,
+    /// HTTP attempts made.
+    pub attempts: i32,
+    /// Idempotency key, if one was given.
+    pub idempotency_key: Option<String>,
+    /// Last error, if any.
+    pub last_error: Option<String>,
+    /// Accepted at (the enqueue transaction's time: a batch shares it), microseconds kept.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Delivered at.
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// The list key of a delivery: `(created_at, id)`.
+pub type ListKey = (DateTime<Utc>, Uuid);
+
+/// A page of `tenant_id`'s deliveries to `channel_id`, newest first by `(created_at, id)`,
+/// optionally only those with `status`. Uses
+/// `deliveries_channel_list_idx`: a seek to the cursor, then index order; with a status filter
+/// the scan reads past the channel's rows of other statuses.
+pub async fn list(
+    exec: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    channel_id: Uuid,
+    status: Option<Status>,
+    page: &crate::page::Keyset<ListKey>,
+) -> Result<Vec<DeliverySummary>> {
+    let sql = format!(
+        "SELECT id, channel_id, event_type, status, attempts, idempotency_key, last_error,
+                created_at, updated_at, delivered_at
+         FROM deliveries
+         WHERE channel_id = $1 AND tenant_id = $2 AND ($3::text IS NULL OR status = $3){}{}
+         LIMIT $4",
+        page.seek("created_at, id", 5),
+        page.order_by("created_at, id"),
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(channel_id)
+        .bind(tenant_id)
+        .bind(status)
+        .bind(page.limit);
+    if let Some((at, id)) = page.after {
+        q = q.bind(at).bind(id);
+    }
+    Ok(q.fetch_all(exec).await?)
+}

@@ -1,0 +1,85 @@
+//! A delivery's status.
+
+use serde::Serialize;
+
+/// A delivery's status, the `deliveries.status` column (`text`, checked by the table's CHECK
+/// constraint; every value since migration `20261130000010_lifecycle`). Decodes from and
+/// encodes to that column (`sqlx::Type`) and serializes as the same snake_case word, so the API's
+/// JSON shows the column's text. `delivered`, `dead` and `cancelled` are final
+/// ([`Status::is_final`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    sqlx::Type,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[schema(as = DeliveryStatus)]
+pub enum Status {
+    /// Waiting for its next attempt.
+    Pending,
+    /// An attempt is in flight.
+    Delivering,
+    /// Held by an open or paused circuit.
+    Paused,
+    /// A retry is scheduled.
+    Failed,
+    /// Final: the endpoint accepted it.
+    Delivered,
+    /// Final: out of attempts, or a permanent failure.
+    Dead,
+    /// Final: cancelled by its tenant, or its channel or tenant was deleted.
+    Cancelled,
+}
+
+impl Status {
+    /// Every status, in the order the API lists them (`pending`, `delivering`, `paused`,
+    /// `failed`, `delivered`, `dead`, `cancelled`).
+    pub const ALL: [Status; 7] = [
+        Status::Pending,
+        Status::Delivering,
+        Status::Paused,
+        Status::Failed,
+        Status::Delivered,
+        Status::Dead,
+        Status::Cancelled,
+    ];
+
+    /// The column value (and JSON string).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Delivering => "delivering",
+            Status::Paused => "paused",
+            Status::Failed => "failed",
+            Status::Delivered => "delivered",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the column value; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Status::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
+    /// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
+    /// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.
+    pub fn is_final(self) -> bool {
+        matches!(self, Status::Delivered | Status::Dead | Status::Cancelled)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,59 @@
+//! What a fetch reads: its plan, and the index entries in it.
+
+use super::FETCH;
+use crate::{GroupLimits, Result};
+
+/// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of [`fetch`]'s full statement (the one that handles
+/// counted gates; the lean one reads the same index entries) with the same arguments, run in a
+/// transaction that is rolled back (nothing is claimed). For tests and benchmarks that check
+/// what a fetch reads: see [`index_rows`].
+pub async fn explain_fetch(
+    conn: &mut sqlx::PgConnection,
+    queue: &str,
+    node_id: &str,
+    limit: i64,
+    limits: &GroupLimits,
+) -> Result<serde_json::Value> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let (plan,): (serde_json::Value,) =
+        sqlx::query_as(&format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {FETCH}"))
+            .bind(queue)
+            .bind(limit.max(0))
+            .bind(node_id)
+            .bind(limits.initial as f32)
+            .bind(limits.floor as f32)
+            .bind(limits.ceiling as i32)
+            .bind(limits.gate_ceiling.map(|c| c.max(1) as i32))
+            .fetch_one(&mut *tx)
+            .await?;
+    tx.rollback().await?;
+    Ok(plan)
+}
+
+/// Index entries of `jobs` a plan from [`explain_fetch`] read to choose its jobs: over every
+/// scan of a `jobs` index other than the primary key (whose lookups are one per claimed job),
+/// the rows it returned plus the rows its filter removed, times its loops.
+pub fn index_rows(plan: &serde_json::Value) -> u64 {
+    fn walk(node: &serde_json::Value) -> u64 {
+        let here = match node["Node Type"].as_str() {
+            Some("Index Scan" | "Index Only Scan")
+                if node["Relation Name"] == "jobs" && node["Index Name"] != "jobs_pkey" =>
+            {
+                let loops = node["Actual Loops"].as_f64().unwrap_or(1.0);
+                let rows = node["Actual Rows"].as_f64().unwrap_or(0.0)
+                    + node["Rows Removed by Filter"].as_f64().unwrap_or(0.0);
+                (rows * loops).round() as u64
+            }
+            _ => 0,
+        };
+        here + node["Plans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(walk)
+            .sum::<u64>()
+    }
+    plan.as_array()
+        .and_then(|a| a.first())
+        .map_or(0, |top| walk(&top["Plan"]))
+}

@@ -1,0 +1,132 @@
+//! Checks and repairs of the queue's own bookkeeping, and the few statements other crates need
+//! on `jobs` and `job_groups` that are not part of a job's life cycle: moving waiting jobs to
+//! another queue, cancelling one waiting job by id, reading the newest job of a unique key, and
+//! the SQL fragment that counts a group's waiting jobs inside a caller's statement.
+//!
+//! Every statement on the queue's tables lives in this crate (issue 14: SQL with its table's
+//! owner); callers pass ids, never SQL on `jobs`.
+
+use crate::{JobState, Result};
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+/// Moves the waiting (`available` or `scheduled`) jobs of kind `kind` of the groups `group_ids`
+/// that sit in one of `from_queues` to queue `to_queue` (one UPDATE of their `queue` column; a
+/// job is moved, never copied, so a unique key never gets a second live job). Jobs already in
+/// `to_queue` and executing jobs stay where they are. Does not wake `to_queue` (the caller
+/// calls [`crate::notify_queues`] once it is done). Returns how many moved. Runs in the caller's
+/// transaction.
+pub async fn move_waiting(
+    exec: impl PgExecutor<'_>,
+    group_ids: &[Uuid],
+    kind: &str,
+    from_queues: &[String],
+    to_queue: &str,
+) -> Result<u64> {
+    let r = sqlx::query!(
+        "UPDATE jobs SET queue = $2
+         WHERE group_id = ANY($1)
+           AND state IN ('available', 'scheduled') AND kind = $3 AND queue = ANY($4) AND queue <> $2",
+        group_ids,
+        to_queue,
+        kind,
+        from_queues,
+    )
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected())
+}
+
+/// Cancels job `job_id` if it is still waiting (`available` or `scheduled`): final, with
+/// `finalized_at` now and nothing appended to its `errors` (a repair, unlike
+/// [`crate::cancel_keys`]). Returns whether it was cancelled; an executing or final job is left
+/// alone.
+pub async fn cancel_waiting_job(exec: impl PgExecutor<'_>, job_id: i64) -> Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE jobs SET state = 'cancelled', finalized_at = now()
+                     WHERE id = $1 AND state IN ('available', 'scheduled')",
+        job_id,
+    )
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() > 0)
+}
+
+/// The newest job (highest id) with unique key `unique_key`, live or final: its state and the
+/// error of its last recorded attempt (`errors[-1].error`), or `None` if the key never had one.
+pub async fn last_job(
+    exec: impl PgExecutor<'_>,
+    unique_key: &str,
+) -> Result<Option<(JobState, Option<String>)>> {
+    let row = sqlx::query!(
+        r#"SELECT state AS "state: JobState", errors->-1->>'error' AS error
+         FROM jobs WHERE unique_key = $1::text
+         ORDER BY id DESC LIMIT 1"#,
+        unique_key,
+    )
+    .fetch_optional(exec)
+    .await?;
+    Ok(row.map(|r| (r.state, r.error)))
+}
+
+/// Job groups whose `in_flight` differs from their executing jobs, at most `limit`: (group,
+/// counter, executing jobs). Reads only. [`recount_group_slots`] repairs one.
+pub async fn group_slots_drift(
+    exec: impl PgExecutor<'_>,
+    limit: i64,
+) -> Result<Vec<(Uuid, i32, i64)>> {
+    let rows = sqlx::query!(
+        r#"SELECT g.group_id, g.in_flight, coalesce(x.n, 0) AS "executing!"
+         FROM job_groups g
+         LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
+                    WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
+                ON x.group_id = g.group_id
+         WHERE g.in_flight <> coalesce(x.n, 0)
+         LIMIT $1"#,
+        limit,
+    )
+    .fetch_all(exec)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.group_id, r.in_flight, r.executing))
+        .collect())
+}
+
+/// Sets group `group_id`'s `in_flight` to its executing jobs (one UPDATE, under the group's row
+/// lock). Returns whether the group exists.
+pub async fn recount_group_slots(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<bool> {
+    let r = sqlx::query!(
+        "UPDATE job_groups g
+                     SET in_flight = (SELECT count(*) FROM jobs
+                                      WHERE group_id = g.group_id AND state = 'executing')
+                     WHERE g.group_id = $1",
+        group_id,
+    )
+    .execute(exec)
+    .await?;
+    Ok(r.rows_affected() > 0)
+}
+
+/// A SQL expression (a scalar subquery, `bigint`) counting the waiting (`available` or
+/// `scheduled`) jobs of the group whose id is the SQL expression `group_id`, for a caller's
+/// statement that lists many groups at once (e.g. `waiting_count_sql("c.id")`). The same
+/// predicate as [`crate::waiting_count`]; `group_id` must be trusted SQL, never user input.
+pub fn waiting_count_sql(group_id: &str) -> String {
+    format!(
+        "(SELECT count(*) FROM jobs j
+                           WHERE j.group_id = {group_id} AND j.state IN ('available', 'scheduled'))"
+    )
+}
+
+/// A SQL condition that holds while the job with unique key `unique_key` (a SQL expression) is
+/// live (`available`, `scheduled` or `executing`), for a caller's statement over many keys. The
+/// same "live" as the unique index; `unique_key` must be trusted SQL, never user input.
+pub fn live_job_exists_sql(unique_key: &str) -> String {
+    format!(
+        "EXISTS (
+                  SELECT 1 FROM jobs j
+                  WHERE j.unique_key = {unique_key}
+                    AND j.state IN ('available', 'scheduled', 'executing'))"
+    )
+}
