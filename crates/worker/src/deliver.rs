@@ -11,7 +11,7 @@
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch};
+use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
@@ -298,7 +298,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     tracing::debug!(
         outcome = class.as_str(),
         duration_ms = attempt.duration_ms,
-        new_status,
+        new_status = new_status.as_str(),
         probe = a.probe_generation.is_some(),
         "attempt recorded"
     );
@@ -314,12 +314,12 @@ pub(crate) fn count_transitions(transitions: &[breakwater_core::audit::Transitio
 }
 
 /// The delivery's status after an attempt of class `class`.
-fn new_status(class: Class, job: &Job) -> &'static str {
+fn new_status(class: Class, job: &Job) -> Status {
     match class {
-        Class::Success => "delivered",
-        Class::Permanent => "dead",
-        Class::Transient if job.is_last_attempt() => "dead",
-        Class::Transient => "failed",
+        Class::Success => Status::Delivered,
+        Class::Permanent => Status::Dead,
+        Class::Transient if job.is_last_attempt() => Status::Dead,
+        Class::Transient => Status::Failed,
     }
 }
 
@@ -334,7 +334,7 @@ fn attempt_record<'a>(
     class: Class,
     elapsed: Duration,
     error_text: &'a str,
-    new_status: &'a str,
+    new_status: Status,
 ) -> AttemptRecord<'a> {
     AttemptRecord {
         delivery_id: d.id,
@@ -389,7 +389,7 @@ async fn finish_job(
     job: &Job,
     tx: &mut PgConnection,
     class: Class,
-    new_status: &str,
+    new_status: Status,
     error_text: &str,
     after: &AfterAttempt,
 ) -> Result<bool> {
@@ -407,8 +407,8 @@ async fn finish_job(
             match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, error_text)
                 .await?
             {
-                Some(RetryOutcome::Retried(_)) => new_status == "failed",
-                Some(RetryOutcome::Discarded) => new_status == "dead",
+                Some(RetryOutcome::Retried(_)) => new_status == Status::Failed,
+                Some(RetryOutcome::Discarded) => new_status == Status::Dead,
                 None => false,
             }
         }

@@ -8,6 +8,7 @@
 use crate::request::{self, Sent};
 use crate::worker::Worker;
 use breakwater_core::deliveries::Dispatch;
+use breakwater_core::deliveries::Status;
 use breakwater_core::jobs::tier_of_queue;
 use breakwater_core::outcome::{classify, Class};
 use breakwater_queue::Job;
@@ -76,21 +77,21 @@ pub(crate) fn attempt(
     job: &Job,
     d: &Dispatch,
     class: Class,
-    new_status: &str,
+    new_status: Status,
     probe_generation: Option<i64>,
 ) {
-    let latency = (new_status == "delivered")
+    let latency = (new_status == Status::Delivered)
         .then(|| (Utc::now() - d.created_at).to_std().unwrap_or_default());
     breakwater_telemetry::attempt(
         tier(&job.queue),
         class.as_str(),
-        new_status,
+        new_status.as_str(),
         latency,
         probe_generation.is_some(),
     );
     let span = tracing::Span::current();
     span.record("outcome", class.as_str());
-    span.record("status", new_status);
+    span.record("status", new_status.as_str());
 }
 
 /// Counts a delivery job snoozed by its channel's rate limit

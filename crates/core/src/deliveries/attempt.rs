@@ -2,6 +2,7 @@
 //! what it records afterwards ([`record_attempt`]), and the end of a delivery whose channel is
 //! gone.
 
+use super::Status;
 use crate::Result;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
@@ -100,8 +101,9 @@ pub struct AttemptRecord<'a> {
     pub response_excerpt: Option<&'a str>,
     /// Node that made it.
     pub node_id: &'a str,
-    /// The delivery's status afterwards: `delivered`, `failed` (retry scheduled) or `dead`.
-    pub new_status: &'a str,
+    /// The delivery's status afterwards: [`Status::Delivered`], [`Status::Failed`] (retry
+    /// scheduled) or [`Status::Dead`].
+    pub new_status: Status,
 }
 
 /// Records an attempt row and moves the delivery to its new status, in the caller's
@@ -143,7 +145,7 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
         r.error_kind,
         r.error,
         r.response_excerpt,
-        r.new_status,
+        r.new_status.as_str(),
         r.node_id,
         r.channel_id,
         r.probe,
