@@ -391,3 +391,24 @@ pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Resu
     tx.commit().await?;
     Ok(changed)
 }
+
+/// SQL expressions over the gate whose key is the SQL expression `gate_key`, for a caller's
+/// statement that lists many gates at once (the operator's host list):
+/// `(parked, waiting, in_flight, cap)` — whether the gate is parked (`false` without a gate
+/// row), its groups' waiting (`available` or `scheduled`) jobs (`bigint`), its groups' jobs
+/// executing now (`bigint`, cluster-wide) and the gate's own cap (`int4`, null when none).
+/// `gate_key` must be trusted SQL, never user input.
+pub fn gate_summary_sql(gate_key: &str) -> [String; 4] {
+    [
+        format!("coalesce((SELECT x.parked FROM job_gates x WHERE x.gate_key = {gate_key}), false)"),
+        format!(
+            "(SELECT count(*) FROM job_groups g
+               JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
+             WHERE g.gate_key = {gate_key})"
+        ),
+        format!(
+            "(SELECT coalesce(sum(g.in_flight), 0) FROM job_groups g WHERE g.gate_key = {gate_key})::int8"
+        ),
+        format!("(SELECT x.max_in_flight FROM job_gates x WHERE x.gate_key = {gate_key})"),
+    ]
+}

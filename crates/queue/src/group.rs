@@ -191,6 +191,17 @@ pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<
     Ok(n as u64)
 }
 
+/// Locks group `group_id`'s row (`FOR UPDATE`) until the caller's transaction ends, so a caller
+/// about to park or release the group's gate takes the locks in the queue's order — group row,
+/// then gate row — as the fetch and the slot-release trigger do. Nothing if the group has no row.
+pub async fn lock_group(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<()> {
+    sqlx::query("SELECT 1 FROM job_groups WHERE group_id = $1 FOR UPDATE")
+        .bind(group_id)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
 /// Waiting jobs of the group if it is parked, or its gate is ([`crate::park_gate`]), else 0.
 pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i64> {
     Ok(sqlx::query_scalar!(

@@ -63,12 +63,14 @@ pub use enqueue::{enqueue, enqueue_many, reschedule_unique, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, fetch_batch_from, index_rows, Fetched};
 pub use gate::{
-    gate_slots_drift, gate_state, gate_waiting_count, park_gate, parked_gates, recount_gate_slots,
-    release_gate, set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
+    gate_slots_drift, gate_state, gate_summary_sql, gate_waiting_count, park_gate, parked_gates,
+    recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate, wake_one_in_gate,
+    GateState,
 };
 pub use group::{
-    adapt_limit, define_group, group_state, make_due, park_group, parked_count, parked_groups,
-    release_group, set_max_in_flight, waiting_count, wake_one, Feedback, GroupLimits, GroupState,
+    adapt_limit, define_group, group_state, lock_group, make_due, park_group, parked_count,
+    parked_groups, release_group, set_max_in_flight, waiting_count, wake_one, Feedback,
+    GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};

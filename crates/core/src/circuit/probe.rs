@@ -201,7 +201,7 @@ pub(super) async fn choose_probe(
         breakwater_queue::wake_one(&mut *tx, channel_id, JOB_DELIVER, PRIORITY_URGENT).await?;
     let Some(d) = woken
         .as_ref()
-        .and_then(|(_, args)| DeliverArgs::from_json(&args).ok().map(|a| a.delivery_id))
+        .and_then(|(_, args)| DeliverArgs::from_json(args).ok().map(|a| a.delivery_id))
     else {
         return Ok(None);
     };

@@ -69,18 +69,21 @@ pub struct HostCircuit {
     pub cap: Option<i32>,
 }
 
-pub(super) const HOST_SELECT: &str = "SELECT h.host_key, h.state, h.generation, h.changed_at, h.next_probe_at,
+/// The host list's select: each host circuit with its channels and its queue gate's figures
+/// ([`breakwater_queue::gate_summary_sql`]); `$1` is the default cap.
+pub(super) static HOST_SELECT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let [parked, waiting, in_flight, cap] = breakwater_queue::gate_summary_sql("h.host_key");
+    format!(
+        "SELECT h.host_key, h.state, h.generation, h.changed_at, h.next_probe_at,
         h.probe_failures, h.probe_delivery_id, h.last_failure_at, h.last_failure_reason,
         h.failure_threshold, h.cooldown_ms, h.max_in_flight,
         (SELECT count(*) FROM channels c WHERE c.host_key = h.host_key AND c.deleted_at IS NULL) AS channels,
-        CASE WHEN x.parked THEN
-            (SELECT count(*) FROM job_groups g
-               JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
-             WHERE g.gate_key = h.host_key)
-        ELSE 0 END AS parked,
-        (SELECT coalesce(sum(g.in_flight), 0) FROM job_groups g WHERE g.gate_key = h.host_key)::int8 AS in_flight,
-        coalesce(x.max_in_flight, h.max_in_flight, $1) AS cap
-     FROM host_circuits h LEFT JOIN job_gates x ON x.gate_key = h.host_key";
+        CASE WHEN {parked} THEN {waiting} ELSE 0 END AS parked,
+        {in_flight} AS in_flight,
+        coalesce({cap}, h.max_in_flight, $1) AS cap
+     FROM host_circuits h"
+    )
+});
 
 /// A page of host circuits by host key, optionally only those in `state`.
 pub async fn list(
@@ -90,7 +93,8 @@ pub async fn list(
     page: &crate::page::Keyset<String>,
 ) -> Result<Vec<HostCircuit>> {
     let sql = format!(
-        "{HOST_SELECT} WHERE ($2::text IS NULL OR h.state = $2){}{} LIMIT $3",
+        "{} WHERE ($2::text IS NULL OR h.state = $2){}{} LIMIT $3",
+        *HOST_SELECT,
         page.seek("h.host_key", 4),
         page.order_by("h.host_key"),
     );
@@ -106,7 +110,7 @@ pub async fn list(
 
 /// One host circuit, or [`Error::NotFound`].
 pub async fn get(conn: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Result<HostCircuit> {
-    sqlx::query_as(&format!("{HOST_SELECT} WHERE h.host_key = $2"))
+    sqlx::query_as(&format!("{} WHERE h.host_key = $2", *HOST_SELECT))
         .bind(cfg.default_cap())
         .bind(key)
         .fetch_optional(&mut *conn)

@@ -29,10 +29,7 @@ pub async fn record_result(
         // take group rows before gate rows): take the channel's group row now, before a
         // transition here parks or releases the host's gate, so a fetch holding this group and
         // waiting for the gate cannot deadlock with us.
-        sqlx::query("SELECT 1 FROM job_groups WHERE group_id = $1 FOR UPDATE")
-            .bind(channel_id)
-            .execute(&mut *tx)
-            .await?;
+        breakwater_queue::lock_group(&mut *tx, channel_id).await?;
     }
     match (host_probe, class) {
         (Some(generation), Class::Transient) => {
