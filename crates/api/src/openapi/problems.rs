@@ -1,0 +1,288 @@
+//! The problem responses of the OpenAPI document (`#/components/responses/<name>`, each an
+//! RFC 9457 `application/problem+json` body, [`crate::error::Problem`]), the markers a handler's
+//! `responses(...)` names them by ([`TenantAuth`], [`BadRequest`], …), and the security schemes.
+
+use std::collections::BTreeMap;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Content, HeaderBuilder, Ref, RefOr};
+use utoipa::{IntoResponses, Modify};
+
+/// One problem response, shared by every operation that can answer it
+/// (`#/components/responses/<name>`); the body is a [`crate::error::Problem`].
+struct ProblemResponse {
+    status: &'static str,
+    name: &'static str,
+    description: &'static str,
+    /// Sends `Retry-After` (seconds).
+    retry_after: bool,
+    /// Sends `WWW-Authenticate: Bearer`.
+    www_authenticate: bool,
+}
+
+const BAD_REQUEST: ProblemResponse = ProblemResponse {
+    status: "400",
+    name: "BadRequest",
+    description: "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
+        query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
+        (`malformed_json`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const UNAUTHORIZED: ProblemResponse = ProblemResponse {
+    status: "401",
+    name: "Unauthorized",
+    description: "No `Authorization: Bearer <key>` header, or an unknown or revoked key \
+        (`unauthorized`).",
+    retry_after: false,
+    www_authenticate: true,
+};
+const FORBIDDEN: ProblemResponse = ProblemResponse {
+    status: "403",
+    name: "Forbidden",
+    description: "A valid key of the wrong kind: a tenant key on an operator route or the \
+        operator key on a tenant route (`forbidden`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const NOT_FOUND: ProblemResponse = ProblemResponse {
+    status: "404",
+    name: "NotFound",
+    description: "No such object, or it belongs to another tenant (`not_found`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const CONFLICT: ProblemResponse = ProblemResponse {
+    status: "409",
+    name: "Conflict",
+    description: "The request conflicts with the object's state (`conflict`, `not_dead`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const PAYLOAD_TOO_LARGE: ProblemResponse = ProblemResponse {
+    status: "413",
+    name: "PayloadTooLarge",
+    description: "The body, or a delivery's payload, is larger than the route accepts \
+        (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = ProblemResponse {
+    status: "415",
+    name: "UnsupportedMediaType",
+    description: "The body is not sent as `Content-Type: application/json` \
+        (`unsupported_media_type`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const INVALID: ProblemResponse = ProblemResponse {
+    status: "422",
+    name: "Invalid",
+    description: "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
+        or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
+        naming it), or text with a NUL character (`invalid_text`).",
+    retry_after: false,
+    www_authenticate: false,
+};
+const TOO_MANY_REQUESTS: ProblemResponse = ProblemResponse {
+    status: "429",
+    name: "TooManyRequests",
+    description: "This API key made more requests than `api.ingress_per_second` allows \
+        (`rate_limited`); retry after `Retry-After` seconds.",
+    retry_after: true,
+    www_authenticate: false,
+};
+const SERVICE_UNAVAILABLE: ProblemResponse = ProblemResponse {
+    status: "503",
+    name: "ServiceUnavailable",
+    description: "The database could not serve the request in time (a row lock held elsewhere, \
+        a busy pool: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry \
+        after `Retry-After` seconds.",
+    retry_after: true,
+    www_authenticate: false,
+};
+
+const ALL_PROBLEMS: [&ProblemResponse; 10] = [
+    &BAD_REQUEST,
+    &UNAUTHORIZED,
+    &FORBIDDEN,
+    &NOT_FOUND,
+    &CONFLICT,
+    &PAYLOAD_TOO_LARGE,
+    &UNSUPPORTED_MEDIA_TYPE,
+    &INVALID,
+    &TOO_MANY_REQUESTS,
+    &SERVICE_UNAVAILABLE,
+];
+
+impl ProblemResponse {
+    fn response(&self) -> Response {
+        let mut r = ResponseBuilder::new()
+            .description(self.description)
+            .content(
+                "application/problem+json",
+                Content::new(Some(Ref::from_schema_name("Problem"))),
+            );
+        if self.retry_after {
+            r = r.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::Integer),
+                    )
+                    .description(Some("Seconds to wait before retrying."))
+                    .build(),
+            );
+        }
+        if self.www_authenticate {
+            r = r.header(
+                "WWW-Authenticate",
+                HeaderBuilder::new()
+                    .schema(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String),
+                    )
+                    .description(Some("`Bearer`."))
+                    .build(),
+            );
+        }
+        r.build()
+    }
+}
+
+/// References to the given problem responses, keyed by status.
+fn refs(problems: &[&ProblemResponse]) -> BTreeMap<String, RefOr<Response>> {
+    problems
+        .iter()
+        .map(|p| {
+            (
+                p.status.to_string(),
+                RefOr::Ref(Ref::from_response_name(p.name)),
+            )
+        })
+        .collect()
+}
+
+/// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the operator
+/// key), 429 (the key's ingress limit), 503 (database busy).
+pub(crate) struct TenantAuth;
+impl IntoResponses for TenantAuth {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[
+            &UNAUTHORIZED,
+            &FORBIDDEN,
+            &TOO_MANY_REQUESTS,
+            &SERVICE_UNAVAILABLE,
+        ])
+    }
+}
+
+/// `responses(...)` of a route behind the operator key: 401 (no or unknown key), 403 (a tenant
+/// key), 503 (database busy).
+pub(crate) struct OperatorAuth;
+impl IntoResponses for OperatorAuth {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&UNAUTHORIZED, &FORBIDDEN, &SERVICE_UNAVAILABLE])
+    }
+}
+
+/// `responses(...)` of a route with a JSON body: 400 (malformed JSON), 413 (too large), 415 (not
+/// `application/json`), 422 (wrong shape or invalid field).
+pub(crate) struct JsonBody;
+impl IntoResponses for JsonBody {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[
+            &BAD_REQUEST,
+            &PAYLOAD_TOO_LARGE,
+            &UNSUPPORTED_MEDIA_TYPE,
+            &INVALID,
+        ])
+    }
+}
+
+/// `responses(...)` of a route with a path id or a query string: 400.
+pub(crate) struct BadRequest;
+impl IntoResponses for BadRequest {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&BAD_REQUEST])
+    }
+}
+
+/// `responses(...)`: 404, no such object (or another tenant's).
+pub(crate) struct NotFound;
+impl IntoResponses for NotFound {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&NOT_FOUND])
+    }
+}
+
+/// `responses(...)`: 409, the object's state does not allow it.
+pub(crate) struct Conflict;
+impl IntoResponses for Conflict {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&CONFLICT])
+    }
+}
+
+/// `responses(...)`: 422, a query parameter or field out of range.
+pub(crate) struct Invalid;
+impl IntoResponses for Invalid {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&INVALID])
+    }
+}
+
+/// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
+pub(crate) struct Unavailable;
+impl IntoResponses for Unavailable {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        refs(&[&SERVICE_UNAVAILABLE])
+    }
+}
+
+/// Adds the problem responses and the security schemes to the document's components.
+pub(super) struct Components;
+
+impl Modify for Components {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for p in ALL_PROBLEMS {
+            components
+                .responses
+                .insert(p.name.to_string(), RefOr::T(p.response()));
+        }
+        let bearer = |description: &str, format: &str| {
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format(format)
+                    .description(Some(description))
+                    .build(),
+            )
+        };
+        components.add_security_scheme(
+            "tenant_key",
+            bearer(
+                "A tenant's API key (`bw_…`), shown once when the operator creates the tenant. \
+                 Each key is limited to `api.ingress_per_second` requests per second (429 above).",
+                "bw_…",
+            ),
+        );
+        components.add_security_scheme(
+            "operator_key",
+            bearer(
+                "The operator key (`BREAKWATER_OPERATOR_KEY`, at least 16 characters).",
+                "opaque",
+            ),
+        );
+        components.add_security_scheme(
+            "metrics_token",
+            bearer(
+                "The metrics token (`BREAKWATER_METRICS_TOKEN`); `/metrics` is open when it is \
+                 not set.",
+                "opaque",
+            ),
+        );
+    }
+}
