@@ -37,7 +37,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             ..
         } => {
             // Nothing to probe with: the watcher ends; the next delivery to arrive claims the
-            // probe role and schedules it again for its lease (circuit.rs module doc).
+            // probe role and schedules it again for its lease (the `circuit` module doc).
             tracing::info!(%channel_id, generation, "half-open with nothing waiting; the next delivery is the probe");
             breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?
         }
