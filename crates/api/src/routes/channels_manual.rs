@@ -221,13 +221,14 @@ pub(crate) async fn replay_window(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(key.tenant_id),
-            channel_id: Some(channel.id),
-            actor: &audit::tenant_actor(key.key_id),
-            action: "deliveries.replayed",
             reason: Some("channel replay"),
             details: serde_json::json!({ "replayed": ids.len(), "from": from, "to": to }),
-            ..Default::default()
+            ..audit::Entry::channel(
+                key.tenant_id,
+                channel.id,
+                &audit::tenant_actor(key.key_id),
+                "deliveries.replayed",
+            )
         },
     )
     .await?;
