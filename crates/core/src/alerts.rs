@@ -426,17 +426,18 @@ pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<Fl
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: "alerts.flapping_ended",
             reason: Some(&reason),
             details: serde_json::json!({
                 "suppressed": suppressed,
                 "flapping_since": since,
                 "state": state,
             }),
-            ..Default::default()
+            ..audit::Entry::channel(
+                tenant_id,
+                channel_id,
+                ACTOR_CIRCUIT_BREAKER,
+                "alerts.flapping_ended",
+            )
         },
     )
     .await?;

@@ -42,6 +42,21 @@ pub struct Entry<'a> {
     pub details: serde_json::Value,
 }
 
+impl<'a> Entry<'a> {
+    /// An entry about `tenant_id`'s channel `channel_id`: `actor` did `action`, with no states,
+    /// no reason and no details (written as `{}`). Set the rest with struct update syntax:
+    /// `Entry { reason: Some(why), ..Entry::channel(tenant_id, channel_id, actor, action) }`.
+    pub fn channel(tenant_id: Uuid, channel_id: Uuid, actor: &'a str, action: &'a str) -> Self {
+        Entry {
+            tenant_id: Some(tenant_id),
+            channel_id: Some(channel_id),
+            actor,
+            action,
+            ..Default::default()
+        }
+    }
+}
+
 /// A circuit transition (of a channel or a host) that its caller won and audited, with the
 /// audit row's states (`closed`, `open`, `half_open`, `paused`; a trial and a probe takeover go
 /// from `half_open` to `half_open`). Core returns these; the caller counts each in the metric

@@ -70,7 +70,8 @@ pub enum Finding {
 /// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
 pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let stranded: Vec<(Uuid, Status, Option<JobState>)> = sqlx::query_as(
+    find(
+        conn,
         "SELECT d.id, d.status,
                 (SELECT j.state FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
                  ORDER BY j.id DESC LIMIT 1)
@@ -81,52 +82,44 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
                WHERE j.unique_key = 'delivery:' || d.id
                  AND j.state IN ('available', 'scheduled', 'executing'))
          LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
-    out.extend(
-        stranded
-            .into_iter()
-            .map(|(delivery_id, status, last_job_state)| Finding::Stranded {
+        limit,
+        &mut out,
+        |(delivery_id, status, last_job_state): (Uuid, Status, Option<JobState>)| {
+            Finding::Stranded {
                 delivery_id,
                 status,
                 last_job_state,
-            }),
-    );
-    let orphaned: Vec<(Uuid, Status, i64)> = sqlx::query_as(
+            }
+        },
+    )
+    .await?;
+    find(
+        conn,
         "SELECT d.id, d.status, j.id
          FROM jobs j
          JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
          WHERE j.state IN ('available', 'scheduled') AND d.status IN ('delivered', 'dead', 'cancelled')
          LIMIT $1",
+        limit,
+        &mut out,
+        |(delivery_id, status, job_id): (Uuid, Status, i64)| Finding::Orphaned {
+            delivery_id,
+            status,
+            job_id,
+        },
     )
-    .bind(limit)
-    .fetch_all(&mut *conn)
     .await?;
-    out.extend(
-        orphaned
-            .into_iter()
-            .map(|(delivery_id, status, job_id)| Finding::Orphaned {
-                delivery_id,
-                status,
-                job_id,
-            }),
-    );
-    let not_delivering: Vec<(Uuid,)> = sqlx::query_as(
+    find(
+        conn,
         "SELECT d.id FROM deliveries d
          JOIN jobs j ON j.unique_key = 'delivery:' || d.id
          WHERE d.status = 'delivering' AND j.state IN ('available', 'scheduled')
          LIMIT $1",
+        limit,
+        &mut out,
+        |(delivery_id,): (Uuid,)| Finding::NotDelivering { delivery_id },
     )
-    .bind(limit)
-    .fetch_all(&mut *conn)
     .await?;
-    out.extend(
-        not_delivering
-            .into_iter()
-            .map(|(delivery_id,)| Finding::NotDelivering { delivery_id }),
-    );
     let drift = breakwater_queue::group_slots_drift(&mut *conn, limit).await?;
     out.extend(
         drift
@@ -148,6 +141,26 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
             }),
     );
     Ok(out)
+}
+
+/// Runs one read-only check: `sql` (its `$1` is `limit`) and each row it returns, made a
+/// finding by `finding`, appended to `out`.
+async fn find<T>(
+    conn: &mut PgConnection,
+    sql: &'static str,
+    limit: i64,
+    out: &mut Vec<Finding>,
+    finding: impl FnMut(T) -> Finding,
+) -> Result<()>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    let rows: Vec<T> = sqlx::query_as(sql)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+    out.extend(rows.into_iter().map(finding));
+    Ok(())
 }
 
 /// Repairs `findings` (from [`check`]), each in its own transaction and re-checked there, so a

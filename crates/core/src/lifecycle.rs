@@ -111,16 +111,12 @@ pub async fn delete_channel(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor,
-            action: "channel.deleted",
             details: serde_json::json!({
                 "old": { "name": name, "url": audit::url_summary(&url) },
                 "deliveries_cancelled": retired.deliveries_cancelled,
                 "jobs_cancelled": retired.jobs_cancelled,
             }),
-            ..Default::default()
+            ..audit::Entry::channel(tenant_id, channel_id, actor, "channel.deleted")
         },
     )
     .await?;
@@ -250,17 +246,13 @@ pub async fn cancel_delivery(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor,
-            action: "delivery.cancelled",
             details: serde_json::json!({
                 "delivery_id": delivery_id,
                 "old": { "status": status },
                 "new": { "status": Status::Cancelled },
                 "jobs_cancelled": jobs,
             }),
-            ..Default::default()
+            ..audit::Entry::channel(tenant_id, channel_id, actor, "delivery.cancelled")
         },
     )
     .await?;
@@ -307,12 +299,8 @@ pub async fn purge_payload(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor,
-            action: "delivery.payload_purged",
             details: serde_json::json!({ "delivery_id": delivery_id, "bytes": bytes }),
-            ..Default::default()
+            ..audit::Entry::channel(tenant_id, channel_id, actor, "delivery.payload_purged")
         },
     )
     .await?;

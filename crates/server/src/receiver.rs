@@ -126,13 +126,7 @@ impl Receiver {
 
     /// How many requests `name` received.
     pub fn count(&self, name: &str) -> usize {
-        self.inner
-            .lock()
-            .unwrap()
-            .received
-            .iter()
-            .filter(|r| r.endpoint == name)
-            .count()
+        self.received(name).len()
     }
 
     /// Waits until `name` has received at least `n` requests, or `timeout` passes; returns the

@@ -9,6 +9,7 @@ use crate::AppState;
 use axum::extract::State;
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
+use breakwater_core::tenants::TenantKey;
 use breakwater_core::{audit, circuit};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -22,6 +23,32 @@ pub(crate) struct ReasonQuery {
     pub(crate) reason: Option<String>,
 }
 
+impl ReasonQuery {
+    /// The reason a manual action is audited and alerted with: the caller's, else
+    /// `"{action} by {actor}"` (e.g. `channel.paused by operator`). More than 500 characters →
+    /// 422 on `reason`.
+    pub(crate) fn or_default(self, action: &str, actor: &str) -> Result<String, ApiError> {
+        let reason = self
+            .reason
+            .unwrap_or_else(|| format!("{action} by {actor}"));
+        if reason.chars().count() > 500 {
+            return Err(ApiError::invalid(
+                "reason",
+                "must be at most 500 characters",
+            ));
+        }
+        Ok(reason)
+    }
+}
+
+/// Counts a manual transition (of a channel or a host circuit) in
+/// `breakwater.circuit.transitions`; call it only once its transaction has committed.
+pub(crate) fn count_committed(moved: Option<audit::Transitioned>) {
+    if let Some(t) = moved {
+        breakwater_telemetry::circuit_transition(t.from, t.to);
+    }
+}
+
 /// Applies a manual change to the channel and answers with its view. Idempotent: a change that
 /// is already in effect changes nothing and audits nothing.
 pub(crate) async fn manual(
@@ -30,15 +57,9 @@ pub(crate) async fn manual(
     channel: Channel,
     change: circuit::Manual,
     actor: &str,
-    reason: Option<String>,
+    reason: ReasonQuery,
 ) -> Result<ChannelView, ApiError> {
-    let reason = reason.unwrap_or_else(|| format!("{} by {actor}", change.action()));
-    if reason.chars().count() > 500 {
-        return Err(ApiError::invalid(
-            "reason",
-            "must be at most 500 characters",
-        ));
-    }
+    let reason = reason.or_default(change.action(), actor)?;
     let mut tx = state.begin_audited(request).await?;
     let moved = circuit::apply_manual(
         &mut tx,
@@ -50,12 +71,26 @@ pub(crate) async fn manual(
     )
     .await?;
     tx.commit().await?;
-    if let Some(t) = moved {
-        let t = t.counted();
-        breakwater_telemetry::circuit_transition(t.from, t.to);
-    }
+    count_committed(moved.map(|t| t.counted()));
     let channel = channels::get_any(state.pool(), channel.id).await?;
     view(state, channel).await
+}
+
+/// A tenant's manual change to its channel `id` (404 for another tenant's), audited as the
+/// calling key: the handler body of pause and resume.
+async fn tenant_manual(
+    state: &AppState,
+    request: &RequestId,
+    key: TenantKey,
+    id: Uuid,
+    change: circuit::Manual,
+    reason: ReasonQuery,
+) -> Result<axum::Json<ChannelView>, ApiError> {
+    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
+    let actor = audit::tenant_actor(key.key_id);
+    Ok(axum::Json(
+        manual(state, request, channel, change, &actor, reason).await?,
+    ))
 }
 
 /// Pauses the channel: parks the backlog and pauses the circuit.
@@ -84,19 +119,7 @@ pub(crate) async fn pause(
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    let actor = audit::tenant_actor(key.key_id);
-    Ok(axum::Json(
-        manual(
-            &state,
-            &request,
-            channel,
-            circuit::Manual::Pause,
-            &actor,
-            q.reason,
-        )
-        .await?,
-    ))
+    tenant_manual(&state, &request, key, id, circuit::Manual::Pause, q).await
 }
 
 /// Resumes a paused channel: closes its circuit and releases every parked delivery.
@@ -124,19 +147,7 @@ pub(crate) async fn resume(
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    let actor = audit::tenant_actor(key.key_id);
-    Ok(axum::Json(
-        manual(
-            &state,
-            &request,
-            channel,
-            circuit::Manual::Resume,
-            &actor,
-            q.reason,
-        )
-        .await?,
-    ))
+    tenant_manual(&state, &request, key, id, circuit::Manual::Resume, q).await
 }
 
 /// Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
@@ -210,13 +221,14 @@ pub(crate) async fn replay_window(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(key.tenant_id),
-            channel_id: Some(channel.id),
-            actor: &audit::tenant_actor(key.key_id),
-            action: "deliveries.replayed",
             reason: Some("channel replay"),
             details: serde_json::json!({ "replayed": ids.len(), "from": from, "to": to }),
-            ..Default::default()
+            ..audit::Entry::channel(
+                key.tenant_id,
+                channel.id,
+                &audit::tenant_actor(key.key_id),
+                "deliveries.replayed",
+            )
         },
     )
     .await?;

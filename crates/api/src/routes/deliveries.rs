@@ -182,12 +182,13 @@ pub(crate) async fn replay(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(key.tenant_id),
-            channel_id: Some(delivery.channel_id),
-            actor: &audit::tenant_actor(key.key_id),
-            action: "delivery.replayed",
             details: serde_json::json!({ "delivery_id": id }),
-            ..Default::default()
+            ..audit::Entry::channel(
+                key.tenant_id,
+                delivery.channel_id,
+                &audit::tenant_actor(key.key_id),
+                "delivery.replayed",
+            )
         },
     )
     .await?;

@@ -2,7 +2,7 @@
 //! one open or closed, and override its threshold, cooldown and in-flight cap. See
 //! [`breakwater_core::hosts`] for what a host circuit is.
 
-use super::channels::ReasonQuery;
+use super::channels::{count_committed, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
@@ -145,28 +145,15 @@ pub(crate) async fn act(
         let mut conn = state.pool().acquire().await?;
         hosts::get(&mut conn, &host, cfg).await?;
     }
-    let reason = q.reason.unwrap_or_else(|| {
-        format!(
-            "{} by {ACTOR_OPERATOR}",
-            match change {
-                Manual::ForceOpen => "host.forced_open",
-                Manual::ForceClose => "host.forced_closed",
-            }
-        )
-    });
-    if reason.chars().count() > 500 {
-        return Err(ApiError::invalid(
-            "reason",
-            "must be at most 500 characters",
-        ));
-    }
+    let action = match change {
+        Manual::ForceOpen => "host.forced_open",
+        Manual::ForceClose => "host.forced_closed",
+    };
+    let reason = q.or_default(action, ACTOR_OPERATOR)?;
     let mut tx = state.begin_audited(&request).await?;
     let moved = hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
     tx.commit().await?;
-    if let Some(t) = moved {
-        let t = t.counted();
-        breakwater_telemetry::circuit_transition(t.from, t.to);
-    }
+    count_committed(moved.map(|t| t.counted()));
     let mut conn = state.pool().acquire().await?;
     Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
 }

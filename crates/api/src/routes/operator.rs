@@ -157,7 +157,7 @@ pub(crate) async fn act(
     };
     let channel = channels::get_any(state.pool(), id).await?;
     Ok(axum::Json(
-        manual(&state, &request, channel, change, ACTOR_OPERATOR, q.reason).await?,
+        manual(&state, &request, channel, change, ACTOR_OPERATOR, q).await?,
     ))
 }
 

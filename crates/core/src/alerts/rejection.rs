@@ -46,13 +46,14 @@ pub async fn endpoint_rejected(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: ACTION_ENDPOINT_REJECTED,
             reason: Some(&why),
             details: serde_json::json!({ "status": status, "circuit_state": state }),
-            ..Default::default()
+            ..audit::Entry::channel(
+                tenant_id,
+                channel_id,
+                ACTOR_CIRCUIT_BREAKER,
+                ACTION_ENDPOINT_REJECTED,
+            )
         },
     )
     .await?;

@@ -187,12 +187,8 @@ pub async fn create(
     audit::record(
         &mut *conn,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel.id),
-            actor,
-            action: "channel.created",
             details: serde_json::json!({ "new": audited_settings(&channel) }),
-            ..Default::default()
+            ..audit::Entry::channel(tenant_id, channel.id, actor, "channel.created")
         },
     )
     .await?;
@@ -333,12 +329,8 @@ pub async fn update(
         audit::record(
             &mut *conn,
             &audit::Entry {
-                tenant_id: Some(tenant_id),
-                channel_id: Some(id),
-                actor,
-                action: "channel.updated",
                 details,
-                ..Default::default()
+                ..audit::Entry::channel(tenant_id, id, actor, "channel.updated")
             },
         )
         .await?;

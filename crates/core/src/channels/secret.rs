@@ -71,15 +71,11 @@ pub async fn rotate_secret(
     audit::record(
         &mut *conn,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(id),
-            actor,
-            action: "channel.secret_rotated",
             details: serde_json::json!({
                 "grace_ms": grace_ms,
                 "previous_secret_expires_at": expires,
             }),
-            ..Default::default()
+            ..audit::Entry::channel(tenant_id, id, actor, "channel.secret_rotated")
         },
     )
     .await?;

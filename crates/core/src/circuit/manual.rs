@@ -141,14 +141,11 @@ pub async fn apply_manual(
             audit::record(
                 &mut *tx,
                 &audit::Entry {
-                    tenant_id: Some(tenant_id),
-                    channel_id: Some(channel_id),
-                    actor,
-                    action: change.action(),
                     from_state: Some(t.from.as_str()),
                     to_state: Some(State::Paused.as_str()),
                     reason: Some(reason),
                     details: serde_json::json!({ "generation": generation, "parked": parked }),
+                    ..audit::Entry::channel(tenant_id, channel_id, actor, change.action())
                 },
             )
             .await?;

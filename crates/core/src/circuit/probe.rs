@@ -147,10 +147,6 @@ pub async fn probe_watch(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: "circuit.probe_started",
             from_state: Some(before.as_str()),
             to_state: Some(State::HalfOpen.as_str()),
             reason: Some(reason),
@@ -161,6 +157,12 @@ pub async fn probe_watch(
                 "trial_successes": passed,
                 "deadline": chosen.map(|(_, at)| at),
             }),
+            ..audit::Entry::channel(
+                tenant_id,
+                channel_id,
+                ACTOR_CIRCUIT_BREAKER,
+                "circuit.probe_started",
+            )
         },
     )
     .await?;

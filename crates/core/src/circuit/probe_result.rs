@@ -150,15 +150,16 @@ pub async fn probe_succeeded(
         audit::record(
             &mut *tx,
             &audit::Entry {
-                tenant_id: Some(t.tenant_id),
-                channel_id: Some(channel_id),
-                actor: ACTOR_CIRCUIT_BREAKER,
-                action: "deliveries.replayed",
                 reason: Some("replay_dead_letters_on_close"),
                 details: serde_json::json!({
                     "replayed": replayed, "window_ms": window_ms, "from": from, "to": now,
                 }),
-                ..Default::default()
+                ..audit::Entry::channel(
+                    t.tenant_id,
+                    channel_id,
+                    ACTOR_CIRCUIT_BREAKER,
+                    "deliveries.replayed",
+                )
             },
         )
         .await?;
@@ -241,10 +242,6 @@ async fn next_trial(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(tenant_id),
-            channel_id: Some(channel_id),
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: "circuit.trial_passed",
             from_state: Some(State::HalfOpen.as_str()),
             to_state: Some(State::HalfOpen.as_str()),
             reason: Some(&reason),
@@ -255,6 +252,12 @@ async fn next_trial(
                 "probe_delivery_id": next_delivery_id,
                 "deadline": chosen.map(|(_, at)| at),
             }),
+            ..audit::Entry::channel(
+                tenant_id,
+                channel_id,
+                ACTOR_CIRCUIT_BREAKER,
+                "circuit.trial_passed",
+            )
         },
     )
     .await?;

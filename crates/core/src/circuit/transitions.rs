@@ -123,10 +123,6 @@ pub(super) async fn on_opened(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(t.tenant_id),
-            channel_id: Some(t.channel_id),
-            actor,
-            action,
             from_state: Some(t.from.as_str()),
             to_state: Some(t.to.as_str()),
             reason: Some(reason),
@@ -136,6 +132,7 @@ pub(super) async fn on_opened(
                 "parked": parked,
                 "next_probe_at": t.next_probe_at,
             }),
+            ..audit::Entry::channel(t.tenant_id, t.channel_id, actor, action)
         },
     )
     .await?;
@@ -257,14 +254,11 @@ pub(super) async fn on_closed(
     audit::record(
         &mut *tx,
         &audit::Entry {
-            tenant_id: Some(t.tenant_id),
-            channel_id: Some(t.channel_id),
-            actor,
-            action,
             from_state: Some(t.from.as_str()),
             to_state: Some(State::Closed.as_str()),
             reason: Some(reason),
             details: serde_json::json!({ "generation": t.generation, "released": released }),
+            ..audit::Entry::channel(t.tenant_id, t.channel_id, actor, action)
         },
     )
     .await?;
