@@ -277,6 +277,111 @@ async fn a_message_reaches_exactly_the_channels_whose_filter_matches(pool: PgPoo
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn purging_a_message_deliverys_payload_purges_the_message_once_all_are_final(pool: PgPool) {
+    // A message's deliveries share its payload (stored once, on the message): purging one
+    // purges the message's, so it waits until none of them may still be sent.
+    let app = TestApp::spawn(pool.clone()).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    let sent = channel_with_filter(&app, &key, "sent", Value::Null).await;
+    let held = channel_with_filter(&app, &key, "held", Value::Null).await;
+    let (s, _) = app
+        .post(&format!("/api/v1/channels/{held}/pause"), &key, &json!({}))
+        .await;
+    assert_eq!(s, 200);
+    let (s, v) = send(
+        &app,
+        &key,
+        &json!({ "event_type": "card.saved", "payload": { "card": "4111-1111" } }),
+        None,
+    )
+    .await;
+    assert_eq!(s, 202, "{v}");
+    let message: Uuid = v["id"].as_str().unwrap().parse().unwrap();
+    let of = |channel: Uuid| -> Uuid {
+        v["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["channel_id"] == json!(channel))
+            .unwrap()["delivery_id"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (delivered, waiting) = (of(sent), of(held));
+    wait_until(
+        Duration::from_secs(10),
+        "the unpaused channel's delivery is delivered",
+        || {
+            let app = &app;
+            async move { app.delivery_status(delivered).await == "delivered" }
+        },
+    )
+    .await;
+    let purge = |id: Uuid| {
+        let (app, key) = (&app, key.clone());
+        async move {
+            app.call(
+                "DELETE",
+                &format!("/api/v1/deliveries/{id}/payload"),
+                &key,
+                None,
+            )
+            .await
+        }
+    };
+
+    // The paused channel's delivery may still be sent: 409, nothing purged.
+    let (s, p, _) = purge(delivered).await;
+    assert_eq!(s, 409, "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 of them may still be sent"),
+        "{p}"
+    );
+    let (_, m) = app.get(&format!("/api/v1/messages/{message}"), &key).await;
+    assert_eq!(m["payload"]["card"], "4111-1111", "{m}");
+
+    // Once it is cancelled, every delivery of the message is final: purged, both marked.
+    let (s, _, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/deliveries/{waiting}/cancel"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, p, _) = purge(delivered).await;
+    assert_eq!(s, 204, "{p}");
+    for id in [delivered, waiting] {
+        let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+        assert!(d["payload"].is_null(), "{d}");
+        assert!(d["payload_purged_at"].is_string(), "{d}");
+    }
+    let stored: String = sqlx::query_scalar("SELECT payload FROM messages WHERE id = $1")
+        .bind(message)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, "null", "the payload is gone from the database");
+    // Again (through the other delivery): nothing more to do, no second audit row.
+    assert_eq!(purge(waiting).await.0, 204);
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'delivery.payload_purged'",
+    )
+    .bind(tenant)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 2, "one audit row per delivery of the message");
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_repeated_idempotency_key_replays_the_message_once(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;

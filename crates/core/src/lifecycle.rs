@@ -268,21 +268,29 @@ pub async fn cancel_delivery(
 /// be sent needs its payload ([`Error::Conflict`]: cancel it first). A purged dead delivery can
 /// no longer be replayed. Attempts keep their response excerpts (the receiver's answers, not
 /// the payload). Another tenant's or a missing delivery → [`Error::NotFound`].
+///
+/// A delivery made by a message (`POST /api/v1/messages`) has no payload of its own: it sends
+/// the message's, stored once for all of the message's deliveries. Purging it purges the
+/// message's payload, so it needs every delivery of the message final ([`Error::Conflict`]
+/// naming how many may still be sent), and marks every one of them purged, each with its audit
+/// row (`details.message_id` names the message).
 pub async fn purge_payload(
     tx: &mut PgConnection,
     tenant_id: Uuid,
     delivery_id: Uuid,
     actor: &str,
 ) -> Result<bool> {
-    let row: Option<(Uuid, Status, bool, i32)> = sqlx::query_as(
-        "SELECT channel_id, status, payload_purged_at IS NOT NULL, octet_length(payload)
+    // A message's delivery has no payload of its own (NULL): its size is the message's.
+    let row: Option<(Uuid, Status, bool, Option<i32>, Option<Uuid>)> = sqlx::query_as(
+        "SELECT channel_id, status, payload_purged_at IS NOT NULL, octet_length(payload),
+                message_id
          FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
     )
     .bind(delivery_id)
     .bind(tenant_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (channel_id, status, purged, bytes) = row.ok_or(Error::NotFound("delivery"))?;
+    let (channel_id, status, purged, bytes, message_id) = row.ok_or(Error::NotFound("delivery"))?;
     if !status.is_final() {
         return Err(Error::Conflict(format!(
             "delivery is {status} and may still be sent, so it needs its payload; cancel it \
@@ -292,10 +300,14 @@ pub async fn purge_payload(
     if purged {
         return Ok(false);
     }
+    if let Some(message_id) = message_id {
+        return purge_message_payload(tx, tenant_id, message_id, actor).await;
+    }
     sqlx::query("UPDATE deliveries SET payload = 'null', payload_purged_at = now() WHERE id = $1")
         .bind(delivery_id)
         .execute(&mut *tx)
         .await?;
+    let bytes = bytes.unwrap_or(0);
     audit::record(
         &mut *tx,
         &audit::Entry {
@@ -304,6 +316,61 @@ pub async fn purge_payload(
         },
     )
     .await?;
+    Ok(true)
+}
+
+/// [`purge_payload`] of a message's delivery: the message's payload, once every delivery of the
+/// message is final (the message row is locked first, so no delivery of it starts meanwhile).
+async fn purge_message_payload(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    message_id: Uuid,
+    actor: &str,
+) -> Result<bool> {
+    let bytes: i32 = sqlx::query_scalar(
+        "SELECT octet_length(payload) FROM messages WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    )
+    .bind(message_id)
+    .bind(tenant_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM deliveries
+         WHERE message_id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')",
+    )
+    .bind(message_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if live > 0 {
+        return Err(Error::Conflict(format!(
+            "this delivery's payload is message {message_id}'s, shared by its deliveries, and \
+             {live} of them may still be sent; cancel or wait for them first"
+        )));
+    }
+    sqlx::query("UPDATE messages SET payload = 'null' WHERE id = $1")
+        .bind(message_id)
+        .execute(&mut *tx)
+        .await?;
+    let marked: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "UPDATE deliveries SET payload_purged_at = now()
+         WHERE message_id = $1 AND payload_purged_at IS NULL
+         RETURNING id, channel_id",
+    )
+    .bind(message_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (delivery_id, channel_id) in marked {
+        audit::record(
+            &mut *tx,
+            &audit::Entry {
+                details: serde_json::json!({
+                    "delivery_id": delivery_id, "bytes": bytes, "message_id": message_id,
+                }),
+                ..audit::Entry::channel(tenant_id, channel_id, actor, "delivery.payload_purged")
+            },
+        )
+        .await?;
+    }
     Ok(true)
 }
 
