@@ -281,16 +281,30 @@ pub async fn purge_payload(
     actor: &str,
 ) -> Result<bool> {
     // A message's delivery has no payload of its own (NULL): its size is the message's.
-    let row: Option<(Uuid, Status, bool, Option<i32>, Option<Uuid>)> = sqlx::query_as(
-        "SELECT channel_id, status, payload_purged_at IS NOT NULL, octet_length(payload),
-                message_id
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        channel_id: Uuid,
+        status: Status,
+        purged: bool,
+        bytes: Option<i32>,
+        message_id: Option<Uuid>,
+    }
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT channel_id, status, payload_purged_at IS NOT NULL AS purged,
+                octet_length(payload) AS bytes, message_id
          FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
     )
     .bind(delivery_id)
     .bind(tenant_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (channel_id, status, purged, bytes, message_id) = row.ok_or(Error::NotFound("delivery"))?;
+    let Row {
+        channel_id,
+        status,
+        purged,
+        bytes,
+        message_id,
+    } = row.ok_or(Error::NotFound("delivery"))?;
     if !status.is_final() {
         return Err(Error::Conflict(format!(
             "delivery is {status} and may still be sent, so it needs its payload; cancel it \
