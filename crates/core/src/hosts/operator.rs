@@ -25,9 +25,28 @@ pub async fn apply_manual(
 ) -> Result<Option<Transition>> {
     match change {
         Manual::ForceOpen => {
-            open(tx, key, &["closed", "half_open"], false, reason, actor, cfg).await
+            open(
+                tx,
+                key,
+                &[State::Closed, State::HalfOpen],
+                false,
+                reason,
+                actor,
+                cfg,
+            )
+            .await
         }
-        Manual::ForceClose => close(tx, key, &["open", "half_open"], None, reason, actor).await,
+        Manual::ForceClose => {
+            close(
+                tx,
+                key,
+                &[State::Open, State::HalfOpen],
+                None,
+                reason,
+                actor,
+            )
+            .await
+        }
     }
 }
 

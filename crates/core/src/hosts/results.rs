@@ -98,7 +98,7 @@ pub(super) async fn record_failure(
     open(
         tx,
         &key,
-        &["closed"],
+        &[State::Closed],
         false,
         &why,
         ACTOR_CIRCUIT_BREAKER,
@@ -113,13 +113,13 @@ pub(super) async fn record_failure(
 pub(super) async fn open(
     tx: &mut PgConnection,
     key: &str,
-    from: &[&str],
+    from: &[State],
     reopen: bool,
     reason: &str,
     actor: &str,
     cfg: &HostsConfig,
 ) -> Result<Option<Transition>> {
-    let from: Vec<String> = from.iter().map(|s| s.to_string()).collect();
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let row: Option<HostRow> = sqlx::query_as(
         "WITH before AS (SELECT host_key, state FROM host_circuits WHERE host_key = $1 FOR UPDATE)
          UPDATE host_circuits h

@@ -166,7 +166,7 @@ pub(super) async fn probe_succeeded(
     close(
         tx,
         &key,
-        &["half_open"],
+        &[State::HalfOpen],
         Some(generation),
         "host probe answered",
         ACTOR_CIRCUIT_BREAKER,
@@ -206,7 +206,7 @@ pub(super) async fn probe_failed(
     open(
         tx,
         &key,
-        &["half_open"],
+        &[State::HalfOpen],
         true,
         &why,
         ACTOR_CIRCUIT_BREAKER,
@@ -220,12 +220,12 @@ pub(super) async fn probe_failed(
 pub(super) async fn close(
     tx: &mut PgConnection,
     key: &str,
-    from: &[&str],
+    from: &[State],
     generation: Option<i64>,
     reason: &str,
     actor: &str,
 ) -> Result<Option<Transition>> {
-    let from: Vec<String> = from.iter().map(|s| s.to_string()).collect();
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let row: Option<HostRow> = sqlx::query_as(
         "WITH before AS (SELECT host_key, state, generation FROM host_circuits WHERE host_key = $1 FOR UPDATE)
          UPDATE host_circuits h
