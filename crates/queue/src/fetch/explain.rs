@@ -1,6 +1,6 @@
 //! What a fetch reads: its plan, and the index entries in it.
 
-use super::FETCH;
+use super::{bind_args, FETCH};
 use crate::{GroupLimits, Result};
 
 /// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of [`fetch`]'s full statement (the one that handles
@@ -15,15 +15,9 @@ pub async fn explain_fetch(
     limits: &GroupLimits,
 ) -> Result<serde_json::Value> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {FETCH}");
     let (plan,): (serde_json::Value,) =
-        sqlx::query_as(&format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {FETCH}"))
-            .bind(queue)
-            .bind(limit.max(0))
-            .bind(node_id)
-            .bind(limits.initial as f32)
-            .bind(limits.floor as f32)
-            .bind(limits.ceiling as i32)
-            .bind(limits.gate_ceiling.map(|c| c.max(1) as i32))
+        bind_args(sqlx::query_as(&sql), queue, node_id, limit, limits)
             .fetch_one(&mut *tx)
             .await?;
     tx.rollback().await?;

@@ -24,6 +24,174 @@ WITH RECURSIVE heads AS (
     };
 }
 
+/// Each head's row in `headrows`: its group's row and its gate's row (both statements), with
+/// `$more` (a string literal: further columns, each after `,\n`) after `gate_counted`.
+macro_rules! headrows_select {
+    ($more:literal) => {
+        concat!(
+            r#"    SELECT h.group_id, h.priority, h.scheduled_at,
+           coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
+           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
+           g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
+           x.probe_slots AS gate_probe_slots, x.probe_group,
+           coalesce(x.max_in_flight, $7) AS gate_cap,
+           (x.gate_key IS NOT NULL
+            AND (x.parked OR coalesce(x.max_in_flight, $7) IS NOT NULL)) AS gate_counted"#,
+            $more,
+            r#"
+    FROM heads h
+    JOIN job_groups g ON g.group_id = h.group_id
+    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+"#
+        )
+    };
+}
+
+/// The tail of `ready`'s select list (each group's share load and its rank in its share) and the
+/// start of its filter (not parked, or holding a probe slot); the caller goes on with the rest
+/// of the filter.
+macro_rules! share_ranks {
+    () => {
+        r#"           sum(in_flight) OVER (PARTITION BY share) AS share_load,
+           row_number() OVER (PARTITION BY share ORDER BY priority, in_flight, scheduled_at) AS share_rank
+    FROM headrows
+    WHERE (NOT parked OR probe_slots > 0)"#
+    };
+}
+
+/// The body of `locked`: the rows of the groups in `turns`, locked `FOR UPDATE SKIP LOCKED` and
+/// re-checked (not parked or a probe slot, under the cap), with each one's `room`. `$columns`:
+/// the select list between `t.share_load, ` and `room` (ending in a newline); `$also`: further
+/// filter lines (or `""`).
+macro_rules! lock_groups {
+    ($columns:literal, $also:literal) => {
+        concat!(
+            "    SELECT g.group_id, t.share, t.share_load, ",
+            $columns,
+            r#"           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
+                 CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
+    FROM job_groups g
+    JOIN turns t ON t.group_id = g.group_id
+    WHERE (NOT g.parked OR g.probe_slots > 0)
+"#,
+            $also,
+            r#"      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+    FOR UPDATE OF g SKIP LOCKED
+"#
+        )
+    };
+}
+
+/// The grouped half of `candidates`, from its `group_load` column on: each group of CTE `$from`
+/// (aliased `$a`) gives its oldest due jobs, no more than its `room` (an index range each), then
+/// `UNION ALL`.
+macro_rules! group_jobs {
+    ($from:literal, $a:literal) => {
+        concat!(
+            "           ", $a, ".in_flight + row_number() OVER (PARTITION BY ", $a, ".group_id\n",
+            "                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load\n",
+            "    FROM ", $from, " ", $a, "\n",
+            "    CROSS JOIN LATERAL (\n",
+            "        SELECT id, priority, scheduled_at FROM jobs\n",
+            "        WHERE group_id = ", $a, ".group_id AND state = 'available' AND queue = $1\n",
+            "        ORDER BY priority, scheduled_at, id\n",
+            "        LIMIT ", $a, ".room) c\n",
+            "    WHERE ", $a, ".room > 0\n",
+            "    UNION ALL\n"
+        )
+    };
+}
+
+/// The ungrouped half of `candidates`: jobs without a group, oldest first, at most the limit.
+/// `$nulls`: the columns between `scheduled_at, ` and the row number (the grouped half's, as
+/// NULLs or zeros); `$also`: further filter lines (or `""`).
+macro_rules! ungrouped_jobs {
+    ($nulls:literal, $also:literal) => {
+        concat!(
+            "    SELECT id, priority, scheduled_at, ",
+            $nulls,
+            r#"
+           row_number() OVER (ORDER BY priority, scheduled_at, id)
+    FROM (SELECT id, priority, scheduled_at FROM jobs
+          WHERE state = 'available' AND group_id IS NULL AND queue = $1
+"#,
+            $also,
+            r#"          ORDER BY queue, priority, scheduled_at, id
+          LIMIT $2) u
+"#
+        )
+    };
+}
+
+/// `turn` in `chosen`: water-filling, a share's k-th job after every share's (k-1)-th, counting
+/// what each share already runs (a job without a group is its own share).
+macro_rules! turn {
+    () => {
+        r#"               CASE WHEN share IS NULL THEN 1
+                    ELSE share_load + row_number() OVER (PARTITION BY share
+                                                         ORDER BY group_load, scheduled_at, id)
+               END AS turn
+"#
+    };
+}
+
+/// The end of `picked` (the chosen jobs locked `FOR UPDATE SKIP LOCKED`, re-checked as
+/// available) and `claimed`: each becomes `executing` for node `$3` with a fresh claim token and
+/// `gate_slot = $gate_slot` (a string literal: SQL).
+macro_rules! claim {
+    ($gate_slot:literal) => {
+        concat!(
+            r#"    WHERE j.state = 'available'
+    FOR UPDATE OF j SKIP LOCKED
+), claimed AS (
+    UPDATE jobs j
+    SET state = 'executing',
+        attempt = j.attempt + 1,
+        attempted_at = now(),
+        attempted_by = $3,
+        claim_token = gen_random_uuid(),
+        gate_slot = "#,
+            $gate_slot,
+            r#"
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
+              j.claim_token, j.unique_key, j.group_id, j.created_at
+"#
+        )
+    };
+}
+
+/// The body of `counted`: each group's slots (and a parked group's probe slots) taken by its
+/// claimed jobs (`per_group`).
+macro_rules! count_group_slots {
+    () => {
+        r#"    UPDATE job_groups g
+    SET in_flight = g.in_flight + c.n,
+        probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
+    FROM per_group c
+    WHERE g.group_id = c.group_id
+"#
+    };
+}
+
+/// The claimed jobs as result rows (`held` NULL, `counted` = `$counted`, SQL), then `UNION ALL`.
+macro_rules! claimed_rows {
+    ($counted:literal) => {
+        concat!(
+            r#"SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
+       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held,
+       "#,
+            $counted,
+            r#" AS counted
+FROM claimed c
+LEFT JOIN per_group p ON p.group_id = c.group_id
+UNION ALL
+"#
+        )
+    };
+}
+
 /// The fetch statement. Parameters: `$1` queue, `$2` limit, `$3` node id, `$4` initial limit,
 /// `$5` floor, `$6` ceiling, `$7` gate ceiling (NULL: a gate is capped only by its own
 /// `max_in_flight`). See [`fetch`] for what each step does.
@@ -39,28 +207,19 @@ pub(super) const FETCH: &str = concat!(
     -- group without a gate costs).
     -- gate_share_load: the jobs in flight in this gate of this head's share (over the gate's
     -- groups with due work), for sharing the gate's room across shares.
-    SELECT h.group_id, h.priority, h.scheduled_at,
-           coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
-           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
-           g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
-           x.probe_slots AS gate_probe_slots, x.probe_group,
-           coalesce(x.max_in_flight, $7) AS gate_cap,
-           (x.gate_key IS NOT NULL
-            AND (x.parked OR coalesce(x.max_in_flight, $7) IS NOT NULL)) AS gate_counted,
-           sum(g.in_flight) OVER (PARTITION BY g.gate_key, coalesce(g.share_key, g.group_id)) AS gate_share_load
-    FROM heads h
-    JOIN job_groups g ON g.group_id = h.group_id
-    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-), ready AS (
+"#,
+    headrows_select!(
+        ",\n           sum(g.in_flight) OVER (PARTITION BY g.gate_key, coalesce(g.share_key, g.group_id)) AS gate_share_load"
+    ),
+    r#"), ready AS (
     -- Groups that may run more now: not parked (or holding a probe slot) and under their cap,
     -- and, in a counted gate, the gate not parked (or holding a probe slot this group may use)
     -- and under its cap, if it has one.
     SELECT group_id, share, in_flight, priority, scheduled_at, gate_share_load, gate_key,
            gate_counted,
-           sum(in_flight) OVER (PARTITION BY share) AS share_load,
-           row_number() OVER (PARTITION BY share ORDER BY priority, in_flight, scheduled_at) AS share_rank
-    FROM headrows
-    WHERE (NOT parked OR probe_slots > 0)
+"#,
+    share_ranks!(),
+    r#"
       AND in_flight < cap
       AND (NOT gate_counted
            OR ((gate_cap IS NULL OR gate_in_flight < gate_cap)
@@ -80,17 +239,15 @@ pub(super) const FETCH: &str = concat!(
     -- is read from the locked row too: a group changes gate only under this lock. `counted`:
     -- the group's gate is to be locked and counted (parked or capped as of the statement's
     -- start, or a gate the group moved to since, which is re-checked under its lock below).
-    SELECT g.group_id, t.share, t.share_load, t.gate_share_load, g.in_flight, g.gate_key,
+"#,
+    lock_groups!(
+        r#"t.gate_share_load, g.in_flight, g.gate_key,
            (g.gate_key IS NOT NULL
             AND (t.gate_counted OR g.gate_key IS DISTINCT FROM t.gate_key)) AS counted,
-           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
-                 CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
-    FROM job_groups g
-    JOIN turns t ON t.group_id = g.group_id
-    WHERE (NOT g.parked OR g.probe_slots > 0)
-      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
-    FOR UPDATE OF g SKIP LOCKED
-), gates AS (
+"#,
+        ""
+    ),
+    r#"), gates AS (
     -- Lock the counted gates of those groups and re-check them as they are now: a gate's room
     -- is its cap (if any) minus its jobs counted in flight, and while it is parked no more than
     -- its probe slots. Unlike a group's row, a gate's row is *waited for*, not skipped: one
@@ -120,25 +277,15 @@ pub(super) const FETCH: &str = concat!(
     -- Each served group's oldest due jobs, no more than its room (an index range each).
     SELECT c.id, c.priority, c.scheduled_at, s.group_id, s.share, s.share_load,
            s.slot_key, s.gate_share_load, s.gate_room,
-           s.in_flight + row_number() OVER (PARTITION BY s.group_id
-                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load
-    FROM served s
-    CROSS JOIN LATERAL (
-        SELECT id, priority, scheduled_at FROM jobs
-        WHERE group_id = s.group_id AND state = 'available' AND queue = $1
-        ORDER BY priority, scheduled_at, id
-        LIMIT s.room) c
-    WHERE s.room > 0
-    UNION ALL
-    -- Jobs without a group, oldest first, each its own share.
-    SELECT id, priority, scheduled_at, NULL::uuid, NULL::uuid, 0::int8,
-           NULL::text, 0::int8, NULL::int,
-           row_number() OVER (ORDER BY priority, scheduled_at, id)
-    FROM (SELECT id, priority, scheduled_at FROM jobs
-          WHERE state = 'available' AND group_id IS NULL AND queue = $1
-          ORDER BY queue, priority, scheduled_at, id
-          LIMIT $2) u
-), gated AS (
+"#,
+    group_jobs!("served", "s"),
+    r#"    -- Jobs without a group, oldest first, each its own share.
+"#,
+    ungrouped_jobs!(
+        "NULL::uuid, NULL::uuid, 0::int8,\n           NULL::text, 0::int8, NULL::int,",
+        ""
+    ),
+    r#"), gated AS (
     -- A counted gate's room goes to its candidates in water-filling order inside the gate: a share's
     -- k-th job in the gate goes after every share's (k-1)-th, counting what each share already
     -- runs in that gate (so a share with many groups in a gate cannot take all of its room).
@@ -156,41 +303,24 @@ pub(super) const FETCH: &str = concat!(
     -- share already runs.
     SELECT id, slot_key FROM (
         SELECT id, priority, scheduled_at, group_load, slot_key,
-               CASE WHEN share IS NULL THEN 1
-                    ELSE share_load + row_number() OVER (PARTITION BY share
-                                                         ORDER BY group_load, scheduled_at, id)
-               END AS turn
-        FROM gated) x
+"#,
+    turn!(),
+    r#"        FROM gated) x
     ORDER BY priority, turn, group_load, scheduled_at, id
     LIMIT $2
 ), picked AS (
     SELECT j.id, c.slot_key FROM jobs j JOIN chosen c ON c.id = j.id
-    WHERE j.state = 'available'
-    FOR UPDATE OF j SKIP LOCKED
-), claimed AS (
-    UPDATE jobs j
-    SET state = 'executing',
-        attempt = j.attempt + 1,
-        attempted_at = now(),
-        attempted_by = $3,
-        claim_token = gen_random_uuid(),
-        gate_slot = picked.slot_key
-    FROM picked
-    WHERE j.id = picked.id
-    RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
-              j.claim_token, j.unique_key, j.group_id, j.created_at
-), per_group AS (
+"#,
+    claim!("picked.slot_key"),
+    r#"), per_group AS (
     SELECT c.group_id, s.gate_key, s.slot_key, count(*)::int AS n
     FROM claimed c JOIN served s ON s.group_id = c.group_id
     GROUP BY c.group_id, s.gate_key, s.slot_key
 ), counted AS (
     -- Take the slots (and a parked group's probe slots) in the same statement.
-    UPDATE job_groups g
-    SET in_flight = g.in_flight + c.n,
-        probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
-    FROM per_group c
-    WHERE g.group_id = c.group_id
-), per_gate AS (
+"#,
+    count_group_slots!(),
+    r#"), per_gate AS (
     SELECT slot_key AS gate_key, sum(n)::int AS n FROM per_group WHERE slot_key IS NOT NULL
     GROUP BY slot_key
 ), gate_counted AS (
@@ -202,13 +332,9 @@ pub(super) const FETCH: &str = concat!(
     FROM per_gate c
     WHERE x.gate_key = c.gate_key
 )
-SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
-       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held,
-       p.slot_key IS NOT NULL AS counted
-FROM claimed c
-LEFT JOIN per_group p ON p.group_id = c.group_id
-UNION ALL
--- Groups with due work this fetch leaves at their cap ('capped', including those it just filled
+"#,
+    claimed_rows!("p.slot_key IS NOT NULL"),
+    r#"-- Groups with due work this fetch leaves at their cap ('capped', including those it just filled
 -- to it: a slot frees when one of their jobs finishes), whose gate it leaves at the gate's cap
 -- ('gate_capped', with the gate's key), or did not serve for another reason ('waiting': locked
 -- by another fetch, or past this fetch's limit). Groups in a parked group or gate are none of
@@ -245,18 +371,9 @@ WHERE NOT h.parked
 pub(super) const FETCH_LEAN: &str = concat!(
     heads_cte!(),
     r#"), headrows AS (
-    SELECT h.group_id, h.priority, h.scheduled_at,
-           coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
-           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
-           g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
-           x.probe_slots AS gate_probe_slots, x.probe_group,
-           coalesce(x.max_in_flight, $7) AS gate_cap,
-           (x.gate_key IS NOT NULL
-            AND (x.parked OR coalesce(x.max_in_flight, $7) IS NOT NULL)) AS gate_counted
-    FROM heads h
-    JOIN job_groups g ON g.group_id = h.group_id
-    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-), full_needed AS (
+"#,
+    headrows_select!(""),
+    r#"), full_needed AS (
     SELECT EXISTS (
         SELECT 1 FROM headrows
         WHERE gate_counted AND (NOT parked OR probe_slots > 0) AND in_flight < cap
@@ -266,10 +383,9 @@ pub(super) const FETCH_LEAN: &str = concat!(
     ) AS yes
 ), ready AS (
     SELECT group_id, share, in_flight, priority, scheduled_at, gate_key,
-           sum(in_flight) OVER (PARTITION BY share) AS share_load,
-           row_number() OVER (PARTITION BY share ORDER BY priority, in_flight, scheduled_at) AS share_rank
-    FROM headrows
-    WHERE (NOT parked OR probe_slots > 0) AND in_flight < cap AND NOT gate_counted
+"#,
+    share_ranks!(),
+    r#" AND in_flight < cap AND NOT gate_counted
 ), turns AS (
     SELECT group_id, share, share_load, priority, gate_key
     FROM ready
@@ -279,78 +395,42 @@ pub(super) const FETCH_LEAN: &str = concat!(
 ), locked AS (
     -- As in FETCH; a group that moved to another gate since the statement's start is left for
     -- the next fetch (reported as waiting).
-    SELECT g.group_id, t.share, t.share_load, g.in_flight, g.gate_key,
-           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
-                 CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
-    FROM job_groups g
-    JOIN turns t ON t.group_id = g.group_id
-    WHERE (NOT g.parked OR g.probe_slots > 0)
-      AND g.gate_key IS NOT DISTINCT FROM t.gate_key
-      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
-    FOR UPDATE OF g SKIP LOCKED
-), candidates AS (
+"#,
+    lock_groups!(
+        "g.in_flight, g.gate_key,\n",
+        "      AND g.gate_key IS NOT DISTINCT FROM t.gate_key\n"
+    ),
+    r#"), candidates AS (
     SELECT c.id, c.priority, c.scheduled_at, l.share, l.share_load,
-           l.in_flight + row_number() OVER (PARTITION BY l.group_id
-                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load
-    FROM locked l
-    CROSS JOIN LATERAL (
-        SELECT id, priority, scheduled_at FROM jobs
-        WHERE group_id = l.group_id AND state = 'available' AND queue = $1
-        ORDER BY priority, scheduled_at, id
-        LIMIT l.room) c
-    WHERE l.room > 0
-    UNION ALL
-    SELECT id, priority, scheduled_at, NULL::uuid, 0::int8,
-           row_number() OVER (ORDER BY priority, scheduled_at, id)
-    FROM (SELECT id, priority, scheduled_at FROM jobs
-          WHERE state = 'available' AND group_id IS NULL AND queue = $1
-            AND NOT (SELECT yes FROM full_needed)
-          ORDER BY queue, priority, scheduled_at, id
-          LIMIT $2) u
-), chosen AS (
+"#,
+    group_jobs!("locked", "l"),
+    ungrouped_jobs!(
+        "NULL::uuid, 0::int8,",
+        "            AND NOT (SELECT yes FROM full_needed)\n"
+    ),
+    r#"), chosen AS (
     SELECT id FROM (
         SELECT id, priority, scheduled_at, group_load,
-               CASE WHEN share IS NULL THEN 1
-                    ELSE share_load + row_number() OVER (PARTITION BY share
-                                                         ORDER BY group_load, scheduled_at, id)
-               END AS turn
-        FROM candidates) x
+"#,
+    turn!(),
+    r#"        FROM candidates) x
     ORDER BY priority, turn, group_load, scheduled_at, id
     LIMIT $2
 ), picked AS (
     SELECT j.id FROM jobs j JOIN chosen c ON c.id = j.id
-    WHERE j.state = 'available'
-    FOR UPDATE OF j SKIP LOCKED
-), claimed AS (
-    UPDATE jobs j
-    SET state = 'executing',
-        attempt = j.attempt + 1,
-        attempted_at = now(),
-        attempted_by = $3,
-        claim_token = gen_random_uuid(),
-        gate_slot = NULL
-    FROM picked
-    WHERE j.id = picked.id
-    RETURNING j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts,
-              j.claim_token, j.unique_key, j.group_id, j.created_at
-), per_group AS (
+"#,
+    claim!("NULL"),
+    r#"), per_group AS (
     SELECT c.group_id, l.gate_key, count(*)::int AS n
     FROM claimed c JOIN locked l ON l.group_id = c.group_id
     GROUP BY c.group_id, l.gate_key
 ), counted AS (
-    UPDATE job_groups g
-    SET in_flight = g.in_flight + c.n,
-        probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
-    FROM per_group c
-    WHERE g.group_id = c.group_id
-)
-SELECT c.id, c.queue, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.claim_token,
-       c.unique_key, c.group_id, c.created_at, p.gate_key, NULL::text AS held,
-       false AS counted
-FROM claimed c
-LEFT JOIN per_group p ON p.group_id = c.group_id
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'full', NULL
+"#,
+    count_group_slots!(),
+    r#")
+"#,
+    claimed_rows!("false"),
+    r#"SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'full', NULL
 FROM full_needed WHERE yes
 UNION ALL
 -- As in FETCH (this statement claims nothing in a counted gate).
