@@ -33,7 +33,10 @@ pub struct QueueStats {
 /// and takes no locks, so it is safe to run from every node at any time; the cost grows with
 /// the number of live jobs.
 pub async fn queue_stats(exec: impl PgExecutor<'_>) -> Result<Vec<QueueStats>> {
-    Ok(sqlx::query_as(
+    // sqlx reads the computed columns as nullable (it cannot tell that `count(*)` and the
+    // `greatest(coalesce(…), 0)` are never NULL); a `!` override in their aliases would change
+    // the statement's text, so the mapping below fills the impossible NULL with 0.
+    Ok(sqlx::query!(
         "SELECT queue,
                 count(*) FILTER (WHERE state = 'available' AND p.group_id IS NULL) AS available,
                 count(*) FILTER (WHERE state = 'scheduled') AS scheduled,
@@ -49,6 +52,14 @@ pub async fn queue_stats(exec: impl PgExecutor<'_>) -> Result<Vec<QueueStats>> {
          GROUP BY queue
          ORDER BY queue",
     )
+    .map(|r| QueueStats {
+        queue: r.queue,
+        available: r.available.unwrap_or_default(),
+        scheduled: r.scheduled.unwrap_or_default(),
+        executing: r.executing.unwrap_or_default(),
+        parked: r.parked.unwrap_or_default(),
+        oldest_available_ms: r.oldest_available_ms.unwrap_or_default(),
+    })
     .fetch_all(exec)
     .await?)
 }
