@@ -16,8 +16,26 @@ use crate::Result;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-// What a cancel sets (both statements below): final, with the reason (`$2`) appended to the
-// job's `errors`. Written out in each statement, as `sqlx::query!` needs a literal.
+/// Cancels the waiting jobs that `$which` selects (a string literal: a SQL condition on `$1`,
+/// bound to `$keys`), appending `$reason` (`$2`) to each job's `errors`; evaluates to the number
+/// cancelled. One statement text for both cancels below: `sqlx::query!` takes literals joined
+/// with `+`, so the statement stays compile-time checked.
+macro_rules! cancel_waiting {
+    ($exec:expr, $which:literal, $keys:expr, $reason:expr) => {
+        sqlx::query!(
+            "UPDATE jobs SET state = 'cancelled', finalized_at = now(), \
+                 errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text) \
+             WHERE "
+                + $which
+                + " AND state IN ('available', 'scheduled')",
+            $keys,
+            $reason,
+        )
+        .execute($exec)
+        .await?
+        .rows_affected()
+    };
+}
 
 /// Cancels every waiting job of the groups `group_ids` (one indexed UPDATE), appending `reason`
 /// to each job's `errors`. Returns how many were cancelled. Runs in the caller's transaction.
@@ -29,16 +47,12 @@ pub async fn cancel_groups(
     if group_ids.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query!(
-        "UPDATE jobs SET state = 'cancelled', finalized_at = now(), \
-             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text) \
-         WHERE group_id = ANY($1) AND state IN ('available', 'scheduled')",
+    Ok(cancel_waiting!(
+        exec,
+        "group_id = ANY($1)",
         group_ids,
-        reason,
-    )
-    .execute(exec)
-    .await?;
-    Ok(r.rows_affected())
+        reason
+    ))
 }
 
 /// Cancels the waiting jobs with these unique keys (at most one live job per key), appending
@@ -52,14 +66,10 @@ pub async fn cancel_keys(
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let r = sqlx::query!(
-        "UPDATE jobs SET state = 'cancelled', finalized_at = now(), \
-             errors = errors || jsonb_build_object('attempt', attempt, 'at', now(), 'error', $2::text) \
-         WHERE unique_key = ANY($1) AND state IN ('available', 'scheduled')",
+    Ok(cancel_waiting!(
+        exec,
+        "unique_key = ANY($1)",
         unique_keys,
-        reason,
-    )
-    .execute(exec)
-    .await?;
-    Ok(r.rows_affected())
+        reason
+    ))
 }

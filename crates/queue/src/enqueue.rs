@@ -1,5 +1,6 @@
 //! Inserting jobs.
 
+use crate::wake::{notify_due, MovedJob};
 use crate::{notify_queues, JobState, NewJob, Result};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -90,6 +91,36 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
     Ok(ids)
 }
 
+/// Moves the waiting live job with unique key `$key` (SQL `$1`) in state `$states` (a string
+/// literal: SQL, `= …` or `IN (…)`) to the time `$time` (a string literal: SQL over
+/// `scheduled_at` and `$2` = `$at`), `available` if that is due, and wakes its queue then.
+/// Evaluates to whether a job moved.
+macro_rules! move_unique {
+    ($conn:expr, $time:literal, $states:literal, $key:expr, $at:expr) => {{
+        let moved = sqlx::query_as!(
+            MovedJob,
+            r#"
+        UPDATE jobs
+        SET scheduled_at = "#
+                + $time
+                + r#",
+            state = CASE WHEN "#
+                + $time
+                + r#" <= now() THEN 'available' ELSE 'scheduled' END
+        WHERE unique_key = $1 AND state "#
+                + $states
+                + r#"
+        RETURNING queue, state AS "state: JobState"
+        "#,
+            $key,
+            $at,
+        )
+        .fetch_optional(&mut *$conn)
+        .await?;
+        notify_due(&mut *$conn, moved).await?
+    }};
+}
+
 /// Makes sure a job with `job.unique_key` (required) is due no later than `job.scheduled_at`:
 /// inserts it, or, when a live job with that key is already waiting, moves that job's time
 /// earlier if needed (never later). Returns true if a new job was inserted.
@@ -104,24 +135,13 @@ pub async fn schedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<bo
     if enqueue(&mut *conn, job).await?.is_some() {
         return Ok(true);
     }
-    let moved = sqlx::query!(
-        r#"
-        UPDATE jobs
-        SET scheduled_at = least(scheduled_at, coalesce($2, now())),
-            state = CASE WHEN least(scheduled_at, coalesce($2, now())) <= now() THEN 'available' ELSE 'scheduled' END
-        WHERE unique_key = $1 AND state = 'scheduled'
-        RETURNING queue, state AS "state: JobState"
-        "#,
+    move_unique!(
+        conn,
+        "least(scheduled_at, coalesce($2, now()))",
+        "= 'scheduled'",
         key,
-        job.scheduled_at,
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    if let Some(r) = moved {
-        if r.state == JobState::Available {
-            notify_queues(&mut *conn, &[r.queue]).await?;
-        }
-    }
+        job.scheduled_at
+    );
     Ok(false)
 }
 
@@ -138,26 +158,16 @@ pub async fn reschedule_unique(conn: &mut PgConnection, job: &NewJob) -> Result<
         .unique_key
         .as_deref()
         .expect("reschedule_unique needs a unique key");
-    let moved = sqlx::query!(
-        r#"
-        UPDATE jobs
-        SET scheduled_at = coalesce($2, now()),
-            state = CASE WHEN coalesce($2, now()) <= now() THEN 'available' ELSE 'scheduled' END
-        WHERE unique_key = $1 AND state IN ('scheduled', 'available')
-        RETURNING queue, state AS "state: JobState"
-        "#,
+    let moved = move_unique!(
+        conn,
+        "coalesce($2, now())",
+        "IN ('scheduled', 'available')",
         key,
-        job.scheduled_at,
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    match moved {
-        Some(r) => {
-            if r.state == JobState::Available {
-                notify_queues(&mut *conn, &[r.queue]).await?;
-            }
-            Ok(false)
-        }
-        None => Ok(enqueue(&mut *conn, job).await?.is_some()),
+        job.scheduled_at
+    );
+    if moved {
+        Ok(false)
+    } else {
+        Ok(enqueue(&mut *conn, job).await?.is_some())
     }
 }

@@ -30,9 +30,21 @@
 //! rows among themselves in key order; [`set_gate_max_in_flight`] takes job rows, then the gate
 //! row.
 
+use crate::wake::{notify_moved, Moved};
 use crate::{notify_queues, Error, Result, PRIORITY_NORMAL};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
+
+/// Creates gate `gate_key`'s row (not parked, no cap of its own) if it is missing.
+async fn ensure_gate(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<()> {
+    sqlx::query!(
+        "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
+        gate_key
+    )
+    .execute(exec)
+    .await?;
+    Ok(())
+}
 
 /// Puts group `group_id` in gate `gate_key` (`None`: in no gate). Creates the gate's row (not
 /// parked, no cap of its own) and the group's row if they are missing.
@@ -52,12 +64,7 @@ pub async fn set_group_gate(
 ) -> Result<()> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     if let Some(key) = gate_key {
-        sqlx::query!(
-            "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
-            key
-        )
-        .execute(&mut *tx)
-        .await?;
+        ensure_gate(&mut *tx, key).await?;
     }
     sqlx::query!(
         "INSERT INTO job_groups (group_id, gate_key) VALUES ($1, $2)
@@ -101,12 +108,7 @@ pub async fn set_gate_max_in_flight(
         return Err(Error::InvalidArgument("max_in_flight must be at least 1"));
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query!(
-        "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
-        gate_key
-    )
-    .execute(&mut *tx)
-    .await?;
+    ensure_gate(&mut *tx, gate_key).await?;
     let stamped = if max.is_some() {
         sqlx::query!(
             "UPDATE jobs SET gate_slot = $1
@@ -172,7 +174,8 @@ pub async fn release_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64
     )
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query!(
+    let moved = sqlx::query_as!(
+        Moved,
         r#"SELECT j.queue AS "queue!", count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')
          WHERE g.gate_key = $1
@@ -180,11 +183,8 @@ pub async fn release_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64
         gate_key,
     )
     .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| (r.queue, r.n))
-    .collect();
-    crate::wake::notify_moved(&mut *conn, queues).await
+    .await?;
+    notify_moved(&mut *conn, moved).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of gate `gate_key`'s groups, parked or not.
@@ -224,21 +224,11 @@ pub async fn wake_one_in_gate(
     priority: i16,
 ) -> Result<Option<(i64, Uuid, serde_json::Value)>> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query!(
-        "INSERT INTO job_gates (gate_key) VALUES ($1) ON CONFLICT DO NOTHING",
-        gate_key
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "SELECT 1 AS locked FROM job_gates WHERE gate_key = $1 FOR UPDATE",
-        gate_key
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    ensure_gate(&mut *tx, gate_key).await?;
+    lock_rows!(&mut *tx, "job_gates", "gate_key = $1", gate_key);
     // One index probe per group of the gate (its first waiting job of `kind`, available or
     // scheduled, each an ordered range of jobs_group_idx), never a walk of its backlog.
-    let row: Option<(i64, Uuid, serde_json::Value, String)> = sqlx::query_as(
+    let row = sqlx::query!(
         r#"
         WITH chosen AS (
             SELECT j.id, g.group_id
@@ -268,24 +258,24 @@ pub async fn wake_one_in_gate(
         WHERE j.id = c.id AND j.state IN ('available', 'scheduled')
         RETURNING j.id, c.group_id, j.args, j.queue
         "#,
+        gate_key,
+        kind,
+        priority,
+        PRIORITY_NORMAL,
     )
-    .bind(gate_key)
-    .bind(kind)
-    .bind(priority)
-    .bind(PRIORITY_NORMAL)
     .fetch_optional(&mut *tx)
     .await?;
     sqlx::query!(
         "UPDATE job_gates SET probe_slots = 1, probe_group = $2 WHERE gate_key = $1",
         gate_key,
-        row.as_ref().map(|r| r.1)
+        row.as_ref().map(|r| r.group_id)
     )
     .execute(&mut *tx)
     .await?;
     let out = match row {
-        Some((id, group, args, queue)) => {
-            notify_queues(&mut *tx, &[queue]).await?;
-            Some((id, group, args))
+        Some(r) => {
+            notify_queues(&mut *tx, &[r.queue]).await?;
+            Some((r.id, r.group_id, r.args))
         }
         None => None,
     };
@@ -313,12 +303,22 @@ pub struct GateState {
 
 /// Gate `gate_key`'s row, or `None` if it has none.
 pub async fn gate_state(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<Option<GateState>> {
-    Ok(sqlx::query_as(
+    // sqlx reads `groups` (a computed column) as nullable; a `!` override in its alias would
+    // change the statement's text, so the impossible NULL count becomes 0 here.
+    Ok(sqlx::query!(
         "SELECT x.in_flight, x.max_in_flight, x.parked, x.probe_slots, x.probe_group,
                 (SELECT count(*) FROM job_groups g WHERE g.gate_key = x.gate_key) AS groups
          FROM job_gates x WHERE x.gate_key = $1",
+        gate_key,
     )
-    .bind(gate_key)
+    .map(|r| GateState {
+        in_flight: r.in_flight,
+        max_in_flight: r.max_in_flight,
+        parked: r.parked,
+        probe_slots: r.probe_slots,
+        probe_group: r.probe_group,
+        groups: r.groups.unwrap_or_default(),
+    })
     .fetch_optional(exec)
     .await?)
 }
@@ -341,7 +341,7 @@ pub async fn gate_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(String, i32, i64)>> {
-    let rows = sqlx::query!(
+    Ok(sqlx::query!(
         r#"SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS "executing!"
          FROM job_gates x
          LEFT JOIN (SELECT gate_slot, count(*) AS n FROM jobs
@@ -352,12 +352,9 @@ pub async fn gate_slots_drift(
          LIMIT $1"#,
         limit,
     )
+    .map(|r| (r.gate_key, r.in_flight, r.executing))
     .fetch_all(exec)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.gate_key, r.in_flight, r.executing))
-        .collect())
+    .await?)
 }
 
 /// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it
@@ -370,12 +367,7 @@ pub async fn gate_slots_drift(
 /// exact. Runs in a transaction (a savepoint inside the caller's).
 pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    sqlx::query!(
-        "SELECT 1 AS locked FROM job_gates WHERE gate_key = $1 FOR UPDATE",
-        gate_key
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    lock_rows!(&mut *tx, "job_gates", "gate_key = $1", gate_key);
     let changed = sqlx::query!(
         "UPDATE job_gates x
          SET in_flight = c.n

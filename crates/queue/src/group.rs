@@ -6,6 +6,7 @@
 //! parking and releasing 100 000 jobs is one row update each, parked jobs never wake up on their
 //! own, and nothing has to re-park them.
 
+use crate::wake::{notify_moved, Moved};
 use crate::{notify_queues, Result, PRIORITY_NORMAL};
 use sqlx::{PgConnection, PgExecutor};
 use std::time::Duration;
@@ -166,18 +167,16 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
     )
     .execute(&mut *conn)
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query!(
+    let moved = sqlx::query_as!(
+        Moved,
         r#"SELECT queue AS "queue!", count(*) AS "n!" FROM jobs
          WHERE group_id = $1 AND state IN ('available', 'scheduled')
          GROUP BY queue"#,
         group_id,
     )
     .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| (r.queue, r.n))
-    .collect();
-    crate::wake::notify_moved(&mut *conn, queues).await
+    .await?;
+    notify_moved(&mut *conn, moved).await
 }
 
 /// Waiting (`available` or `scheduled`) jobs of the group, parked or not.
@@ -195,10 +194,7 @@ pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<
 /// about to park or release the group's gate takes the locks in the queue's order — group row,
 /// then gate row — as the fetch and the slot-release trigger do. Nothing if the group has no row.
 pub async fn lock_group(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<()> {
-    sqlx::query("SELECT 1 FROM job_groups WHERE group_id = $1 FOR UPDATE")
-        .bind(group_id)
-        .execute(exec)
-        .await?;
+    lock_rows!(exec, "job_groups", "group_id = $1", group_id);
     Ok(())
 }
 
@@ -240,7 +236,7 @@ pub async fn wake_one(
     kind: &str,
     priority: i16,
 ) -> Result<Option<(i64, serde_json::Value)>> {
-    let row: Option<(i64, serde_json::Value, String)> = sqlx::query_as(
+    let row = sqlx::query!(
         r#"
         WITH chosen AS (
             SELECT id FROM jobs
@@ -257,11 +253,11 @@ pub async fn wake_one(
         FROM chosen WHERE j.id = chosen.id
         RETURNING j.id, j.args, j.queue
         "#,
+        group_id,
+        kind,
+        priority,
+        PRIORITY_NORMAL,
     )
-    .bind(group_id)
-    .bind(kind)
-    .bind(priority)
-    .bind(PRIORITY_NORMAL)
     .fetch_optional(&mut *conn)
     .await?;
     sqlx::query!(
@@ -272,9 +268,9 @@ pub async fn wake_one(
     .execute(&mut *conn)
     .await?;
     match row {
-        Some((id, args, queue)) => {
-            notify_queues(&mut *conn, &[queue]).await?;
-            Ok(Some((id, args)))
+        Some(r) => {
+            notify_queues(&mut *conn, &[r.queue]).await?;
+            Ok(Some((r.id, r.args)))
         }
         None => Ok(None),
     }
@@ -351,7 +347,8 @@ pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result
     if unique_keys.is_empty() {
         return Ok(0);
     }
-    let queues: Vec<(String, i64)> = sqlx::query!(
+    let moved = sqlx::query_as!(
+        Moved,
         r#"WITH moved AS (
              UPDATE jobs SET state = 'available', scheduled_at = now()
              WHERE unique_key = ANY($1) AND state = 'scheduled'
@@ -360,9 +357,6 @@ pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result
         unique_keys,
     )
     .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| (r.queue, r.n))
-    .collect();
-    crate::wake::notify_moved(&mut *conn, queues).await
+    .await?;
+    notify_moved(&mut *conn, moved).await
 }

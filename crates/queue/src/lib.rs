@@ -42,6 +42,21 @@
 //!
 //! Delivery is at-least-once: a job may run again after a crash, never zero times.
 
+/// Locks (`FOR UPDATE`, until the transaction ends) the rows of queue table `$table` (a string
+/// literal) that `$which` selects (a string literal: SQL on `$1`, bound to `$arg`, with an
+/// `ORDER BY` when it takes many rows). One statement text for every row lock of the queue: a
+/// group's, a gate's, or many of either in key order (see `maintenance::lock_slots`).
+macro_rules! lock_rows {
+    ($exec:expr, $table:literal, $which:literal, $arg:expr) => {{
+        sqlx::query!(
+            "SELECT 1 AS locked FROM " + $table + " WHERE " + $which + " FOR UPDATE",
+            $arg
+        )
+        .fetch_all($exec)
+        .await?;
+    }};
+}
+
 mod backoff;
 mod cancel;
 mod enqueue;

@@ -5,6 +5,7 @@
 //! the heartbeat is an upsert of the node's own row.
 
 use crate::outcome::millis;
+use crate::wake::{notify_moved, Moved};
 use crate::Result;
 use sqlx::{PgExecutor, PgPool};
 use std::time::Duration;
@@ -34,7 +35,8 @@ pub async fn deregister(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> 
 /// Moves up to `limit` due `scheduled` jobs to `available` and wakes their queues. Returns how
 /// many moved.
 pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u64> {
-    let queues: Vec<(String, i64)> = sqlx::query!(
+    let moved = sqlx::query_as!(
+        Moved,
         r#"
         WITH due AS (
             SELECT id FROM jobs
@@ -52,11 +54,8 @@ pub async fn promote_due(conn: &mut sqlx::PgConnection, limit: i64) -> Result<u6
         limit,
     )
     .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(|r| (r.queue, r.n))
-    .collect();
-    crate::wake::notify_moved(&mut *conn, queues).await
+    .await?;
+    notify_moved(&mut *conn, moved).await
 }
 
 /// Which `executing` jobs [`rescue`] takes back.
@@ -80,7 +79,7 @@ pub struct RescuePolicy {
 /// Returns how many jobs were rescued.
 pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<u64> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let stale: Vec<(i64, Option<Uuid>, Option<String>)> = sqlx::query_as(
+    let stale = sqlx::query!(
         r#"
         SELECT j.id, j.group_id, j.gate_slot FROM jobs j
         WHERE j.state = 'executing'
@@ -92,24 +91,25 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
                      AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond')))
         FOR UPDATE OF j SKIP LOCKED
         "#,
+        millis(policy.stale_after) as _,
+        millis(policy.max_run) as _,
+        &policy.own_node,
     )
-    .bind(millis(policy.stale_after))
-    .bind(millis(policy.max_run))
-    .bind(&policy.own_node)
     .fetch_all(&mut *tx)
     .await?;
     if stale.is_empty() {
         tx.commit().await?;
         return forget_old_nodes(conn, policy).await.map(|()| 0);
     }
-    let ids: Vec<i64> = stale.iter().map(|s| s.0).collect();
+    let ids: Vec<i64> = stale.iter().map(|s| s.id).collect();
     lock_slots(
         &mut tx,
-        stale.iter().filter_map(|s| s.1),
-        stale.iter().filter_map(|s| s.2.clone()),
+        stale.iter().filter_map(|s| s.group_id),
+        stale.iter().filter_map(|s| s.gate_slot.clone()),
     )
     .await?;
-    let queues: Vec<(String, i64)> = sqlx::query!(
+    let moved = sqlx::query_as!(
+        Moved,
         r#"
         WITH rescued AS (
             UPDATE jobs j
@@ -131,11 +131,8 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
         millis(policy.max_run) as _,
     )
     .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| (r.queue, r.n))
-    .collect();
-    let n = crate::wake::notify_moved(&mut *tx, queues).await?;
+    .await?;
+    let n = notify_moved(&mut *tx, moved).await?;
     tx.commit().await?;
     forget_old_nodes(conn, policy).await?;
     Ok(n)
@@ -159,20 +156,20 @@ pub(crate) async fn lock_slots(
     gates.sort();
     gates.dedup();
     if !groups.is_empty() {
-        sqlx::query!(
-            "SELECT 1 AS locked FROM job_groups WHERE group_id = ANY($1) ORDER BY group_id FOR UPDATE",
-            &groups,
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        lock_rows!(
+            &mut *tx,
+            "job_groups",
+            "group_id = ANY($1) ORDER BY group_id",
+            &groups
+        );
     }
     if !gates.is_empty() {
-        sqlx::query!(
-            "SELECT 1 AS locked FROM job_gates WHERE gate_key = ANY($1) ORDER BY gate_key FOR UPDATE",
-            &gates,
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        lock_rows!(
+            &mut *tx,
+            "job_gates",
+            "gate_key = ANY($1) ORDER BY gate_key",
+            &gates
+        );
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! changes nothing and returns `false` / `None`. That is the fence that makes a late result from
 //! a rescued run harmless.
 
+use crate::wake::{notify_due, MovedJob};
 use crate::{notify_queues, JobState, Result};
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
@@ -136,7 +137,8 @@ pub async fn snooze(
     delay: Duration,
     priority: Option<i16>,
 ) -> Result<bool> {
-    let moved = sqlx::query!(
+    let moved = sqlx::query_as!(
+        MovedJob,
         r#"
         UPDATE jobs
         SET state = CASE WHEN $3 <= 0 THEN 'available' ELSE 'scheduled' END,
@@ -154,15 +156,7 @@ pub async fn snooze(
     )
     .fetch_optional(&mut *conn)
     .await?;
-    match moved {
-        Some(r) => {
-            if r.state == JobState::Available {
-                notify_queues(&mut *conn, &[r.queue]).await?;
-            }
-            Ok(true)
-        }
-        None => Ok(false),
-    }
+    notify_due(&mut *conn, moved).await
 }
 
 /// Hands claimed jobs back as available without using an attempt (graceful shutdown: the run

@@ -75,7 +75,7 @@ pub async fn group_slots_drift(
     exec: impl PgExecutor<'_>,
     limit: i64,
 ) -> Result<Vec<(Uuid, i32, i64)>> {
-    let rows = sqlx::query!(
+    Ok(sqlx::query!(
         r#"SELECT g.group_id, g.in_flight, coalesce(x.n, 0) AS "executing!"
          FROM job_groups g
          LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
@@ -85,12 +85,9 @@ pub async fn group_slots_drift(
          LIMIT $1"#,
         limit,
     )
+    .map(|r| (r.group_id, r.in_flight, r.executing))
     .fetch_all(exec)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.group_id, r.in_flight, r.executing))
-        .collect())
+    .await?)
 }
 
 /// Sets group `group_id`'s `in_flight` to its executing jobs (one UPDATE, under the group's row

@@ -1,6 +1,6 @@
 //! LISTEN/NOTIFY wake-ups.
 
-use crate::Result;
+use crate::{JobState, Result};
 use sqlx::postgres::{PgListener, PgPool};
 use sqlx::PgExecutor;
 use std::collections::HashMap;
@@ -28,16 +28,38 @@ pub async fn notify_queues(exec: impl PgExecutor<'_>, queues: &[String]) -> Resu
     Ok(())
 }
 
-/// Wakes the queues of rows a statement just made due (`(queue, count)` per queue) and returns
-/// how many rows that was.
-pub(crate) async fn notify_moved(
-    exec: impl PgExecutor<'_>,
-    queues: Vec<(String, i64)>,
-) -> Result<u64> {
-    let n = queues.iter().map(|q| q.1 as u64).sum();
-    let names: Vec<String> = queues.into_iter().map(|q| q.0).collect();
+/// One row of a statement that made jobs due: a queue and how many of its jobs (read with
+/// `query_as!` from `SELECT queue AS "queue!", count(*) AS "n!" … GROUP BY queue`).
+pub(crate) struct Moved {
+    pub queue: String,
+    pub n: i64,
+}
+
+/// Wakes the queues of rows a statement just made due and returns how many rows that was.
+pub(crate) async fn notify_moved(exec: impl PgExecutor<'_>, moved: Vec<Moved>) -> Result<u64> {
+    let n = moved.iter().map(|m| m.n as u64).sum();
+    let names: Vec<String> = moved.into_iter().map(|m| m.queue).collect();
     notify_queues(exec, &names).await?;
     Ok(n)
+}
+
+/// One job a statement moved (read with `query_as!` from `RETURNING queue, state AS "state:
+/// JobState"`): its queue and its new state.
+pub(crate) struct MovedJob {
+    pub queue: String,
+    pub state: JobState,
+}
+
+/// Wakes the queue of the job a statement moved (`None`: it matched none) if the job is now due
+/// (`available`). Returns whether a job moved.
+pub(crate) async fn notify_due(exec: impl PgExecutor<'_>, moved: Option<MovedJob>) -> Result<bool> {
+    let Some(job) = moved else {
+        return Ok(false);
+    };
+    if job.state == JobState::Available {
+        notify_queues(exec, &[job.queue]).await?;
+    }
+    Ok(true)
 }
 
 /// One wake-up signal per queue name, shared by the listener and the pools of a node.
