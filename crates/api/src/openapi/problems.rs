@@ -1,8 +1,9 @@
 //! The problem responses of the OpenAPI document (`#/components/responses/<name>`, each an
 //! RFC 9457 `application/problem+json` body, [`crate::error::Problem`]), the markers a handler's
-//! `responses(...)` names them by ([`TenantAuth`], [`BadRequest`], …), and the security schemes.
+//! `responses(...)` names them by ([`TenantAuth`], [`ById`], …), and the security schemes.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, HeaderBuilder, Ref, RefOr};
@@ -164,80 +165,77 @@ fn refs(problems: &[&ProblemResponse]) -> BTreeMap<String, RefOr<Response>> {
         .collect()
 }
 
-/// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the operator
-/// key), 429 (the key's ingress limit), 503 (database busy).
-pub(crate) struct TenantAuth;
-impl IntoResponses for TenantAuth {
+/// `A`'s responses and references to the given problem responses.
+fn with<A: IntoResponses>(problems: &[&ProblemResponse]) -> BTreeMap<String, RefOr<Response>> {
+    let mut responses = A::responses();
+    responses.extend(refs(problems));
+    responses
+}
+
+/// Declares a marker that a handler's `responses(...)` names: it answers the given problem
+/// responses.
+macro_rules! problem_marker {
+    ($(#[$doc:meta])* $name:ident = [$($problem:ident),+ $(,)?]) => {
+        $(#[$doc])*
+        pub(crate) struct $name;
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                refs(&[$(&$problem),+])
+            }
+        }
+    };
+}
+
+problem_marker!(
+    /// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the
+    /// operator key), 429 (the key's ingress limit), 503 (database busy).
+    TenantAuth = [
+        UNAUTHORIZED,
+        FORBIDDEN,
+        TOO_MANY_REQUESTS,
+        SERVICE_UNAVAILABLE,
+    ]
+);
+problem_marker!(
+    /// `responses(...)` of a route behind the operator key: 401 (no or unknown key), 403 (a
+    /// tenant key), 503 (database busy).
+    OperatorAuth = [UNAUTHORIZED, FORBIDDEN, SERVICE_UNAVAILABLE]
+);
+problem_marker!(
+    /// `responses(...)` of a route with a JSON body: 400 (malformed JSON), 413 (too large), 415
+    /// (not `application/json`), 422 (wrong shape or invalid field).
+    JsonBody = [
+        BAD_REQUEST,
+        PAYLOAD_TOO_LARGE,
+        UNSUPPORTED_MEDIA_TYPE,
+        INVALID,
+    ]
+);
+problem_marker!(
+    /// `responses(...)`: 409, the object's state does not allow it.
+    Conflict = [CONFLICT]
+);
+problem_marker!(
+    /// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
+    Unavailable = [SERVICE_UNAVAILABLE]
+);
+
+/// `responses(...)` of a route with an object's id (or host key) in its path: `A`'s responses
+/// (e.g. [`TenantAuth`]), and 400 (an id that is not a UUID) and 404 (no such object, or
+/// another tenant's).
+pub(crate) struct ById<A>(PhantomData<A>);
+impl<A: IntoResponses> IntoResponses for ById<A> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[
-            &UNAUTHORIZED,
-            &FORBIDDEN,
-            &TOO_MANY_REQUESTS,
-            &SERVICE_UNAVAILABLE,
-        ])
+        with::<A>(&[&BAD_REQUEST, &NOT_FOUND])
     }
 }
 
-/// `responses(...)` of a route behind the operator key: 401 (no or unknown key), 403 (a tenant
-/// key), 503 (database busy).
-pub(crate) struct OperatorAuth;
-impl IntoResponses for OperatorAuth {
+/// `responses(...)` of a route with a query string: `A`'s responses (e.g. [`OperatorAuth`]), and
+/// 400 (a query string of the wrong form) and 422 (a parameter out of range).
+pub(crate) struct WithQuery<A>(PhantomData<A>);
+impl<A: IntoResponses> IntoResponses for WithQuery<A> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&UNAUTHORIZED, &FORBIDDEN, &SERVICE_UNAVAILABLE])
-    }
-}
-
-/// `responses(...)` of a route with a JSON body: 400 (malformed JSON), 413 (too large), 415 (not
-/// `application/json`), 422 (wrong shape or invalid field).
-pub(crate) struct JsonBody;
-impl IntoResponses for JsonBody {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[
-            &BAD_REQUEST,
-            &PAYLOAD_TOO_LARGE,
-            &UNSUPPORTED_MEDIA_TYPE,
-            &INVALID,
-        ])
-    }
-}
-
-/// `responses(...)` of a route with a path id or a query string: 400.
-pub(crate) struct BadRequest;
-impl IntoResponses for BadRequest {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&BAD_REQUEST])
-    }
-}
-
-/// `responses(...)`: 404, no such object (or another tenant's).
-pub(crate) struct NotFound;
-impl IntoResponses for NotFound {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&NOT_FOUND])
-    }
-}
-
-/// `responses(...)`: 409, the object's state does not allow it.
-pub(crate) struct Conflict;
-impl IntoResponses for Conflict {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&CONFLICT])
-    }
-}
-
-/// `responses(...)`: 422, a query parameter or field out of range.
-pub(crate) struct Invalid;
-impl IntoResponses for Invalid {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&INVALID])
-    }
-}
-
-/// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
-pub(crate) struct Unavailable;
-impl IntoResponses for Unavailable {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&SERVICE_UNAVAILABLE])
+        with::<A>(&[&BAD_REQUEST, &INVALID])
     }
 }
 

@@ -6,7 +6,7 @@ use super::channels::{count_committed, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -45,9 +45,7 @@ pub(crate) struct HostListQuery {
     params(HostListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of host circuits.", body = Page<HostCircuit>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -75,9 +73,7 @@ pub(crate) async fn list(
     params(("host" = String, Path, description = "Host key, e.g. `api.example.com` or `127.0.0.1:8080`.")),
     responses(
         (status = 200, description = "The host circuit.", body = HostCircuit),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -121,10 +117,7 @@ pub(crate) enum HostAction {
     ),
     responses(
         (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
-        BadRequest,
-        NotFound,
-        Invalid,
-        OperatorAuth,
+        ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
 )]
@@ -188,10 +181,8 @@ pub(crate) struct PatchHost {
     request_body = PatchHost,
     responses(
         (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
-        BadRequest,
         JsonBody,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]

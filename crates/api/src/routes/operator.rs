@@ -6,7 +6,7 @@ use super::channels::{manual, view, ChannelView, ReasonQuery};
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -54,9 +54,7 @@ pub(crate) struct ListQuery {
     params(ListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of channels.", body = Page<OperatorChannel>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -84,9 +82,7 @@ pub(crate) async fn list(
     params(("id" = Uuid, Path, description = "Channel id.")),
     responses(
         (status = 200, description = "The channel.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -130,10 +126,7 @@ pub(crate) enum AdminAction {
     ),
     responses(
         (status = 200, description = "The channel as it is now.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        Invalid,
-        OperatorAuth,
+        ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
 )]
@@ -306,9 +299,7 @@ pub(crate) async fn set_defaults(
     params(AuditQuery, PageQuery),
     responses(
         (status = 200, description = "A page of audit entries.", body = Page<Record>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
