@@ -294,15 +294,7 @@
         dataset: { channelId: c.id, state: c.circuit_state },
         class: prev && prev !== c.circuit_state ? "changed" : "",
       });
-      const buttons = ACTIONS.map((spec) => {
-        const b = el("button", {
-          type: "button", dataset: { action: spec.action }, text: spec.label,
-          title: `${spec.title} (asks for confirmation)`,
-        });
-        b.disabled = !spec.from.includes(c.circuit_state);
-        b.addEventListener("click", () => askConfirm(c.id, spec));
-        return b;
-      });
+      const buttons = actionButtons(ACTIONS, c.circuit_state, (spec) => askConfirm(c.id, spec));
       tr.append(
         el("td", { text: c.tenant_name }),
         el("td", { text: c.tier }),
@@ -348,15 +340,8 @@
           dataset: { hostKey: h.host_key, state: h.state },
           class: prev && prev !== h.state ? "changed" : "",
         });
-        const buttons = HOST_ACTIONS.map((spec) => {
-          const b = el("button", {
-            type: "button", dataset: { action: spec.action }, text: spec.label,
-            title: `${spec.title} (asks for confirmation)`,
-          });
-          b.disabled = !spec.from.includes(h.state);
-          b.addEventListener("click", () => askConfirmHost(h.host_key, spec));
-          return b;
-        });
+        const buttons = actionButtons(HOST_ACTIONS, h.state,
+          (spec) => askConfirmHost(h.host_key, spec));
         tr.append(
           el("td", { text: h.host_key }),
           el("td", { class: "state-cell" }, stateBadge(h.state)),
@@ -411,27 +396,40 @@
 
   // ---- actions ------------------------------------------------------------------------------
 
+  // The action buttons of a row: one per spec (an ACTIONS or HOST_ACTIONS entry), enabled only
+  // in the states it moves from; a click calls `ask(spec)` (the confirmation dialog).
+  function actionButtons(specs, state, ask) {
+    return specs.map((spec) => {
+      const b = el("button", {
+        type: "button", dataset: { action: spec.action }, text: spec.label,
+        title: `${spec.title} (asks for confirmation)`,
+      });
+      b.disabled = !spec.from.includes(state);
+      b.addEventListener("click", () => ask(spec));
+      return b;
+    });
+  }
+
   function askConfirm(channelId, spec) {
     const c = channelById.get(channelId);
     if (!c) return;
     pending = { channel: c, spec };
-    $("confirm-title").textContent = `${spec.title}?`;
-    $("confirm-text").textContent =
-      `${channelLabel(c)} (tenant ${c.tenant_name}, now ${c.circuit_state.replace("_", "-")}). ${spec.text}`;
-    $("confirm-ok").textContent = spec.label;
-    $("confirm-ok").dataset.action = spec.action;
-    $("confirm-reason").value = "";
-    $("confirm").showModal();
-    $("confirm-reason").focus();
+    showConfirm(spec,
+      `${channelLabel(c)} (tenant ${c.tenant_name}, now ${c.circuit_state.replace("_", "-")}).`);
   }
 
   function askConfirmHost(hostKey, spec) {
     const h = hosts.find((x) => x.host_key === hostKey);
     if (!h) return;
     pending = { host: h, spec };
+    showConfirm(spec, `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}).`);
+  }
+
+  // Opens the confirmation dialog of `spec` (an ACTIONS or HOST_ACTIONS entry) on `what`, a
+  // sentence naming the channel or host and its state.
+  function showConfirm(spec, what) {
     $("confirm-title").textContent = `${spec.title}?`;
-    $("confirm-text").textContent =
-      `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}). ${spec.text}`;
+    $("confirm-text").textContent = `${what} ${spec.text}`;
     $("confirm-ok").textContent = spec.label;
     $("confirm-ok").dataset.action = spec.action;
     $("confirm-reason").value = "";
