@@ -3,6 +3,7 @@
 
 use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
+use super::path_action;
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
@@ -137,17 +138,15 @@ pub(crate) async fn act(
     Path((id, action)): Path<(Uuid, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let change = match action.as_str() {
-        "open" => Manual::ForceOpen,
-        "close" => Manual::ForceClose,
-        "pause" => Manual::Pause,
-        "resume" => Manual::Resume,
-        _ => {
-            return Err(ApiError::not_found(
-                "action (one of open, close, pause, resume)",
-            ))
-        }
-    };
+    let change = path_action(
+        &action,
+        &[
+            ("open", Manual::ForceOpen),
+            ("close", Manual::ForceClose),
+            ("pause", Manual::Pause),
+            ("resume", Manual::Resume),
+        ],
+    )?;
     let channel = channels::get_any(state.pool(), id).await?;
     Ok(axum::Json(
         manual(&state, &request, channel, change, ACTOR_OPERATOR, q).await?,
