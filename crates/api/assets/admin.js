@@ -301,10 +301,7 @@
         el("td", { title: c.id }, channelLabel(c), " ",
           el("span", { class: "id", text: `…${c.id.slice(-8)} ${host(c.url)}` })),
         el("td", { class: "state-cell" }, stateBadge(c.circuit_state)),
-        el("td", {
-          class: "num since", dataset: { since: c.circuit_changed_at },
-          text: fmtDuration(serverNow() - new Date(c.circuit_changed_at).getTime()),
-        }),
+        sinceCell(c.circuit_changed_at),
         el("td", { class: "num", text: c.consecutive_failures }),
         el("td", { class: "num", text: c.parked }),
         el("td", { text: c.rate_limit || "–" }),
@@ -314,12 +311,27 @@
       return tr;
     });
     prevStates = new Map(channels.map((c) => [c.id, c.circuit_state]));
-    $("channels").tBodies[0].replaceChildren(...rows);
-    $("channels-empty").hidden = rows.length > 0;
+    fillTable("channels", rows);
     $("channels-more").hidden = !more;
     $("channels-more").textContent = more
       ? `Showing the first ${channels.length} channels; filter by state or tenant to see others.`
       : "";
+  }
+
+  // How long ago `iso` (a server timestamp) was, by the server's clock.
+  function sinceText(iso) {
+    return fmtDuration(serverNow() - new Date(iso).getTime());
+  }
+
+  // A "since" cell: the time since `iso`, kept current by the ticker (td.since).
+  function sinceCell(iso) {
+    return el("td", { class: "num since", dataset: { since: iso }, text: sinceText(iso) });
+  }
+
+  // Replaces the rows of table `id` and shows its `<id>-empty` note when there are none.
+  function fillTable(id, rows) {
+    $(id).tBodies[0].replaceChildren(...rows);
+    $(`${id}-empty`).hidden = rows.length > 0;
   }
 
   function hostProbe(h) {
@@ -345,10 +357,7 @@
         tr.append(
           el("td", { text: h.host_key }),
           el("td", { class: "state-cell" }, stateBadge(h.state)),
-          el("td", {
-            class: "num since", dataset: { since: h.changed_at },
-            text: fmtDuration(serverNow() - new Date(h.changed_at).getTime()),
-          }),
+          sinceCell(h.changed_at),
           el("td", { class: "num", text: h.channels }),
           el("td", { class: "num", text: h.parked }),
           el("td", { class: "num", text: `${h.in_flight} / ${h.cap ?? "none"}` }),
@@ -358,8 +367,7 @@
         return tr;
       });
     prevHostStates = new Map(hosts.map((h) => [h.host_key, h.state]));
-    $("hosts").tBodies[0].replaceChildren(...rows);
-    $("hosts-empty").hidden = rows.length > 0;
+    fillTable("hosts", rows);
   }
 
   function renderTransitions(entries) {
@@ -385,7 +393,7 @@
   // Time in state and next probe move every second, between polls.
   function tick() {
     for (const td of document.querySelectorAll("#channels td.since, #hosts td.since")) {
-      td.textContent = fmtDuration(serverNow() - new Date(td.dataset.since).getTime());
+      td.textContent = sinceText(td.dataset.since);
     }
     for (const tr of document.querySelectorAll("#channels tr[data-channel-id]")) {
       const c = channelById.get(tr.dataset.channelId);
