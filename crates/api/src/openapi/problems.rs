@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use utoipa::openapi::header::Header;
 use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::Type;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{Content, HeaderBuilder, Ref, RefOr};
+use utoipa::openapi::{Content, HeaderBuilder, ObjectBuilder, Ref, RefOr};
 use utoipa::{IntoResponses, Modify};
 
 /// One problem response, shared by every operation that can answer it
@@ -127,29 +129,22 @@ impl ProblemResponse {
         if self.retry_after {
             r = r.header(
                 "Retry-After",
-                HeaderBuilder::new()
-                    .schema(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::Integer),
-                    )
-                    .description(Some("Seconds to wait before retrying."))
-                    .build(),
+                header(Type::Integer, "Seconds to wait before retrying."),
             );
         }
         if self.www_authenticate {
-            r = r.header(
-                "WWW-Authenticate",
-                HeaderBuilder::new()
-                    .schema(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::String),
-                    )
-                    .description(Some("`Bearer`."))
-                    .build(),
-            );
+            r = r.header("WWW-Authenticate", header(Type::String, "`Bearer`."));
         }
         r.build()
     }
+}
+
+/// A response header of the given type.
+fn header(schema_type: Type, description: &str) -> Header {
+    HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(schema_type))
+        .description(Some(description))
+        .build()
 }
 
 /// References to the given problem responses, keyed by status.
