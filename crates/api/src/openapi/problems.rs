@@ -23,86 +23,90 @@ struct ProblemResponse {
     www_authenticate: bool,
 }
 
-const BAD_REQUEST: ProblemResponse = ProblemResponse {
-    status: "400",
-    name: "BadRequest",
-    description: "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
-        query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
-        (`malformed_json`).",
-    retry_after: false,
-    www_authenticate: false,
-};
+/// A problem response that sends no header of its own.
+const fn problem(
+    status: &'static str,
+    name: &'static str,
+    description: &'static str,
+) -> ProblemResponse {
+    ProblemResponse {
+        status,
+        name,
+        description,
+        retry_after: false,
+        www_authenticate: false,
+    }
+}
+
+const BAD_REQUEST: ProblemResponse = problem(
+    "400",
+    "BadRequest",
+    "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
+    query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
+    (`malformed_json`).",
+);
 const UNAUTHORIZED: ProblemResponse = ProblemResponse {
-    status: "401",
-    name: "Unauthorized",
-    description: "No `Authorization: Bearer <key>` header, or an unknown or revoked key \
-        (`unauthorized`).",
-    retry_after: false,
     www_authenticate: true,
+    ..problem(
+        "401",
+        "Unauthorized",
+        "No `Authorization: Bearer <key>` header, or an unknown or revoked key \
+        (`unauthorized`).",
+    )
 };
-const FORBIDDEN: ProblemResponse = ProblemResponse {
-    status: "403",
-    name: "Forbidden",
-    description: "A valid key of the wrong kind: a tenant key on an operator route or the \
-        operator key on a tenant route (`forbidden`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const NOT_FOUND: ProblemResponse = ProblemResponse {
-    status: "404",
-    name: "NotFound",
-    description: "No such object, or it belongs to another tenant (`not_found`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const CONFLICT: ProblemResponse = ProblemResponse {
-    status: "409",
-    name: "Conflict",
-    description: "The request conflicts with the object's state (`conflict`, `not_dead`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const PAYLOAD_TOO_LARGE: ProblemResponse = ProblemResponse {
-    status: "413",
-    name: "PayloadTooLarge",
-    description: "The body, or a delivery's payload, is larger than the route accepts \
-        (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = ProblemResponse {
-    status: "415",
-    name: "UnsupportedMediaType",
-    description: "The body is not sent as `Content-Type: application/json` \
-        (`unsupported_media_type`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const INVALID: ProblemResponse = ProblemResponse {
-    status: "422",
-    name: "Invalid",
-    description: "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
-        or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
-        naming it), or text with a NUL character (`invalid_text`).",
-    retry_after: false,
-    www_authenticate: false,
-};
+const FORBIDDEN: ProblemResponse = problem(
+    "403",
+    "Forbidden",
+    "A valid key of the wrong kind: a tenant key on an operator route or the \
+    operator key on a tenant route (`forbidden`).",
+);
+const NOT_FOUND: ProblemResponse = problem(
+    "404",
+    "NotFound",
+    "No such object, or it belongs to another tenant (`not_found`).",
+);
+const CONFLICT: ProblemResponse = problem(
+    "409",
+    "Conflict",
+    "The request conflicts with the object's state (`conflict`, `not_dead`).",
+);
+const PAYLOAD_TOO_LARGE: ProblemResponse = problem(
+    "413",
+    "PayloadTooLarge",
+    "The body, or a delivery's payload, is larger than the route accepts \
+    (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
+);
+const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = problem(
+    "415",
+    "UnsupportedMediaType",
+    "The body is not sent as `Content-Type: application/json` \
+    (`unsupported_media_type`).",
+);
+const INVALID: ProblemResponse = problem(
+    "422",
+    "Invalid",
+    "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
+    or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
+    naming it), or text with a NUL character (`invalid_text`).",
+);
 const TOO_MANY_REQUESTS: ProblemResponse = ProblemResponse {
-    status: "429",
-    name: "TooManyRequests",
-    description: "This API key made more requests than `api.ingress_per_second` allows \
-        (`rate_limited`); retry after `Retry-After` seconds.",
     retry_after: true,
-    www_authenticate: false,
+    ..problem(
+        "429",
+        "TooManyRequests",
+        "This API key made more requests than `api.ingress_per_second` allows \
+        (`rate_limited`); retry after `Retry-After` seconds.",
+    )
 };
 const SERVICE_UNAVAILABLE: ProblemResponse = ProblemResponse {
-    status: "503",
-    name: "ServiceUnavailable",
-    description: "The database could not serve the request in time (a row lock held elsewhere, \
+    retry_after: true,
+    ..problem(
+        "503",
+        "ServiceUnavailable",
+        "The database could not serve the request in time (a row lock held elsewhere, \
         a busy pool: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry \
         after `Retry-After` seconds.",
-    retry_after: true,
-    www_authenticate: false,
+    )
 };
 
 const ALL_PROBLEMS: [&ProblemResponse; 10] = [
