@@ -430,7 +430,8 @@
     const h = hosts.find((x) => x.host_key === hostKey);
     if (!h) return;
     pending = { host: h, spec };
-    showConfirm(spec, `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}).`);
+    showConfirm(spec,
+      `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}).`);
   }
 
   // Opens the confirmation dialog of `spec` (an ACTIONS or HOST_ACTIONS entry) on `what`, a
