@@ -294,25 +294,14 @@
         dataset: { channelId: c.id, state: c.circuit_state },
         class: prev && prev !== c.circuit_state ? "changed" : "",
       });
-      const buttons = ACTIONS.map((spec) => {
-        const b = el("button", {
-          type: "button", dataset: { action: spec.action }, text: spec.label,
-          title: `${spec.title} (asks for confirmation)`,
-        });
-        b.disabled = !spec.from.includes(c.circuit_state);
-        b.addEventListener("click", () => askConfirm(c.id, spec));
-        return b;
-      });
+      const buttons = actionButtons(ACTIONS, c.circuit_state, (spec) => askConfirm(c.id, spec));
       tr.append(
         el("td", { text: c.tenant_name }),
         el("td", { text: c.tier }),
         el("td", { title: c.id }, channelLabel(c), " ",
           el("span", { class: "id", text: `…${c.id.slice(-8)} ${host(c.url)}` })),
         el("td", { class: "state-cell" }, stateBadge(c.circuit_state)),
-        el("td", {
-          class: "num since", dataset: { since: c.circuit_changed_at },
-          text: fmtDuration(serverNow() - new Date(c.circuit_changed_at).getTime()),
-        }),
+        sinceCell(c.circuit_changed_at),
         el("td", { class: "num", text: c.consecutive_failures }),
         el("td", { class: "num", text: c.parked }),
         el("td", { text: c.rate_limit || "–" }),
@@ -322,12 +311,27 @@
       return tr;
     });
     prevStates = new Map(channels.map((c) => [c.id, c.circuit_state]));
-    $("channels").tBodies[0].replaceChildren(...rows);
-    $("channels-empty").hidden = rows.length > 0;
+    fillTable("channels", rows);
     $("channels-more").hidden = !more;
     $("channels-more").textContent = more
       ? `Showing the first ${channels.length} channels; filter by state or tenant to see others.`
       : "";
+  }
+
+  // How long ago `iso` (a server timestamp) was, by the server's clock.
+  function sinceText(iso) {
+    return fmtDuration(serverNow() - new Date(iso).getTime());
+  }
+
+  // A "since" cell: the time since `iso`, kept current by the ticker (td.since).
+  function sinceCell(iso) {
+    return el("td", { class: "num since", dataset: { since: iso }, text: sinceText(iso) });
+  }
+
+  // Replaces the rows of table `id` and shows its `<id>-empty` note when there are none.
+  function fillTable(id, rows) {
+    $(id).tBodies[0].replaceChildren(...rows);
+    $(`${id}-empty`).hidden = rows.length > 0;
   }
 
   function hostProbe(h) {
@@ -348,22 +352,12 @@
           dataset: { hostKey: h.host_key, state: h.state },
           class: prev && prev !== h.state ? "changed" : "",
         });
-        const buttons = HOST_ACTIONS.map((spec) => {
-          const b = el("button", {
-            type: "button", dataset: { action: spec.action }, text: spec.label,
-            title: `${spec.title} (asks for confirmation)`,
-          });
-          b.disabled = !spec.from.includes(h.state);
-          b.addEventListener("click", () => askConfirmHost(h.host_key, spec));
-          return b;
-        });
+        const buttons = actionButtons(HOST_ACTIONS, h.state,
+          (spec) => askConfirmHost(h.host_key, spec));
         tr.append(
           el("td", { text: h.host_key }),
           el("td", { class: "state-cell" }, stateBadge(h.state)),
-          el("td", {
-            class: "num since", dataset: { since: h.changed_at },
-            text: fmtDuration(serverNow() - new Date(h.changed_at).getTime()),
-          }),
+          sinceCell(h.changed_at),
           el("td", { class: "num", text: h.channels }),
           el("td", { class: "num", text: h.parked }),
           el("td", { class: "num", text: `${h.in_flight} / ${h.cap ?? "none"}` }),
@@ -373,8 +367,7 @@
         return tr;
       });
     prevHostStates = new Map(hosts.map((h) => [h.host_key, h.state]));
-    $("hosts").tBodies[0].replaceChildren(...rows);
-    $("hosts-empty").hidden = rows.length > 0;
+    fillTable("hosts", rows);
   }
 
   function renderTransitions(entries) {
@@ -400,7 +393,7 @@
   // Time in state and next probe move every second, between polls.
   function tick() {
     for (const td of document.querySelectorAll("#channels td.since, #hosts td.since")) {
-      td.textContent = fmtDuration(serverNow() - new Date(td.dataset.since).getTime());
+      td.textContent = sinceText(td.dataset.since);
     }
     for (const tr of document.querySelectorAll("#channels tr[data-channel-id]")) {
       const c = channelById.get(tr.dataset.channelId);
@@ -411,27 +404,41 @@
 
   // ---- actions ------------------------------------------------------------------------------
 
+  // The action buttons of a row: one per spec (an ACTIONS or HOST_ACTIONS entry), enabled only
+  // in the states it moves from; a click calls `ask(spec)` (the confirmation dialog).
+  function actionButtons(specs, state, ask) {
+    return specs.map((spec) => {
+      const b = el("button", {
+        type: "button", dataset: { action: spec.action }, text: spec.label,
+        title: `${spec.title} (asks for confirmation)`,
+      });
+      b.disabled = !spec.from.includes(state);
+      b.addEventListener("click", () => ask(spec));
+      return b;
+    });
+  }
+
   function askConfirm(channelId, spec) {
     const c = channelById.get(channelId);
     if (!c) return;
     pending = { channel: c, spec };
-    $("confirm-title").textContent = `${spec.title}?`;
-    $("confirm-text").textContent =
-      `${channelLabel(c)} (tenant ${c.tenant_name}, now ${c.circuit_state.replace("_", "-")}). ${spec.text}`;
-    $("confirm-ok").textContent = spec.label;
-    $("confirm-ok").dataset.action = spec.action;
-    $("confirm-reason").value = "";
-    $("confirm").showModal();
-    $("confirm-reason").focus();
+    showConfirm(spec,
+      `${channelLabel(c)} (tenant ${c.tenant_name}, now ${c.circuit_state.replace("_", "-")}).`);
   }
 
   function askConfirmHost(hostKey, spec) {
     const h = hosts.find((x) => x.host_key === hostKey);
     if (!h) return;
     pending = { host: h, spec };
+    showConfirm(spec,
+      `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}).`);
+  }
+
+  // Opens the confirmation dialog of `spec` (an ACTIONS or HOST_ACTIONS entry) on `what`, a
+  // sentence naming the channel or host and its state.
+  function showConfirm(spec, what) {
     $("confirm-title").textContent = `${spec.title}?`;
-    $("confirm-text").textContent =
-      `Host ${h.host_key} (${h.channels} channels, now ${h.state.replace("_", "-")}). ${spec.text}`;
+    $("confirm-text").textContent = `${what} ${spec.text}`;
     $("confirm-ok").textContent = spec.label;
     $("confirm-ok").dataset.action = spec.action;
     $("confirm-reason").value = "";

@@ -1,11 +1,14 @@
 //! The problem responses of the OpenAPI document (`#/components/responses/<name>`, each an
 //! RFC 9457 `application/problem+json` body, [`crate::error::Problem`]), the markers a handler's
-//! `responses(...)` names them by ([`TenantAuth`], [`BadRequest`], …), and the security schemes.
+//! `responses(...)` names them by ([`TenantAuth`], [`ById`], …), and the security schemes.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use utoipa::openapi::header::Header;
 use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::Type;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{Content, HeaderBuilder, Ref, RefOr};
+use utoipa::openapi::{Content, HeaderBuilder, ObjectBuilder, Ref, RefOr};
 use utoipa::{IntoResponses, Modify};
 
 /// One problem response, shared by every operation that can answer it
@@ -20,86 +23,90 @@ struct ProblemResponse {
     www_authenticate: bool,
 }
 
-const BAD_REQUEST: ProblemResponse = ProblemResponse {
-    status: "400",
-    name: "BadRequest",
-    description: "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
-        query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
-        (`malformed_json`).",
-    retry_after: false,
-    www_authenticate: false,
-};
+/// A problem response that sends no header of its own.
+const fn problem(
+    status: &'static str,
+    name: &'static str,
+    description: &'static str,
+) -> ProblemResponse {
+    ProblemResponse {
+        status,
+        name,
+        description,
+        retry_after: false,
+        www_authenticate: false,
+    }
+}
+
+const BAD_REQUEST: ProblemResponse = problem(
+    "400",
+    "BadRequest",
+    "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
+    query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
+    (`malformed_json`).",
+);
 const UNAUTHORIZED: ProblemResponse = ProblemResponse {
-    status: "401",
-    name: "Unauthorized",
-    description: "No `Authorization: Bearer <key>` header, or an unknown or revoked key \
-        (`unauthorized`).",
-    retry_after: false,
     www_authenticate: true,
+    ..problem(
+        "401",
+        "Unauthorized",
+        "No `Authorization: Bearer <key>` header, or an unknown or revoked key \
+        (`unauthorized`).",
+    )
 };
-const FORBIDDEN: ProblemResponse = ProblemResponse {
-    status: "403",
-    name: "Forbidden",
-    description: "A valid key of the wrong kind: a tenant key on an operator route or the \
-        operator key on a tenant route (`forbidden`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const NOT_FOUND: ProblemResponse = ProblemResponse {
-    status: "404",
-    name: "NotFound",
-    description: "No such object, or it belongs to another tenant (`not_found`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const CONFLICT: ProblemResponse = ProblemResponse {
-    status: "409",
-    name: "Conflict",
-    description: "The request conflicts with the object's state (`conflict`, `not_dead`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const PAYLOAD_TOO_LARGE: ProblemResponse = ProblemResponse {
-    status: "413",
-    name: "PayloadTooLarge",
-    description: "The body, or a delivery's payload, is larger than the route accepts \
-        (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = ProblemResponse {
-    status: "415",
-    name: "UnsupportedMediaType",
-    description: "The body is not sent as `Content-Type: application/json` \
-        (`unsupported_media_type`).",
-    retry_after: false,
-    www_authenticate: false,
-};
-const INVALID: ProblemResponse = ProblemResponse {
-    status: "422",
-    name: "Invalid",
-    description: "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
-        or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
-        naming it), or text with a NUL character (`invalid_text`).",
-    retry_after: false,
-    www_authenticate: false,
-};
+const FORBIDDEN: ProblemResponse = problem(
+    "403",
+    "Forbidden",
+    "A valid key of the wrong kind: a tenant key on an operator route or the \
+    operator key on a tenant route (`forbidden`).",
+);
+const NOT_FOUND: ProblemResponse = problem(
+    "404",
+    "NotFound",
+    "No such object, or it belongs to another tenant (`not_found`).",
+);
+const CONFLICT: ProblemResponse = problem(
+    "409",
+    "Conflict",
+    "The request conflicts with the object's state (`conflict`, `not_dead`).",
+);
+const PAYLOAD_TOO_LARGE: ProblemResponse = problem(
+    "413",
+    "PayloadTooLarge",
+    "The body, or a delivery's payload, is larger than the route accepts \
+    (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
+);
+const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = problem(
+    "415",
+    "UnsupportedMediaType",
+    "The body is not sent as `Content-Type: application/json` \
+    (`unsupported_media_type`).",
+);
+const INVALID: ProblemResponse = problem(
+    "422",
+    "Invalid",
+    "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
+    or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
+    naming it), or text with a NUL character (`invalid_text`).",
+);
 const TOO_MANY_REQUESTS: ProblemResponse = ProblemResponse {
-    status: "429",
-    name: "TooManyRequests",
-    description: "This API key made more requests than `api.ingress_per_second` allows \
-        (`rate_limited`); retry after `Retry-After` seconds.",
     retry_after: true,
-    www_authenticate: false,
+    ..problem(
+        "429",
+        "TooManyRequests",
+        "This API key made more requests than `api.ingress_per_second` allows \
+        (`rate_limited`); retry after `Retry-After` seconds.",
+    )
 };
 const SERVICE_UNAVAILABLE: ProblemResponse = ProblemResponse {
-    status: "503",
-    name: "ServiceUnavailable",
-    description: "The database could not serve the request in time (a row lock held elsewhere, \
+    retry_after: true,
+    ..problem(
+        "503",
+        "ServiceUnavailable",
+        "The database could not serve the request in time (a row lock held elsewhere, \
         a busy pool: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry \
         after `Retry-After` seconds.",
-    retry_after: true,
-    www_authenticate: false,
+    )
 };
 
 const ALL_PROBLEMS: [&ProblemResponse; 10] = [
@@ -126,29 +133,22 @@ impl ProblemResponse {
         if self.retry_after {
             r = r.header(
                 "Retry-After",
-                HeaderBuilder::new()
-                    .schema(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::Integer),
-                    )
-                    .description(Some("Seconds to wait before retrying."))
-                    .build(),
+                header(Type::Integer, "Seconds to wait before retrying."),
             );
         }
         if self.www_authenticate {
-            r = r.header(
-                "WWW-Authenticate",
-                HeaderBuilder::new()
-                    .schema(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::String),
-                    )
-                    .description(Some("`Bearer`."))
-                    .build(),
-            );
+            r = r.header("WWW-Authenticate", header(Type::String, "`Bearer`."));
         }
         r.build()
     }
+}
+
+/// A response header of the given type.
+fn header(schema_type: Type, description: &str) -> Header {
+    HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(schema_type))
+        .description(Some(description))
+        .build()
 }
 
 /// References to the given problem responses, keyed by status.
@@ -164,80 +164,77 @@ fn refs(problems: &[&ProblemResponse]) -> BTreeMap<String, RefOr<Response>> {
         .collect()
 }
 
-/// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the operator
-/// key), 429 (the key's ingress limit), 503 (database busy).
-pub(crate) struct TenantAuth;
-impl IntoResponses for TenantAuth {
+/// `A`'s responses and references to the given problem responses.
+fn with<A: IntoResponses>(problems: &[&ProblemResponse]) -> BTreeMap<String, RefOr<Response>> {
+    let mut responses = A::responses();
+    responses.extend(refs(problems));
+    responses
+}
+
+/// Declares a marker that a handler's `responses(...)` names: it answers the given problem
+/// responses.
+macro_rules! problem_marker {
+    ($(#[$doc:meta])* $name:ident = [$($problem:ident),+ $(,)?]) => {
+        $(#[$doc])*
+        pub(crate) struct $name;
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                refs(&[$(&$problem),+])
+            }
+        }
+    };
+}
+
+problem_marker!(
+    /// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the
+    /// operator key), 429 (the key's ingress limit), 503 (database busy).
+    TenantAuth = [
+        UNAUTHORIZED,
+        FORBIDDEN,
+        TOO_MANY_REQUESTS,
+        SERVICE_UNAVAILABLE,
+    ]
+);
+problem_marker!(
+    /// `responses(...)` of a route behind the operator key: 401 (no or unknown key), 403 (a
+    /// tenant key), 503 (database busy).
+    OperatorAuth = [UNAUTHORIZED, FORBIDDEN, SERVICE_UNAVAILABLE]
+);
+problem_marker!(
+    /// `responses(...)` of a route with a JSON body: 400 (malformed JSON), 413 (too large), 415
+    /// (not `application/json`), 422 (wrong shape or invalid field).
+    JsonBody = [
+        BAD_REQUEST,
+        PAYLOAD_TOO_LARGE,
+        UNSUPPORTED_MEDIA_TYPE,
+        INVALID,
+    ]
+);
+problem_marker!(
+    /// `responses(...)`: 409, the object's state does not allow it.
+    Conflict = [CONFLICT]
+);
+problem_marker!(
+    /// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
+    Unavailable = [SERVICE_UNAVAILABLE]
+);
+
+/// `responses(...)` of a route with an object's id (or host key) in its path: `A`'s responses
+/// (e.g. [`TenantAuth`]), and 400 (an id that is not a UUID) and 404 (no such object, or
+/// another tenant's).
+pub(crate) struct ById<A>(PhantomData<A>);
+impl<A: IntoResponses> IntoResponses for ById<A> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[
-            &UNAUTHORIZED,
-            &FORBIDDEN,
-            &TOO_MANY_REQUESTS,
-            &SERVICE_UNAVAILABLE,
-        ])
+        with::<A>(&[&BAD_REQUEST, &NOT_FOUND])
     }
 }
 
-/// `responses(...)` of a route behind the operator key: 401 (no or unknown key), 403 (a tenant
-/// key), 503 (database busy).
-pub(crate) struct OperatorAuth;
-impl IntoResponses for OperatorAuth {
+/// `responses(...)` of a route with a query string: `A`'s responses (e.g. [`OperatorAuth`]), and
+/// 400 (a query string of the wrong form) and 422 (a parameter out of range).
+pub(crate) struct WithQuery<A>(PhantomData<A>);
+impl<A: IntoResponses> IntoResponses for WithQuery<A> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&UNAUTHORIZED, &FORBIDDEN, &SERVICE_UNAVAILABLE])
-    }
-}
-
-/// `responses(...)` of a route with a JSON body: 400 (malformed JSON), 413 (too large), 415 (not
-/// `application/json`), 422 (wrong shape or invalid field).
-pub(crate) struct JsonBody;
-impl IntoResponses for JsonBody {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[
-            &BAD_REQUEST,
-            &PAYLOAD_TOO_LARGE,
-            &UNSUPPORTED_MEDIA_TYPE,
-            &INVALID,
-        ])
-    }
-}
-
-/// `responses(...)` of a route with a path id or a query string: 400.
-pub(crate) struct BadRequest;
-impl IntoResponses for BadRequest {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&BAD_REQUEST])
-    }
-}
-
-/// `responses(...)`: 404, no such object (or another tenant's).
-pub(crate) struct NotFound;
-impl IntoResponses for NotFound {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&NOT_FOUND])
-    }
-}
-
-/// `responses(...)`: 409, the object's state does not allow it.
-pub(crate) struct Conflict;
-impl IntoResponses for Conflict {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&CONFLICT])
-    }
-}
-
-/// `responses(...)`: 422, a query parameter or field out of range.
-pub(crate) struct Invalid;
-impl IntoResponses for Invalid {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&INVALID])
-    }
-}
-
-/// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
-pub(crate) struct Unavailable;
-impl IntoResponses for Unavailable {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refs(&[&SERVICE_UNAVAILABLE])
+        with::<A>(&[&BAD_REQUEST, &INVALID])
     }
 }
 

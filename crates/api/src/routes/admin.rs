@@ -32,43 +32,38 @@ pub fn router() -> Router<AppState> {
         .route("/admin/admin.css", get(stylesheet))
 }
 
-/// The operator's live page.
-#[utoipa::path(
-    get,
-    path = "/admin",
-    tag = "admin page",
-    operation_id = "admin_page",
-    responses((status = 200, description = "The page.", body = String, content_type = "text/html")),
-)]
-pub(crate) async fn page() -> impl IntoResponse {
-    asset("text/html; charset=utf-8", HTML).await
+/// Declares the handler of one embedded asset (`GET $path`, 200 with `$body` as `$mime`) and
+/// its OpenAPI operation.
+macro_rules! asset_route {
+    ($(#[$doc:meta])* $name:ident = $path:tt, $operation_id:tt, $description:tt,
+        $mime:tt, $body:expr) => {
+        $(#[$doc])*
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = "admin page",
+            operation_id = $operation_id,
+            responses((status = 200, description = $description, body = String,
+                content_type = $mime)),
+        )]
+        pub(crate) async fn $name() -> impl IntoResponse {
+            asset(concat!($mime, "; charset=utf-8"), $body).await
+        }
+    };
 }
 
-/// The admin page's script.
-#[utoipa::path(
-    get,
-    path = "/admin/admin.js",
-    tag = "admin page",
-    operation_id = "admin_page_script",
-    responses((status = 200, description = "The script.", body = String,
-        content_type = "text/javascript")),
-)]
-pub(crate) async fn script() -> impl IntoResponse {
-    asset("text/javascript; charset=utf-8", JS).await
-}
-
-/// The admin page's stylesheet.
-#[utoipa::path(
-    get,
-    path = "/admin/admin.css",
-    tag = "admin page",
-    operation_id = "admin_page_stylesheet",
-    responses((status = 200, description = "The stylesheet.", body = String,
-        content_type = "text/css")),
-)]
-pub(crate) async fn stylesheet() -> impl IntoResponse {
-    asset("text/css; charset=utf-8", CSS).await
-}
+asset_route!(
+    /// The operator's live page.
+    page = "/admin", "admin_page", "The page.", "text/html", HTML
+);
+asset_route!(
+    /// The admin page's script.
+    script = "/admin/admin.js", "admin_page_script", "The script.", "text/javascript", JS
+);
+asset_route!(
+    /// The admin page's stylesheet.
+    stylesheet = "/admin/admin.css", "admin_page_stylesheet", "The stylesheet.", "text/css", CSS
+);
 
 async fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     (

@@ -4,7 +4,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::Query;
-use crate::openapi::{BadRequest, Invalid, TenantAuth};
+use crate::openapi::{TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -53,9 +53,7 @@ pub(crate) async fn page(
     params(AuditQuery, PageQuery),
     responses(
         (status = 200, description = "A page of audit entries.", body = Page<Record>),
-        BadRequest,
-        Invalid,
-        TenantAuth,
+        WithQuery<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

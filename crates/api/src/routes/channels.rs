@@ -19,7 +19,7 @@ use super::checked_url;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, TenantAuth};
+use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
@@ -163,9 +163,7 @@ pub(crate) async fn create(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of channels.", body = Page<Channel>),
-        BadRequest,
-        Invalid,
-        TenantAuth,
+        WithQuery<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -300,9 +298,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     params(("id" = Uuid, Path, description = "Channel id.")),
     responses(
         (status = 200, description = "The channel.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -371,8 +367,7 @@ pub(crate) struct PatchChannel {
     responses(
         (status = 200, description = "The channel as it is now.", body = ChannelView),
         JsonBody,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

@@ -4,7 +4,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, ObjectOnly, Path};
-use crate::openapi::{Conflict, JsonBody, NotFound, TenantAuth};
+use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -148,9 +148,8 @@ async fn enqueue(
                     description = "Cancel it while it is not final.")),
             )),
         JsonBody,
-        NotFound,
         Conflict,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -234,9 +233,8 @@ pub(crate) struct BatchAccepted {
         (status = 202, description = "Accepted, one result per input in order.",
             body = BatchAccepted),
         JsonBody,
-        NotFound,
         Conflict,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

@@ -4,7 +4,7 @@ use super::{view, ChannelView};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, TenantAuth};
+use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
 use crate::AppState;
 use axum::extract::State;
 use breakwater_core::channels::{self, Channel};
@@ -105,10 +105,7 @@ async fn tenant_manual(
     params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
     responses(
         (status = 200, description = "The channel, paused.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        Invalid,
-        TenantAuth,
+        ById<WithQuery<TenantAuth>>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -133,10 +130,7 @@ pub(crate) async fn pause(
     params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
     responses(
         (status = 200, description = "The channel, resumed.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        Invalid,
-        TenantAuth,
+        ById<WithQuery<TenantAuth>>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -184,8 +178,7 @@ pub(crate) struct Replayed {
     responses(
         (status = 200, description = "The replayed deliveries.", body = Replayed),
         JsonBody,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

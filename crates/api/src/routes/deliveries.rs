@@ -4,7 +4,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Path, Query, RequestId};
-use crate::openapi::{BadRequest, Conflict, Invalid, NotFound, TenantAuth};
+use crate::openapi::{ById, Conflict, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -53,10 +53,7 @@ pub(crate) struct ListQuery {
     params(("id" = Uuid, Path, description = "Channel id."), ListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of deliveries.", body = Page<DeliverySummary>),
-        BadRequest,
-        NotFound,
-        Invalid,
-        TenantAuth,
+        ById<WithQuery<TenantAuth>>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -106,9 +103,7 @@ pub(crate) struct DeliveryView {
     params(("id" = Uuid, Path, description = "Delivery id (its `webhook-id`).")),
     responses(
         (status = 200, description = "The delivery and its attempts.", body = DeliveryView),
-        BadRequest,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -138,10 +133,8 @@ pub(crate) async fn read(
     responses(
         (status = 202, description = "Re-enqueued; the delivery as it is now.",
             body = DeliveryView),
-        BadRequest,
-        NotFound,
         Conflict,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

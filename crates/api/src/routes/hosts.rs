@@ -3,10 +3,11 @@
 //! [`breakwater_core::hosts`] for what a host circuit is.
 
 use super::channels::{count_committed, ReasonQuery};
+use super::path_action;
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -45,9 +46,7 @@ pub(crate) struct HostListQuery {
     params(HostListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of host circuits.", body = Page<HostCircuit>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -75,9 +74,7 @@ pub(crate) async fn list(
     params(("host" = String, Path, description = "Host key, e.g. `api.example.com` or `127.0.0.1:8080`.")),
     responses(
         (status = 200, description = "The host circuit.", body = HostCircuit),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -86,10 +83,13 @@ pub(crate) async fn read(
     State(state): State<AppState>,
     Path(host): Path<String>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
+    Ok(axum::Json(load(&state, &host).await?))
+}
+
+/// The host circuit `host` as it is now (404 when there is no such host circuit).
+async fn load(state: &AppState, host: &str) -> Result<HostCircuit, ApiError> {
     let mut conn = state.pool().acquire().await?;
-    Ok(axum::Json(
-        hosts::get(&mut conn, &host, &state.inner.hosts).await?,
-    ))
+    Ok(hosts::get(&mut conn, host, &state.inner.hosts).await?)
 }
 
 /// A manual action on a host circuit.
@@ -121,10 +121,7 @@ pub(crate) enum HostAction {
     ),
     responses(
         (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
-        BadRequest,
-        NotFound,
-        Invalid,
-        OperatorAuth,
+        ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
 )]
@@ -135,27 +132,21 @@ pub(crate) async fn act(
     Path((host, action)): Path<(String, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
-    let change = match action.as_str() {
-        "open" => Manual::ForceOpen,
-        "close" => Manual::ForceClose,
-        _ => return Err(ApiError::not_found("action (one of open, close)")),
-    };
-    let cfg = &state.inner.hosts;
-    {
-        let mut conn = state.pool().acquire().await?;
-        hosts::get(&mut conn, &host, cfg).await?;
-    }
-    let action = match change {
-        Manual::ForceOpen => "host.forced_open",
-        Manual::ForceClose => "host.forced_closed",
-    };
+    let (change, action) = path_action(
+        &action,
+        &[
+            ("open", (Manual::ForceOpen, "host.forced_open")),
+            ("close", (Manual::ForceClose, "host.forced_closed")),
+        ],
+    )?;
+    load(&state, &host).await?;
     let reason = q.or_default(action, ACTOR_OPERATOR)?;
     let mut tx = state.begin_audited(&request).await?;
+    let cfg = &state.inner.hosts;
     let moved = hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
     tx.commit().await?;
     count_committed(moved.map(|t| t.counted()));
-    let mut conn = state.pool().acquire().await?;
-    Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
+    Ok(axum::Json(load(&state, &host).await?))
 }
 
 /// Body of `PATCH /api/v1/admin/hosts/{host}`; `null` returns a value to the configuration's.
@@ -188,10 +179,8 @@ pub(crate) struct PatchHost {
     request_body = PatchHost,
     responses(
         (status = 200, description = "The host circuit as it is now.", body = HostCircuit),
-        BadRequest,
         JsonBody,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -202,11 +191,7 @@ pub(crate) async fn update(
     Path(host): Path<String>,
     Json(body): Json<PatchHost>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
-    let cfg = &state.inner.hosts;
-    {
-        let mut conn = state.pool().acquire().await?;
-        hosts::get(&mut conn, &host, cfg).await?;
-    }
+    load(&state, &host).await?;
     let mut tx = state.begin_audited(&request).await?;
     hosts::set_overrides(
         &mut tx,
@@ -220,6 +205,5 @@ pub(crate) async fn update(
     )
     .await?;
     tx.commit().await?;
-    let mut conn = state.pool().acquire().await?;
-    Ok(axum::Json(hosts::get(&mut conn, &host, cfg).await?))
+    Ok(axum::Json(load(&state, &host).await?))
 }

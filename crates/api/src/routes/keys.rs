@@ -6,7 +6,7 @@
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Conflict, Invalid, JsonBody, NotFound, OperatorAuth, TenantAuth};
+use crate::openapi::{ById, Conflict, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -153,9 +153,7 @@ pub(crate) async fn self_create(
     params(ListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of keys.", body = Page<ApiKey>),
-        BadRequest,
-        Invalid,
-        TenantAuth,
+        WithQuery<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -179,9 +177,7 @@ pub(crate) async fn self_list(
     params(("id" = Uuid, Path, description = "Key id.")),
     responses(
         (status = 204, description = "Revoked: refused (401) from its next request on."),
-        BadRequest,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -209,9 +205,8 @@ pub(crate) async fn self_revoke(
     responses(
         (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey),
         JsonBody,
-        NotFound,
         Conflict,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -237,10 +232,7 @@ pub(crate) async fn operator_create(
     params(("id" = Uuid, Path, description = "Tenant id."), ListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of keys.", body = Page<ApiKey>),
-        BadRequest,
-        NotFound,
-        Invalid,
-        OperatorAuth,
+        ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
 )]
@@ -269,9 +261,7 @@ pub(crate) async fn operator_list(
     ),
     responses(
         (status = 204, description = "Revoked: refused (401) from its next request on."),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]

@@ -5,7 +5,7 @@
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Path, RequestId};
-use crate::openapi::{BadRequest, Conflict, NotFound, OperatorAuth, TenantAuth};
+use crate::openapi::{ById, Conflict, OperatorAuth, TenantAuth};
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -37,9 +37,7 @@ pub fn router() -> Router<AppState> {
     params(("id" = Uuid, Path, description = "Channel id.")),
     responses(
         (status = 204, description = "Deleted; its waiting deliveries are cancelled."),
-        BadRequest,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -68,9 +66,7 @@ pub(crate) async fn delete_channel(
     params(("id" = Uuid, Path, description = "Tenant id.")),
     responses(
         (status = 204, description = "Deleted; its channels are deleted and its keys revoked."),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -99,10 +95,8 @@ pub(crate) async fn delete_tenant(
     params(("id" = Uuid, Path, description = "Delivery id.")),
     responses(
         (status = 200, description = "The delivery, now `cancelled`.", body = Delivery),
-        BadRequest,
-        NotFound,
         Conflict,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]
@@ -135,10 +129,8 @@ pub(crate) async fn cancel_delivery(
     responses(
         (status = 204, description = "Purged (or already purged): the payload is `null` and \
             `payload_purged_at` set."),
-        BadRequest,
-        NotFound,
         Conflict,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

@@ -6,7 +6,7 @@ use super::channels::{check_payload_size, idempotency_key, IdempotencyKey};
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path};
-use crate::openapi::{BadRequest, Conflict, JsonBody, NotFound, TenantAuth};
+use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -155,9 +155,7 @@ pub(crate) async fn send(
     params(("id" = Uuid, Path, description = "Message id (the `webhook-id` of its deliveries).")),
     responses(
         (status = 200, description = "The message and each channel's delivery.", body = Message),
-        BadRequest,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

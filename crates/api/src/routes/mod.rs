@@ -34,6 +34,22 @@ pub(crate) async fn checked_url(
     Ok(url.to_string())
 }
 
+/// The `{action}` path segment of a manual-action route, looked up in `actions` (segment, what
+/// it does); any other segment is a 404 naming the allowed ones in order, e.g. `action (one of
+/// open, close) not found`.
+pub(crate) fn path_action<T: Copy>(segment: &str, actions: &[(&str, T)]) -> Result<T, ApiError> {
+    match actions.iter().find(|(name, _)| *name == segment) {
+        Some(&(_, action)) => Ok(action),
+        None => {
+            let names: Vec<&str> = actions.iter().map(|&(name, _)| name).collect();
+            Err(ApiError::not_found(&format!(
+                "action (one of {})",
+                names.join(", ")
+            )))
+        }
+    }
+}
+
 /// `Some(None)` for an explicit `null`, `None` for an absent field.
 pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where

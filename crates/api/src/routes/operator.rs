@@ -3,10 +3,11 @@
 
 use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
+use super::path_action;
 use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth};
+use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -54,9 +55,7 @@ pub(crate) struct ListQuery {
     params(ListQuery, PageQuery),
     responses(
         (status = 200, description = "A page of channels.", body = Page<OperatorChannel>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -84,9 +83,7 @@ pub(crate) async fn list(
     params(("id" = Uuid, Path, description = "Channel id.")),
     responses(
         (status = 200, description = "The channel.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -130,10 +127,7 @@ pub(crate) enum AdminAction {
     ),
     responses(
         (status = 200, description = "The channel as it is now.", body = ChannelView),
-        BadRequest,
-        NotFound,
-        Invalid,
-        OperatorAuth,
+        ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
 )]
@@ -144,17 +138,15 @@ pub(crate) async fn act(
     Path((id, action)): Path<(Uuid, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let change = match action.as_str() {
-        "open" => Manual::ForceOpen,
-        "close" => Manual::ForceClose,
-        "pause" => Manual::Pause,
-        "resume" => Manual::Resume,
-        _ => {
-            return Err(ApiError::not_found(
-                "action (one of open, close, pause, resume)",
-            ))
-        }
-    };
+    let change = path_action(
+        &action,
+        &[
+            ("open", Manual::ForceOpen),
+            ("close", Manual::ForceClose),
+            ("pause", Manual::Pause),
+            ("resume", Manual::Resume),
+        ],
+    )?;
     let channel = channels::get_any(state.pool(), id).await?;
     Ok(axum::Json(
         manual(&state, &request, channel, change, ACTOR_OPERATOR, q).await?,
@@ -306,9 +298,7 @@ pub(crate) async fn set_defaults(
     params(AuditQuery, PageQuery),
     responses(
         (status = 200, description = "A page of audit entries.", body = Page<Record>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]

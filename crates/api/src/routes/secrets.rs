@@ -3,7 +3,7 @@
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, RequestId};
-use crate::openapi::{JsonBody, NotFound, TenantAuth};
+use crate::openapi::{ById, JsonBody, TenantAuth};
 use crate::AppState;
 use axum::extract::{FromRequest, Request, State};
 use axum::routing::post;
@@ -74,8 +74,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> fo
         (status = 200, description = "The new secret (shown once) and until when the old one \
             still signs.", body = RotatedSecret),
         JsonBody,
-        NotFound,
-        TenantAuth,
+        ById<TenantAuth>,
     ),
     security(("tenant_key" = [])),
 )]

@@ -5,7 +5,7 @@ use super::checked_url;
 use crate::auth::{Operator, Tenant};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query, RequestId};
-use crate::openapi::{BadRequest, Invalid, JsonBody, NotFound, OperatorAuth, TenantAuth};
+use crate::openapi::{ById, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::extract::State;
@@ -150,9 +150,7 @@ async fn checked_alert_url(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of tenants.", body = Page<tenants::Tenant>),
-        BadRequest,
-        Invalid,
-        OperatorAuth,
+        WithQuery<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -175,9 +173,7 @@ pub(crate) async fn operator_list(
     params(("id" = Uuid, Path, description = "Tenant id.")),
     responses(
         (status = 200, description = "The tenant.", body = tenants::Tenant),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -200,8 +196,7 @@ pub(crate) async fn operator_read(
     responses(
         (status = 200, description = "The tenant as it is now.", body = TenantView),
         JsonBody,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
@@ -243,9 +238,7 @@ pub(crate) struct Rotated {
     params(("id" = Uuid, Path, description = "Tenant id.")),
     responses(
         (status = 200, description = "The new secret, shown once.", body = Rotated),
-        BadRequest,
-        NotFound,
-        OperatorAuth,
+        ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
 )]
