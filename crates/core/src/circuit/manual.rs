@@ -139,7 +139,16 @@ pub async fn apply_manual(
         State::Paused => {
             let parked = park_backlog(tx, channel_id).await?;
             let details = serde_json::json!({ "generation": generation, "parked": parked });
-            audit_transition(tx, &t, actor, change.action(), reason, details).await?;
+            audit_transition(
+                tx,
+                t.ids(),
+                (t.from, t.to),
+                actor,
+                change.action(),
+                reason,
+                details,
+            )
+            .await?;
             if let Some(event) = alert_event {
                 enqueue_alert(tx, &t, event, reason).await?;
             }

@@ -201,6 +201,11 @@ struct TransitionRow {
 }
 
 impl Transition {
+    /// Its `(tenant_id, channel_id)`.
+    pub(crate) fn ids(&self) -> (Uuid, Uuid) {
+        (self.tenant_id, self.channel_id)
+    }
+
     /// The transition as counted in the metrics ([`audit::Transitioned`]).
     pub fn counted(&self) -> audit::Transitioned {
         audit::Transitioned {

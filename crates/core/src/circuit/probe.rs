@@ -163,7 +163,7 @@ pub async fn probe_watch(
         serde_json::json!({ "probe_failures": probe_failures, "trial_successes": passed }),
     );
     let action = "circuit.probe_started";
-    audit_half_open(tx, tenant_id, channel_id, before, action, reason, details).await?;
+    audit_half_open(tx, (tenant_id, channel_id), before, action, reason, details).await?;
     let step = ProbeStep::Started {
         generation,
         delivery_id,
@@ -205,28 +205,19 @@ pub(super) fn role_details(
     details
 }
 
-/// The breaker's audit row of a step of `tenant_id`'s channel `channel_id` from `from` into
+/// The breaker's audit row of a step of a channel (`ids`: tenant, channel) from `from` into
 /// `half_open` that handed the probe role (a claim, a takeover, a trial): `action` for `reason`,
 /// with `details` ([`role_details`]).
 pub(super) async fn audit_half_open(
     tx: &mut PgConnection,
-    tenant_id: Uuid,
-    channel_id: Uuid,
+    ids: (Uuid, Uuid),
     from: State,
     action: &str,
     reason: &str,
     details: serde_json::Value,
 ) -> Result<()> {
-    audit::record(
-        &mut *tx,
-        &audit::Entry::channel(tenant_id, channel_id, ACTOR_CIRCUIT_BREAKER, action).transition(
-            from.as_str(),
-            State::HalfOpen.as_str(),
-            reason,
-            details,
-        ),
-    )
-    .await
+    let (actor, to) = (ACTOR_CIRCUIT_BREAKER, State::HalfOpen);
+    audit_transition(tx, ids, (from, to), actor, action, reason, details).await
 }
 
 /// Gives the (empty) probe role of half-open channel `channel_id` to one parked delivery: wakes

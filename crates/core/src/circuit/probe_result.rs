@@ -244,8 +244,8 @@ async fn next_trial(
         chosen,
         serde_json::json!({ "passed": passed, "needed": needed }),
     );
-    let (from, action) = (State::HalfOpen, "circuit.trial_passed");
-    audit_half_open(tx, tenant_id, channel_id, from, action, &reason, details).await?;
+    let (ids, action) = ((tenant_id, channel_id), "circuit.trial_passed");
+    audit_half_open(tx, ids, State::HalfOpen, action, &reason, details).await?;
     tracing::info!(%channel_id, passed, needed, ?next_delivery_id, "circuit trial passed");
     Ok(ProbeSuccess::Trial {
         generation,

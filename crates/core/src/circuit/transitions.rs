@@ -124,16 +124,18 @@ pub(super) async fn on_opened(
         "parked": parked,
         "next_probe_at": t.next_probe_at,
     });
-    audit_transition(tx, t, actor, action, reason, details).await?;
+    audit_transition(tx, t.ids(), (t.from, t.to), actor, action, reason, details).await?;
     tracing::warn!(channel_id = %t.channel_id, tenant_id = %t.tenant_id, from = t.from.as_str(), parked, reason, "circuit opened");
     Ok(())
 }
 
-/// The winner's audit row of transition `t` (its channel and tenant, `from` → `to`): `actor` did
-/// `action` for `reason`, with `details`.
+/// The winner's audit row of a transition of channel `channel_id` (of `tenant_id`) from `from`
+/// to `to` (a trial goes from `half_open` to `half_open`): `actor` did `action` for `reason`,
+/// with `details`.
 pub(super) async fn audit_transition(
     tx: &mut PgConnection,
-    t: &Transition,
+    (tenant_id, channel_id): (Uuid, Uuid),
+    (from, to): (State, State),
     actor: &str,
     action: &str,
     reason: &str,
@@ -141,9 +143,9 @@ pub(super) async fn audit_transition(
 ) -> Result<()> {
     audit::record(
         &mut *tx,
-        &audit::Entry::channel(t.tenant_id, t.channel_id, actor, action).transition(
-            t.from.as_str(),
-            t.to.as_str(),
+        &audit::Entry::channel(tenant_id, channel_id, actor, action).transition(
+            from.as_str(),
+            to.as_str(),
             reason,
             details,
         ),
@@ -266,7 +268,7 @@ pub(super) async fn on_closed(
 ) -> Result<()> {
     let released = release_backlog(tx, t.channel_id).await?;
     let details = serde_json::json!({ "generation": t.generation, "released": released });
-    audit_transition(tx, t, actor, action, reason, details).await?;
+    audit_transition(tx, t.ids(), (t.from, t.to), actor, action, reason, details).await?;
     if let Some(event) = alert_event {
         enqueue_alert(tx, t, event, reason).await?;
     }
