@@ -260,11 +260,6 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
     .await?;
     let v = verdict(flapping, suppressed);
     let mut args = AlertArgs {
-        id: Uuid::now_v7(),
-        event: c.event.to_string(),
-        tenant_id: c.tenant_id,
-        channel_id: Some(c.channel_id),
-        host: Some(channel_host(&mut *tx, c.channel_id).await?),
         from_state: Some(c.from.to_string()),
         to_state: c.to.to_string(),
         reason: c.reason.to_string(),
@@ -273,7 +268,7 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
         transition_count: Some(in_window),
         flapping_window_ms: Some(policy.flapping_window_ms),
         at,
-        ..AlertArgs::default()
+        ..channel_alert(tx, c.event, c.tenant_id, c.channel_id).await?
     };
     match v {
         Verdict::Alert => {
@@ -296,6 +291,24 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
         }
     }
     Ok(Some(v))
+}
+
+/// A new alert (fresh id) of `event` about `tenant_id`'s channel `channel_id`, with the channel's
+/// host circuit ([`channel_host`]); the caller sets the rest with struct update syntax.
+async fn channel_alert(
+    tx: &mut PgConnection,
+    event: &str,
+    tenant_id: Uuid,
+    channel_id: Uuid,
+) -> Result<AlertArgs> {
+    Ok(AlertArgs {
+        id: Uuid::now_v7(),
+        event: event.to_string(),
+        tenant_id,
+        channel_id: Some(channel_id),
+        host: Some(channel_host(tx, channel_id).await?),
+        ..AlertArgs::default()
+    })
 }
 
 /// The channel's host circuit for an alert body: `{"host_key", "state"}` (`state` of the host
@@ -443,11 +456,6 @@ pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<Fl
     .await?;
     if has_alert_url(&mut *tx, tenant_id).await? {
         let args = AlertArgs {
-            id: Uuid::now_v7(),
-            event: EVENT_FLAPPING_ENDED.to_string(),
-            tenant_id,
-            channel_id: Some(channel_id),
-            host: Some(channel_host(&mut *tx, channel_id).await?),
             from_state: None,
             to_state: state.to_string(),
             reason,
@@ -458,7 +466,7 @@ pub async fn flapping_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<Fl
             suppressed: Some(suppressed),
             flapping_since: Some(since),
             at,
-            ..AlertArgs::default()
+            ..channel_alert(tx, EVENT_FLAPPING_ENDED, tenant_id, channel_id).await?
         };
         enqueue(tx, channel_id, generation, EVENT_FLAPPING_ENDED, args).await?;
     }

@@ -43,6 +43,17 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    /// An entry: `actor` did `action`, concerning no tenant or channel, with no states, no
+    /// reason and no details (written as `{}`). Set the rest with struct update syntax or
+    /// [`Entry::transition`].
+    pub fn new(actor: &'a str, action: &'a str) -> Self {
+        Entry {
+            actor,
+            action,
+            ..Default::default()
+        }
+    }
+
     /// An entry about `tenant_id`'s channel `channel_id`: `actor` did `action`, with no states,
     /// no reason and no details (written as `{}`). Set the rest with struct update syntax:
     /// `Entry { reason: Some(why), ..Entry::channel(tenant_id, channel_id, actor, action) }`.
@@ -50,9 +61,25 @@ impl<'a> Entry<'a> {
         Entry {
             tenant_id: Some(tenant_id),
             channel_id: Some(channel_id),
-            actor,
-            action,
-            ..Default::default()
+            ..Entry::new(actor, action)
+        }
+    }
+
+    /// This entry as a circuit transition (of a channel or a host): from state `from` to state
+    /// `to` (column values, e.g. `half_open`), for `reason`, with `details`.
+    pub fn transition(
+        self,
+        from: &'a str,
+        to: &'a str,
+        reason: &'a str,
+        details: serde_json::Value,
+    ) -> Self {
+        Entry {
+            from_state: Some(from),
+            to_state: Some(to),
+            reason: Some(reason),
+            details,
+            ..self
         }
     }
 }

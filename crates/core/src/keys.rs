@@ -137,17 +137,7 @@ pub async fn create(
     .bind(&name)
     .fetch_one(&mut *conn)
     .await?;
-    audit::record(
-        &mut *conn,
-        &audit::Entry {
-            tenant_id: Some(tenant_id),
-            actor,
-            action: "key.created",
-            details: serde_json::json!({ "key_id": key.id, "name": key.name }),
-            ..Default::default()
-        },
-    )
-    .await?;
+    audit_key(&mut *conn, tenant_id, actor, "key.created", &key).await?;
     Ok(CreatedKey { key, api_key })
 }
 
@@ -193,18 +183,28 @@ pub async fn revoke(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("api key"))?;
+    audit_key(&mut *conn, tenant_id, actor, "key.revoked", &key).await?;
+    Ok(key)
+}
+
+/// The audit row of a change to `tenant_id`'s key `key`: `actor` did `action` (`key.created`,
+/// `key.revoked`), with the key's id and name (never the key).
+async fn audit_key(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    actor: &str,
+    action: &str,
+    key: &ApiKey,
+) -> Result<()> {
     audit::record(
-        &mut *conn,
+        conn,
         &audit::Entry {
             tenant_id: Some(tenant_id),
-            actor,
-            action: "key.revoked",
             details: serde_json::json!({ "key_id": key.id, "name": key.name }),
-            ..Default::default()
+            ..audit::Entry::new(actor, action)
         },
     )
-    .await?;
-    Ok(key)
+    .await
 }
 
 /// Revokes every unrevoked key of `tenant_id` (tenant deletion), in the caller's transaction.

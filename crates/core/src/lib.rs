@@ -6,6 +6,34 @@
 //! they can run inside a caller's transaction. Decisions that need no database (classifying an
 //! HTTP outcome, parsing `Retry-After`, checking an address) are pure functions.
 
+/// The two directions between a state enum and its `text` column value, from one table of
+/// `Variant => "text"` pairs: `as_str` (the column value) and `parse` (the variant of a column
+/// value; any other text is [`Error::Invalid`] naming `$field`, "unknown `$what` …"). The
+/// enum's sqlx and serde derives must spell the same texts (`rename_all = "snake_case"`).
+macro_rules! column_text {
+    ($ty:ident, field $field:literal, what $what:literal, { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $ty {
+            /// The column value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $text,)+
+                }
+            }
+
+            /// Parses the column value.
+            pub fn parse(s: &str) -> $crate::Result<Self> {
+                match s {
+                    $($text => Ok($ty::$variant),)+
+                    other => Err($crate::Error::invalid(
+                        $field,
+                        format!(concat!("unknown ", $what, " {:?}"), other),
+                    )),
+                }
+            }
+        }
+    };
+}
+
 pub mod alerts;
 pub mod audit;
 pub mod channels;

@@ -115,16 +115,13 @@ pub async fn start_node(
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding /metrics to {listen} (BREAKWATER_METRICS_LISTEN)"))?;
-        let addr = listener.local_addr()?;
-        metrics_addr = Some(addr);
-        let (app, token) = (metrics.app(), shutdown.clone());
-        tasks.spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await
-                .context("metrics server failed")
-        });
-        tracing::info!(%addr, "metrics listening");
+        metrics_addr = Some(spawn_server(
+            &mut tasks,
+            listener,
+            metrics.app(),
+            shutdown.clone(),
+            "metrics",
+        )?);
     }
     if role.api() {
         let pool = api_pool.clone();
@@ -149,17 +146,13 @@ pub async fn start_node(
             .with_context(|| {
                 format!("binding the API to {} (BREAKWATER_LISTEN)", settings.listen)
             })?;
-        let addr = listener.local_addr()?;
-        api_addr = Some(addr);
-        let app = breakwater_api::app(state);
-        let token = shutdown.clone();
-        tasks.spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await
-                .context("API server failed")
-        });
-        tracing::info!(%addr, "API listening");
+        api_addr = Some(spawn_server(
+            &mut tasks,
+            listener,
+            breakwater_api::app(state),
+            shutdown.clone(),
+            "API",
+        )?);
     }
     if settings.telemetry.otlp().is_some() {
         // OTLP pushes on its own schedule, so keep the cluster-wide gauges fresh for it (a
@@ -197,6 +190,27 @@ pub async fn start_node(
         node_id,
         tasks,
     })
+}
+
+/// Serves `app` on `listener` as a task of `tasks` until `shutdown` fires (graceful: requests in
+/// flight finish), and logs "`what` listening" with the address. `what` (`"API"`, `"metrics"`)
+/// also names the server in the task's error. Returns the bound address.
+fn spawn_server(
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    shutdown: CancellationToken,
+    what: &'static str,
+) -> anyhow::Result<SocketAddr> {
+    let addr = listener.local_addr()?;
+    tasks.spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .with_context(|| format!("{what} server failed"))
+    });
+    tracing::info!(%addr, "{what} listening");
+    Ok(addr)
 }
 
 /// Which side of a node a pool serves.

@@ -69,11 +69,6 @@ pub async fn endpoint_rejected(
         .fetch_one(&mut *tx)
         .await?;
         let args = AlertArgs {
-            id: Uuid::now_v7(),
-            event: EVENT_ENDPOINT_REJECTED.to_string(),
-            tenant_id,
-            channel_id: Some(channel_id),
-            host: Some(channel_host(&mut *tx, channel_id).await?),
             from_state: Some(state.to_string()),
             to_state: state.to_string(),
             reason: why.to_string(),
@@ -83,7 +78,7 @@ pub async fn endpoint_rejected(
             transition_count: Some(in_window),
             flapping_window_ms: Some(policy.flapping_window_ms),
             at,
-            ..AlertArgs::default()
+            ..channel_alert(tx, EVENT_ENDPOINT_REJECTED, tenant_id, channel_id).await?
         };
         let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
             .unique_key(format!(

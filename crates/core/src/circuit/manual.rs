@@ -138,15 +138,15 @@ pub async fn apply_manual(
         State::Closed => on_closed(tx, &t, change.action(), actor, reason, alert_event).await?,
         State::Paused => {
             let parked = park_backlog(tx, channel_id).await?;
-            audit::record(
-                &mut *tx,
-                &audit::Entry {
-                    from_state: Some(t.from.as_str()),
-                    to_state: Some(State::Paused.as_str()),
-                    reason: Some(reason),
-                    details: serde_json::json!({ "generation": generation, "parked": parked }),
-                    ..audit::Entry::channel(tenant_id, channel_id, actor, change.action())
-                },
+            let details = serde_json::json!({ "generation": generation, "parked": parked });
+            audit_transition(
+                tx,
+                t.ids(),
+                (t.from, t.to),
+                actor,
+                change.action(),
+                reason,
+                details,
             )
             .await?;
             if let Some(event) = alert_event {

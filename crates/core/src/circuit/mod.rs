@@ -72,6 +72,30 @@ macro_rules! cooldown_ms_sql {
     };
 }
 
+/// The head of a transition's conditional UPDATE of a `channels` row into state `$to` (a
+/// string literal, e.g. `"open"`): every transition stamps `circuit_changed_at` and bumps
+/// `circuit_generation` (module doc). The statement goes on with its own `SET` items, its
+/// `WHERE` and [`returning_transition_sql!`]. Expands to a string literal for `concat!`.
+macro_rules! enter_state_sql {
+    ($to:literal) => {
+        concat!(
+            "UPDATE channels
+         SET circuit_state = '",
+            $to,
+            "', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,"
+        )
+    };
+}
+
+/// The `RETURNING` clause (on its own line) that reads a transition's UPDATE of `channels` back
+/// as a [`TransitionRow`]. Expands to a string literal for `concat!`.
+macro_rules! returning_transition_sql {
+    () => {
+        "
+         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at"
+    };
+}
+
 mod attempt;
 mod config;
 mod gate;
@@ -123,17 +147,14 @@ pub enum State {
     Paused,
 }
 
-impl State {
-    /// The column value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-            State::Paused => "paused",
-        }
-    }
+column_text!(State, field "circuit_state", what "circuit state", {
+    Closed => "closed",
+    Open => "open",
+    HalfOpen => "half_open",
+    Paused => "paused",
+});
 
+impl State {
     /// Every state, in the order the metrics list them.
     pub const ALL: [State; 4] = [State::Closed, State::Open, State::HalfOpen, State::Paused];
 
@@ -142,22 +163,6 @@ impl State {
     /// new deliveries start `pending`; its gate parks every one but the probe on pickup.
     pub fn parks_new_deliveries(self) -> bool {
         matches!(self, State::Open | State::Paused)
-    }
-
-    /// Parses the column value.
-    pub fn parse(s: &str) -> Result<Self> {
-        Ok(match s {
-            "closed" => State::Closed,
-            "open" => State::Open,
-            "half_open" => State::HalfOpen,
-            "paused" => State::Paused,
-            other => {
-                return Err(Error::invalid(
-                    "circuit_state",
-                    format!("unknown circuit state {other:?}"),
-                ))
-            }
-        })
     }
 }
 
@@ -196,6 +201,11 @@ struct TransitionRow {
 }
 
 impl Transition {
+    /// Its `(tenant_id, channel_id)`.
+    pub(crate) fn ids(&self) -> (Uuid, Uuid) {
+        (self.tenant_id, self.channel_id)
+    }
+
     /// The transition as counted in the metrics ([`audit::Transitioned`]).
     pub fn counted(&self) -> audit::Transitioned {
         audit::Transitioned {

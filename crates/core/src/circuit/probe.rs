@@ -15,9 +15,22 @@ pub(super) async fn schedule_probe(
     channel_id: Uuid,
     at: Option<DateTime<Utc>>,
 ) -> Result<()> {
-    let mut job = NewJob::new(QUEUE_CIRCUIT, JOB_PROBE, ProbeArgs { channel_id }.to_json())
+    schedule_watcher_job(tx, &ProbeArgs { channel_id }, probe_key(channel_id), at).await
+}
+
+/// Makes sure the circuit watcher job `args` (a channel's probe watcher, or a host's) with
+/// unique key `unique_key` runs no later than `at` (`None`: now): one live job per key on
+/// [`QUEUE_CIRCUIT`], at urgent priority, up to 1 000 attempts; a waiting job's time only moves
+/// earlier ([`breakwater_queue::schedule_unique`]).
+pub(crate) async fn schedule_watcher_job<A: JobArgs>(
+    tx: &mut PgConnection,
+    args: &A,
+    unique_key: String,
+    at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let mut job = NewJob::new(QUEUE_CIRCUIT, A::KIND.as_str(), args.to_json())
         .priority(PRIORITY_URGENT)
-        .unique_key(probe_key(channel_id))
+        .unique_key(unique_key)
         .max_attempts(1_000);
     job.scheduled_at = at;
     breakwater_queue::schedule_unique(&mut *tx, &job).await?;
@@ -144,28 +157,13 @@ pub async fn probe_watch(
         (_, Some(_)) => "cooldown over; probing",
         (_, None) => "cooldown over and nothing is waiting; the next delivery to arrive is the probe",
     };
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            from_state: Some(before.as_str()),
-            to_state: Some(State::HalfOpen.as_str()),
-            reason: Some(reason),
-            details: serde_json::json!({
-                "generation": generation,
-                "probe_delivery_id": delivery_id,
-                "probe_failures": probe_failures,
-                "trial_successes": passed,
-                "deadline": chosen.map(|(_, at)| at),
-            }),
-            ..audit::Entry::channel(
-                tenant_id,
-                channel_id,
-                ACTOR_CIRCUIT_BREAKER,
-                "circuit.probe_started",
-            )
-        },
-    )
-    .await?;
+    let details = role_details(
+        generation,
+        chosen,
+        serde_json::json!({ "probe_failures": probe_failures, "trial_successes": passed }),
+    );
+    let action = "circuit.probe_started";
+    audit_half_open(tx, (tenant_id, channel_id), before, action, reason, details).await?;
     let step = ProbeStep::Started {
         generation,
         delivery_id,
@@ -185,6 +183,41 @@ pub async fn probe_step(
     cfg: &CircuitConfig,
 ) -> Result<ProbeStep> {
     Ok(probe_watch(tx, channel_id, cfg).await?.0)
+}
+
+/// The audit details of a step that handed the probe role to `chosen` (the delivery and its
+/// lease's end, from [`choose_probe`]; `None`: nothing was waiting, both `null`) under
+/// `generation`: `{"generation", "probe_delivery_id", "deadline"}` and the fields of `more` (a
+/// JSON object).
+pub(super) fn role_details(
+    generation: i64,
+    chosen: Option<(Uuid, DateTime<Utc>)>,
+    more: serde_json::Value,
+) -> serde_json::Value {
+    let mut details = serde_json::json!({
+        "generation": generation,
+        "probe_delivery_id": chosen.map(|(d, _)| d),
+        "deadline": chosen.map(|(_, at)| at),
+    });
+    if let (Some(d), serde_json::Value::Object(more)) = (details.as_object_mut(), more) {
+        d.extend(more);
+    }
+    details
+}
+
+/// The breaker's audit row of a step of a channel (`ids`: tenant, channel) from `from` into
+/// `half_open` that handed the probe role (a claim, a takeover, a trial): `action` for `reason`,
+/// with `details` ([`role_details`]).
+pub(super) async fn audit_half_open(
+    tx: &mut PgConnection,
+    ids: (Uuid, Uuid),
+    from: State,
+    action: &str,
+    reason: &str,
+    details: serde_json::Value,
+) -> Result<()> {
+    let (actor, to) = (ACTOR_CIRCUIT_BREAKER, State::HalfOpen);
+    audit_transition(tx, ids, (from, to), actor, action, reason, details).await
 }
 
 /// Gives the (empty) probe role of half-open channel `channel_id` to one parked delivery: wakes

@@ -102,15 +102,15 @@ pub async fn probe_succeeded(
             .await
             .map(Some);
     }
-    let row: Option<TransitionRow> = sqlx::query_as(
-        "UPDATE channels
-         SET circuit_state = 'closed', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+    let row: Option<TransitionRow> = sqlx::query_as(concat!(
+        enter_state_sql!("closed"),
+        "
              consecutive_failures = 0, probe_failures = 0, next_probe_at = NULL,
              probe_delivery_id = NULL, probe_deadline = NULL, health_unhealthy = false,
              trial_successes = 0, updated_at = now()
-         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL
-         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at",
-    )
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL",
+        returning_transition_sql!()
+    ))
     .bind(channel_id)
     .bind(generation)
     .fetch_optional(&mut *tx)
@@ -239,28 +239,13 @@ async fn next_trial(
             "nothing is waiting: the next delivery to arrive is the next trial"
         }
     );
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            from_state: Some(State::HalfOpen.as_str()),
-            to_state: Some(State::HalfOpen.as_str()),
-            reason: Some(&reason),
-            details: serde_json::json!({
-                "generation": generation,
-                "passed": passed,
-                "needed": needed,
-                "probe_delivery_id": next_delivery_id,
-                "deadline": chosen.map(|(_, at)| at),
-            }),
-            ..audit::Entry::channel(
-                tenant_id,
-                channel_id,
-                ACTOR_CIRCUIT_BREAKER,
-                "circuit.trial_passed",
-            )
-        },
-    )
-    .await?;
+    let details = role_details(
+        generation,
+        chosen,
+        serde_json::json!({ "passed": passed, "needed": needed }),
+    );
+    let (ids, action) = ((tenant_id, channel_id), "circuit.trial_passed");
+    audit_half_open(tx, ids, State::HalfOpen, action, &reason, details).await?;
     tracing::info!(%channel_id, passed, needed, ?next_delivery_id, "circuit trial passed");
     Ok(ProbeSuccess::Trial {
         generation,
@@ -283,8 +268,8 @@ pub async fn probe_failed(
 ) -> Result<Option<Transition>> {
     let row: Option<TransitionRow> = sqlx::query_as(
         concat!(
-            "UPDATE channels
-         SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+            enter_state_sql!("open"),
+            "
              probe_failures = probe_failures + 1, probe_delivery_id = NULL, probe_deadline = NULL,
              trial_successes = 0, last_failure_at = now(), last_failure_reason = $3,
              next_probe_at = greatest(
@@ -294,8 +279,8 @@ pub async fn probe_failed(
                           * interval '1 millisecond'),
                  coalesce(retry_after_until, now())),
              updated_at = now()
-         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL
-         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at"
+         WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $2 AND deleted_at IS NULL",
+            returning_transition_sql!()
         ),
     )
     .bind(channel_id)

@@ -83,20 +83,18 @@ pub async fn open_from_closed(
     actor: &str,
     cfg: &CircuitConfig,
 ) -> Result<Option<Transition>> {
-    let row: Option<TransitionRow> = sqlx::query_as(
-        concat!(
-            "UPDATE channels
-         SET circuit_state = 'open', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+    let row: Option<TransitionRow> = sqlx::query_as(concat!(
+        enter_state_sql!("open"),
+        "
              probe_failures = 0, probe_delivery_id = NULL, probe_deadline = NULL,
              next_probe_at = greatest(now() + (",
-            cooldown_ms_sql!("cooldown_ms", "$2"),
-            "::float8 * interval '1 millisecond'),
+        cooldown_ms_sql!("cooldown_ms", "$2"),
+        "::float8 * interval '1 millisecond'),
                                       coalesce(retry_after_until, now())),
              updated_at = now()
-         WHERE id = $1 AND circuit_state = 'closed' AND deleted_at IS NULL
-         RETURNING tenant_id, circuit_generation, consecutive_failures, next_probe_at"
-        ),
-    )
+         WHERE id = $1 AND circuit_state = 'closed' AND deleted_at IS NULL",
+        returning_transition_sql!()
+    ))
     .bind(channel_id)
     .bind(cfg.cooldown_ms)
     .fetch_optional(&mut *tx)
@@ -120,24 +118,39 @@ pub(super) async fn on_opened(
 ) -> Result<()> {
     let parked = park_backlog(tx, t.channel_id).await?;
     schedule_probe(tx, t.channel_id, t.next_probe_at).await?;
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            from_state: Some(t.from.as_str()),
-            to_state: Some(t.to.as_str()),
-            reason: Some(reason),
-            details: serde_json::json!({
-                "generation": t.generation,
-                "failures": t.failures,
-                "parked": parked,
-                "next_probe_at": t.next_probe_at,
-            }),
-            ..audit::Entry::channel(t.tenant_id, t.channel_id, actor, action)
-        },
-    )
-    .await?;
+    let details = serde_json::json!({
+        "generation": t.generation,
+        "failures": t.failures,
+        "parked": parked,
+        "next_probe_at": t.next_probe_at,
+    });
+    audit_transition(tx, t.ids(), (t.from, t.to), actor, action, reason, details).await?;
     tracing::warn!(channel_id = %t.channel_id, tenant_id = %t.tenant_id, from = t.from.as_str(), parked, reason, "circuit opened");
     Ok(())
+}
+
+/// The winner's audit row of a transition of channel `channel_id` (of `tenant_id`) from `from`
+/// to `to` (a trial goes from `half_open` to `half_open`): `actor` did `action` for `reason`,
+/// with `details`.
+pub(super) async fn audit_transition(
+    tx: &mut PgConnection,
+    (tenant_id, channel_id): (Uuid, Uuid),
+    (from, to): (State, State),
+    actor: &str,
+    action: &str,
+    reason: &str,
+    details: serde_json::Value,
+) -> Result<()> {
+    audit::record(
+        &mut *tx,
+        &audit::Entry::channel(tenant_id, channel_id, actor, action).transition(
+            from.as_str(),
+            to.as_str(),
+            reason,
+            details,
+        ),
+    )
+    .await
 }
 
 /// Parks the channel's job group (one row update: its waiting jobs stay put and are not fetched
@@ -170,12 +183,15 @@ pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<
     Ok(n)
 }
 
-/// What [`reconcile_parking`] repaired.
+/// What a parking reconciler repaired: [`reconcile_parking`] (channels and their job groups) or
+/// [`crate::hosts::reconcile_gates`] (hosts and their gates).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reconciled {
-    /// Closed (or deleted) channels whose job group was still parked: released.
+    /// Closed (or deleted) channels, or closed hosts, whose job group or gate was still parked:
+    /// released.
     pub released: u64,
-    /// Open, half-open or paused channels whose job group was not parked: parked.
+    /// Open, half-open or paused channels, or open or half-open hosts, whose job group or gate
+    /// was not parked: parked.
     pub parked: u64,
 }
 
@@ -251,17 +267,8 @@ pub(super) async fn on_closed(
     alert_event: Option<&str>,
 ) -> Result<()> {
     let released = release_backlog(tx, t.channel_id).await?;
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            from_state: Some(t.from.as_str()),
-            to_state: Some(State::Closed.as_str()),
-            reason: Some(reason),
-            details: serde_json::json!({ "generation": t.generation, "released": released }),
-            ..audit::Entry::channel(t.tenant_id, t.channel_id, actor, action)
-        },
-    )
-    .await?;
+    let details = serde_json::json!({ "generation": t.generation, "released": released });
+    audit_transition(tx, t.ids(), (t.from, t.to), actor, action, reason, details).await?;
     if let Some(event) = alert_event {
         enqueue_alert(tx, t, event, reason).await?;
     }

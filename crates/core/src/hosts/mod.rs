@@ -87,7 +87,7 @@ pub use results::*;
 pub use watch::*;
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
-use crate::circuit::{self, QUEUE_ALERTS, QUEUE_CIRCUIT};
+use crate::circuit::{self, QUEUE_ALERTS};
 use crate::outcome::Class;
 use crate::{Error, Result, JOB_DELIVER};
 use breakwater_queue::{NewJob, PRIORITY_URGENT};
@@ -120,31 +120,11 @@ pub enum State {
     HalfOpen,
 }
 
-impl State {
-    /// The column value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-        }
-    }
-
-    /// Parses the column value.
-    pub fn parse(s: &str) -> Result<Self> {
-        Ok(match s {
-            "closed" => State::Closed,
-            "open" => State::Open,
-            "half_open" => State::HalfOpen,
-            other => {
-                return Err(Error::invalid(
-                    "state",
-                    format!("unknown host circuit state {other:?}"),
-                ))
-            }
-        })
-    }
-}
+column_text!(State, field "state", what "host circuit state", {
+    Closed => "closed",
+    Open => "open",
+    HalfOpen => "half_open",
+});
 
 /// A host transition (returned to its winner only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,4 +157,29 @@ struct HostRow {
     generation: i64,
     next_probe_at: Option<DateTime<Utc>>,
     before: State,
+}
+
+impl HostRow {
+    /// The transition this row (returned by a transition's UPDATE) made into `to`: the next probe
+    /// time is kept for `open` only (a claim of `half_open` returns the old one; `closed` has
+    /// none).
+    fn into_transition(self, to: State) -> Transition {
+        Transition {
+            host_key: self.host_key,
+            from: self.before,
+            to,
+            generation: self.generation,
+            next_probe_at: self.next_probe_at.filter(|_| to == State::Open),
+        }
+    }
+}
+
+/// Forgets the failures counted against host `key` (every channel's): a transition into `open`
+/// or `closed` starts the count again.
+async fn forget_failures(tx: &mut PgConnection, key: &str) -> Result<()> {
+    sqlx::query("DELETE FROM host_failures WHERE host_key = $1")
+        .bind(key)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }

@@ -234,14 +234,8 @@ pub async fn set_overrides(
     Ok(())
 }
 
-/// What [`reconcile_gates`] repaired.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reconciled {
-    /// Closed hosts whose gate was still parked: released.
-    pub released: u64,
-    /// Open or half-open hosts whose gate was not parked: parked.
-    pub parked: u64,
-}
+/// What [`reconcile_gates`] repaired (the channel reconciler's type: released and parked gates).
+pub use crate::circuit::Reconciled;
 
 /// The safety net for a missed park or release of a host (the host part of the parking
 /// reconciler, run beside [`crate::circuit::reconcile_parking`]): compares every host circuit

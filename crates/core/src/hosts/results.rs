@@ -144,17 +144,8 @@ pub(super) async fn open(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(r) = row else { return Ok(None) };
-    let t = Transition {
-        host_key: r.host_key,
-        from: r.before,
-        to: State::Open,
-        generation: r.generation,
-        next_probe_at: r.next_probe_at,
-    };
-    sqlx::query("DELETE FROM host_failures WHERE host_key = $1")
-        .bind(key)
-        .execute(&mut *tx)
-        .await?;
+    let t = r.into_transition(State::Open);
+    forget_failures(tx, key).await?;
     let parked = park_host_jobs(tx, key).await?;
     schedule_watcher(tx, key, t.next_probe_at).await?;
     let action = match (actor == ACTOR_CIRCUIT_BREAKER, reopen) {
@@ -184,24 +175,22 @@ pub(super) async fn effects(
     .bind(&t.host_key)
     .fetch_one(&mut *tx)
     .await?;
+    let details = serde_json::json!({
+        "host_key": t.host_key,
+        "generation": t.generation,
+        "channels": channels,
+        "tenants": tenants.len(),
+        "jobs": jobs,
+        "next_probe_at": t.next_probe_at,
+    });
     audit::record(
         &mut *tx,
-        &audit::Entry {
-            actor,
-            action,
-            from_state: Some(t.from.as_str()),
-            to_state: Some(t.to.as_str()),
-            reason: Some(reason),
-            details: serde_json::json!({
-                "host_key": t.host_key,
-                "generation": t.generation,
-                "channels": channels,
-                "tenants": tenants.len(),
-                "jobs": jobs,
-                "next_probe_at": t.next_probe_at,
-            }),
-            ..Default::default()
-        },
+        &audit::Entry::new(actor, action).transition(
+            t.from.as_str(),
+            t.to.as_str(),
+            reason,
+            details,
+        ),
     )
     .await?;
     // A failed host probe re-opening the host is audited but not alerted (as a channel's: the
@@ -289,18 +278,8 @@ pub(super) async fn schedule_watcher(
     key: &str,
     at: Option<DateTime<Utc>>,
 ) -> Result<()> {
-    let mut job = NewJob::new(
-        QUEUE_CIRCUIT,
-        JOB_HOST_PROBE,
-        HostProbeArgs {
-            host_key: key.to_string(),
-        }
-        .to_json(),
-    )
-    .priority(PRIORITY_URGENT)
-    .unique_key(watcher_key(key))
-    .max_attempts(1_000);
-    job.scheduled_at = at;
-    breakwater_queue::schedule_unique(&mut *tx, &job).await?;
-    Ok(())
+    let args = HostProbeArgs {
+        host_key: key.to_string(),
+    };
+    circuit::schedule_watcher_job(tx, &args, watcher_key(key), at).await
 }

@@ -88,33 +88,27 @@ pub async fn watch(
         return Ok((step, None));
     };
     let probe = set_probe(tx, key, r.generation).await?;
-    let t = Transition {
-        host_key: r.host_key,
-        from: r.before,
-        to: State::HalfOpen,
-        generation: r.generation,
-        next_probe_at: None,
-    };
+    let t = r.into_transition(State::HalfOpen);
     let reason = if t.from == State::HalfOpen {
         "the host probe's lease expired; another probe takes over"
     } else {
         "cooldown over; probing the host"
     };
+    let details = serde_json::json!({
+        "host_key": t.host_key,
+        "generation": t.generation,
+        "probe_delivery_id": probe.map(|(d, _)| d),
+    });
     audit::record(
         &mut *tx,
         &audit::Entry {
-            actor: ACTOR_CIRCUIT_BREAKER,
-            action: "host.probe_started",
-            from_state: Some(t.from.as_str()),
-            to_state: Some("half_open"),
-            reason: Some(reason),
             channel_id: probe.map(|(_, c)| c),
-            details: serde_json::json!({
-                "host_key": t.host_key,
-                "generation": t.generation,
-                "probe_delivery_id": probe.map(|(d, _)| d),
-            }),
-            ..Default::default()
+            ..audit::Entry::new(ACTOR_CIRCUIT_BREAKER, "host.probe_started").transition(
+                t.from.as_str(),
+                t.to.as_str(),
+                reason,
+                details,
+            )
         },
     )
     .await?;
@@ -243,17 +237,8 @@ pub(super) async fn close(
     .fetch_optional(&mut *tx)
     .await?;
     let Some(r) = row else { return Ok(None) };
-    let t = Transition {
-        host_key: r.host_key,
-        from: r.before,
-        to: State::Closed,
-        generation: r.generation,
-        next_probe_at: None,
-    };
-    sqlx::query("DELETE FROM host_failures WHERE host_key = $1")
-        .bind(key)
-        .execute(&mut *tx)
-        .await?;
+    let t = r.into_transition(State::Closed);
+    forget_failures(tx, key).await?;
     let released = release_host_jobs(tx, key).await?;
     let action = if actor == ACTOR_CIRCUIT_BREAKER {
         "host.closed"
