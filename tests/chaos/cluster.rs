@@ -38,7 +38,6 @@ const BASE_ENV: &[(&str, &str)] = &[
     ("BREAKWATER_ALLOW_PRIVATE_TARGETS", "true"),
     ("BREAKWATER_LOG_FORMAT", "text"),
     ("RUST_LOG", "info"),
-    ("NO_COLOR", "1"),
     ("BREAKWATER_DATABASE__MAX_CONNECTIONS", "10"),
     ("BREAKWATER_API__INGRESS_PER_SECOND", "0"),
     ("BREAKWATER_WORKER__POOL_DEFAULT", "64"),
@@ -298,12 +297,14 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        // Nothing from the test's own environment configures the node.
+        // Nothing from the test's own environment configures the node (nor NO_COLOR: a log
+        // redirected to a file must be plain text without it).
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("BREAKWATER_") {
                 cmd.env_remove(k);
             }
         }
+        cmd.env_remove("NO_COLOR");
         cmd.env("DATABASE_URL", &self.pg.url)
             .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
         for (k, v) in BASE_ENV {

@@ -77,6 +77,17 @@ async fn sigterm_with_work_in_flight_drains_hands_back_the_rest_and_loses_nothin
         GRACE + Duration::from_secs(5),
         c.node(victim).tail(40)
     );
+    // Its text log went to a file, not a terminal: plain text, no ANSI colour codes.
+    let log = std::fs::read_to_string(&c.node(victim).log).expect("reading the node's log");
+    assert!(
+        log.contains(" INFO "),
+        "no INFO line in the node's log:\n{log}"
+    );
+    assert!(
+        !log.contains('\u{1b}'),
+        "the node's redirected log carries ANSI escape codes:\n{}",
+        c.node(victim).tail(5)
+    );
     // It left nothing claimed and deregistered.
     let held = c.executing(Some(&victim_id)).await;
     assert!(held.is_empty(), "the stopped node still holds {held:?}");

@@ -12,6 +12,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::metrics::PeriodicReader;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use std::io::IsTerminal;
 use std::time::Duration;
 use tracing_subscriber::filter::{filter_fn, EnvFilter};
 use tracing_subscriber::layer::SubscriberExt;
@@ -91,7 +92,11 @@ pub fn init(settings: &Settings, default_filter: &str) -> anyhow::Result<Guard> 
                 .json()
                 .with_writer(std::io::stderr)
         }))
-        .with((!json).then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr)))
+        .with((!json).then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_ansi(ansi_colours())
+                .with_writer(std::io::stderr)
+        }))
         .with(otel)
         .try_init()
         .context("installing the tracing subscriber")?;
@@ -120,4 +125,11 @@ fn tracer_provider(cfg: &TelemetryConfig, base: &str) -> anyhow::Result<SdkTrace
         ))))
         .with_batch_exporter(exporter)
         .build())
+}
+
+/// Whether the text log uses ANSI colours: only when stderr is a terminal and `NO_COLOR` is not
+/// set to a non-empty value (<https://no-color.org>). A log redirected to a file, a pipe or
+/// journald is plain text.
+fn ansi_colours() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
