@@ -3,6 +3,7 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// An API error. 4xx carry a stable machine-readable `code` and a `detail` for a person; 5xx are
 /// opaque to the client and logged with their cause.
@@ -14,8 +15,9 @@ pub struct ApiError {
     pub code: &'static str,
     /// What is wrong, for a person.
     pub detail: String,
-    /// The offending field, for validation errors.
-    pub field: Option<&'static str>,
+    /// The offending field, for validation errors: a name (`url`) or, inside a list, a path
+    /// (`deliveries[3].event_type`).
+    pub field: Option<Cow<'static, str>>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
 }
@@ -76,8 +78,19 @@ impl ApiError {
             "invalid_field",
             format!("{field}: {}", detail.into()),
         );
-        e.field = Some(field);
+        e.field = Some(Cow::Borrowed(field));
         e
+    }
+
+    /// The same error about item `index` of the body's list `list`: the detail and the field
+    /// name the item, e.g. `deliveries[3].event_type` (a batch refuses the whole list for one
+    /// bad item, so the client must know which).
+    pub fn in_item(mut self, list: &str, index: usize) -> Self {
+        self.detail = format!("{list}[{index}].{}", self.detail);
+        self.field = self
+            .field
+            .map(|f| Cow::Owned(format!("{list}[{index}].{f}")));
+        self
     }
 
     /// 500, opaque; `cause` goes to the log only.
@@ -103,7 +116,7 @@ impl IntoResponse for ApiError {
             status: self.status.as_u16(),
             detail: &self.detail,
             code: self.code,
-            field: self.field,
+            field: self.field.as_deref(),
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         // Every problem body the API answers, at debug level under its own target: the e2e

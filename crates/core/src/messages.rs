@@ -127,7 +127,7 @@ pub async fn send(
     max_attempts: i32,
 ) -> Result<Sent> {
     validate(m)?;
-    let event_type = m.event_type.trim();
+    let event_type = m.event_type.as_str();
     let payload = m.payload.get();
     let wanted: Option<Vec<Uuid>> = m.channels.as_ref().map(|c| {
         let mut c = c.clone();

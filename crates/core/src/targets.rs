@@ -69,9 +69,9 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 /// tenant cannot map internal names to internal addresses.
 pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target";
 
-/// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, no
-/// credentials, at most 2 048 characters. A host that is a literal internal IP is refused unless
-/// `allow_private`. Errors are messages for the `url` field.
+/// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, a port
+/// other than 0, no credentials, at most 2 048 characters. A host that is a literal internal IP
+/// is refused unless `allow_private`. Errors are messages for the `url` field.
 pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
     if raw.len() > 2048 {
         return Err("must be at most 2048 characters".into());
@@ -90,6 +90,10 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
         Some(h) => h,
         None => return Err("must have a host".into()),
     };
+    // Port 0 names no listening socket (a connect to it always fails): a typo, refused at once.
+    if url.port() == Some(0) {
+        return Err("port must be 1 to 65535, not 0".into());
+    }
     if !allow_private {
         let literal = match host {
             url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
@@ -190,5 +194,21 @@ mod tests {
         assert!(parse_channel_url("http://localhost/", false).is_err());
         assert!(parse_channel_url("http://169.254.169.254/latest/meta-data", false).is_err());
         assert!(parse_channel_url("http://127.0.0.1:8080/", true).is_ok());
+    }
+
+    #[test]
+    fn port_zero_is_refused_even_where_private_targets_are_allowed() {
+        for (url, allow_private) in [
+            ("http://example.com:0/hook", false),
+            ("http://example.com:0/hook", true),
+            ("http://127.0.0.1:0/", true),
+        ] {
+            assert_eq!(
+                parse_channel_url(url, allow_private).unwrap_err(),
+                "port must be 1 to 65535, not 0",
+                "{url}"
+            );
+        }
+        assert!(parse_channel_url("http://example.com:1/hook", false).is_ok());
     }
 }

@@ -1,10 +1,10 @@
-//! Malformed requests: bad JSON, non-UUID ids, and text the database cannot store are refused
-//! with a problem, never a 500.
+//! Malformed requests: bad JSON, non-UUID ids, text the database cannot store, and values
+//! outside the documented forms are refused with a problem, never a 500.
 
-use super::{count, enqueue_path, event};
-use breakwater_e2e::http::{assert_ok, assert_problem, get, post, post_raw, send};
+use super::{channel_row, count, enqueue_path, event};
+use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post, post_raw, send};
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
-use serde_json::json;
+use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -173,4 +173,135 @@ async fn text_the_database_cannot_store_is_refused_not_a_500(pool: PgPool) {
     .await;
     assert_eq!(read["payload"], ok["payload"]);
     app.stop().await;
+}
+
+/// Values the README and the OpenAPI document rule out are refused with a 422 that names the
+/// field, and nothing is stored (each of these was accepted before): an event type or an
+/// idempotency key outside 1 to 200 visible ASCII characters, a blank channel name, `null` for
+/// a field that has no "none", and port 0. A bad item of a batch is named with its index.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    let channel = app.channel(&key, "acme").await;
+    let path = enqueue_path(channel);
+
+    // Event types: 1 to 200 visible ASCII characters, on every route that takes one.
+    let long = "x".repeat(201);
+    for bad in [
+        "invoice paid",
+        " invoice.paid",
+        "invoice.paid ",
+        "rechnung.geändert",
+        &long,
+    ] {
+        assert_invalid(
+            post(&app, &path, Some(&key), &event(bad)).await,
+            "event_type",
+        )
+        .await;
+        let message = json!({ "event_type": bad, "payload": {} });
+        assert_invalid(
+            post(&app, "/api/v1/messages", Some(&key), &message).await,
+            "event_type",
+        )
+        .await;
+    }
+    // Idempotency keys: the same form, as a header or a batch item's field.
+    let with_key = |k: &str| {
+        app.http
+            .post(format!("{}{path}", app.api))
+            .bearer_auth(&key)
+            .header("idempotency-key", k)
+            .json(&event("a.b"))
+    };
+    assert_invalid(send(with_key("key one")).await, "idempotency_key").await;
+    // A batch names the bad item by its index.
+    let batch = |item: Value| json!({ "deliveries": [event("a.b"), item] });
+    for (item, field) in [
+        (event("a b"), "deliveries[1].event_type"),
+        (
+            json!({ "event_type": "a.b", "payload": {}, "idempotency_key": "k 1" }),
+            "deliveries[1].idempotency_key",
+        ),
+    ] {
+        let resp = post(&app, &format!("{path}/batch"), Some(&key), &batch(item)).await;
+        assert_invalid(resp, field).await;
+    }
+    assert_eq!(count(&app.pool, "deliveries").await, 0);
+    assert_eq!(count(&app.pool, "messages").await, 0);
+    // Every visible ASCII character is fine.
+    let punctuated = "a.b:c/d-e_f~g!h#i@j";
+    assert_ok(post(&app, &path, Some(&key), &event(punctuated)).await, 202).await;
+    assert_ok(send(with_key("key-1:one/two")).await, 202).await;
+
+    // A channel name, when there is one, is 1 to 200 characters, not only spaces.
+    let url = app.receiver.url("named");
+    for name in ["", "   "] {
+        let body = json!({ "url": url, "name": name });
+        assert_invalid(
+            post(&app, "/api/v1/channels", Some(&key), &body).await,
+            "name",
+        )
+        .await;
+        let (s, v) = app
+            .patch_channel(&key, channel, json!({ "name": name }))
+            .await;
+        assert_eq!((s, v["field"].as_str()), (422, Some("name")), "{v}");
+    }
+    let (s, v) = app
+        .patch_channel(&key, channel, json!({ "name": null }))
+        .await;
+    assert_eq!(
+        (s, &v["name"]),
+        (200, &Value::Null),
+        "null removes the name: {v}"
+    );
+
+    // Port 0 names no listening socket: refused, even where private targets are allowed.
+    let port0 = json!({ "url": "http://127.0.0.1:0/hook" });
+    assert_invalid(
+        post(&app, "/api/v1/channels", Some(&key), &port0).await,
+        "url",
+    )
+    .await;
+    let (s, v) = app.patch_channel(&key, channel, port0).await;
+    assert_eq!((s, v["field"].as_str()), (422, Some("url")), "{v}");
+    assert_eq!(count(&app.pool, "channels").await, 1);
+
+    // `null` for a field that cannot be null is a type error naming the field, not ignored.
+    let before = channel_row(&app.pool, channel).await;
+    for field in ["url", "replay_window_ms", "replay_dead_letters_on_close"] {
+        let (s, v) = app
+            .patch_channel(&key, channel, json!({ field: null }))
+            .await;
+        assert_null_refused(s, &v, field);
+    }
+    assert_eq!(channel_row(&app.pool, channel).await, before);
+    let tenant_path = format!("/api/v1/tenants/{tenant}");
+    for field in ["name", "tier", "alert_on_manual"] {
+        let (s, v) = app
+            .patch(&tenant_path, OPERATOR_KEY, &json!({ field: null }))
+            .await;
+        assert_null_refused(s, &v, field);
+    }
+    let (s, v) = app
+        .patch("/api/v1/tenant", &key, &json!({ "alert_on_manual": null }))
+        .await;
+    assert_null_refused(s, &v, "alert_on_manual");
+    app.stop().await;
+}
+
+/// A 422 `invalid_body` whose detail names `field`.
+fn assert_null_refused(status: u16, body: &Value, field: &str) {
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("invalid_body")),
+        "{field}: {body}"
+    );
+    let detail = body["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(field),
+        "the detail should name {field}: {body}"
+    );
 }

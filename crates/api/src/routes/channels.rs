@@ -65,8 +65,8 @@ pub(crate) struct CreateChannel {
         example = "https://example.com/hooks"
     )]
     url: String,
-    /// Display name.
-    #[schema(max_length = 200)]
+    /// Display name, 1 to 200 characters (absent or null: none).
+    #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
     /// Consecutive transient failures that open the circuit (null = the cluster default).
     #[schema(minimum = 1, maximum = 10000)]
@@ -189,8 +189,7 @@ pub(crate) struct ChannelView {
     concurrency: ConcurrencyView,
     /// The state of its host circuit (shared with every channel on `host_key`): `closed` |
     /// `open` | `half_open`; null when the channel has no host key.
-    #[schema(value_type = Option<breakwater_core::hosts::State>)]
-    host_circuit_state: Option<String>,
+    host_circuit_state: Option<hosts::State>,
 }
 
 /// The channel's cluster-wide concurrency, as the scheduler sees it now.
@@ -210,8 +209,7 @@ struct ConcurrencyView {
 #[derive(Serialize, utoipa::ToSchema)]
 struct CircuitView {
     /// `closed` | `open` | `half_open` | `paused`.
-    #[schema(value_type = circuit::State)]
-    state: String,
+    state: circuit::State,
     /// In this state since.
     since: chrono::DateTime<chrono::Utc>,
     /// Consecutive transient failures (while closed; the count at opening while open).
@@ -242,13 +240,13 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     let (default_close_after, _) =
         circuit::effective_close_after_successes(state.pool(), &state.inner.circuit).await?;
     let circuit = CircuitView {
-        state: channel.circuit_state.clone(),
+        state: channel.circuit_state,
         since: channel.circuit_changed_at,
         consecutive_failures: channel.consecutive_failures,
         failure_threshold: channel.failure_threshold.unwrap_or(default_threshold),
         cooldown_ms: channel.cooldown_ms.unwrap_or(default_cooldown),
         close_after_successes: channel.close_after_successes.unwrap_or(default_close_after),
-        trial_successes: if channel.circuit_state == circuit::State::HalfOpen.as_str() {
+        trial_successes: if channel.circuit_state == circuit::State::HalfOpen {
             channel.trial_successes
         } else {
             0
@@ -276,11 +274,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         floor,
         ceiling,
     };
-    let host_circuit_state: Option<String> =
-        sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
-            .bind(&channel.host_key)
-            .fetch_optional(state.pool())
-            .await?;
+    let host_circuit_state = hosts::state_of(state.pool(), channel.host_key.as_deref()).await?;
     Ok(ChannelView {
         channel,
         circuit,
@@ -315,12 +309,13 @@ pub(crate) async fn read(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PatchChannel {
-    /// Display name (null removes it).
+    /// Display name, 1 to 200 characters (null removes it).
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<String>, max_length = 200)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 200)]
     name: Option<Option<String>>,
-    /// The endpoint (same rules as at creation).
-    #[schema(format = "uri", max_length = 2048)]
+    /// The endpoint (same rules as at creation; not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = String, format = "uri", max_length = 2048)]
     url: Option<String>,
     /// Failure threshold override (null = the cluster default).
     #[serde(default, deserialize_with = "super::nullable")]
@@ -335,10 +330,13 @@ pub(crate) struct PatchChannel {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
     close_after_successes: Option<Option<i32>>,
-    /// Replay recent dead letters when a probe closes the circuit.
+    /// Replay recent dead letters when a probe closes the circuit (not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = bool)]
     replay_dead_letters_on_close: Option<bool>,
-    /// How far back that replay reaches, ms.
-    #[schema(minimum = 1, maximum = 2592000000_i64)]
+    /// How far back that replay reaches, ms (not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = i64, minimum = 1, maximum = 2592000000_i64)]
     replay_window_ms: Option<i64>,
     /// Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
     /// deliveries).

@@ -19,12 +19,8 @@ use uuid::Uuid;
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EnqueueOne {
-    /// The event's type, 1 to 200 characters without control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
-    )]
+    /// The event's type, 1 to 200 visible ASCII characters (no spaces).
+    #[schema(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     #[schema(example = "invoice.paid")]
     event_type: String,
     /// The event's data: any JSON value, at most `api.max_payload_bytes` (256 KiB) as sent.
@@ -60,7 +56,7 @@ pub(crate) fn check_payload_size(
                 cfg.max_payload_bytes
             ),
         );
-        e.field = Some(field);
+        e.field = Some(field.into());
         return Err(e);
     }
     Ok(())
@@ -73,9 +69,9 @@ pub(crate) fn check_payload_size(
 #[allow(dead_code)]
 pub(crate) struct IdempotencyKey {
     /// A repeat with the same key (per tenant) returns the first delivery and enqueues nothing;
-    /// 1 to 200 visible ASCII characters.
+    /// 1 to 200 visible ASCII characters (no spaces).
     #[param(rename = "Idempotency-Key", value_type = String, required = false)]
-    #[param(min_length = 1, max_length = 200)]
+    #[param(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     idempotency_key: Option<String>,
 }
 
@@ -191,23 +187,15 @@ pub(crate) struct EnqueueBatch {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BatchItem {
-    /// The event's type, 1 to 200 characters without control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
-    )]
+    /// The event's type, 1 to 200 visible ASCII characters (no spaces).
+    #[schema(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     #[schema(example = "invoice.paid")]
     event_type: String,
     /// The event's data: any JSON value, at most `api.max_payload_bytes` as sent.
     #[schema(value_type = serde_json::Value)]
     payload: Box<RawValue>,
-    /// Like the `Idempotency-Key` header: 1 to 200 characters without control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
-    )]
+    /// Like the `Idempotency-Key` header: 1 to 200 visible ASCII characters (no spaces).
+    #[schema(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     idempotency_key: Option<String>,
 }
 
@@ -257,20 +245,13 @@ pub(crate) async fn enqueue_batch(
     }
     let mut items = Vec::with_capacity(body.deliveries.len());
     for (i, ObjectOnly(d)) in body.deliveries.into_iter().enumerate() {
-        check_payload_size(cfg, &d.payload, "payload").map_err(|mut e| {
-            e.detail = format!("deliveries[{i}].{}", e.detail);
-            e
-        })?;
+        check_payload_size(cfg, &d.payload, "payload").map_err(|e| e.in_item("deliveries", i))?;
         let item = NewDelivery {
             event_type: d.event_type,
             payload: d.payload,
             idempotency_key: d.idempotency_key,
         };
-        deliveries::validate(&item).map_err(|e| {
-            let mut api = ApiError::from(e);
-            api.detail = format!("deliveries[{i}].{}", api.detail);
-            api
-        })?;
+        deliveries::validate(&item).map_err(|e| ApiError::from(e).in_item("deliveries", i))?;
         items.push(item);
     }
     let out = enqueue(&state, &key, channel_id, &items).await?;

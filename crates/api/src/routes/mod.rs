@@ -50,6 +50,18 @@ pub(crate) fn path_action<T: Copy>(segment: &str, actions: &[(&str, T)]) -> Resu
     }
 }
 
+/// A PATCH field that may be absent (`None`: unchanged) but not `null`, because it has no
+/// "none" to set: a `null` is a type error (422 `invalid_body` naming the field), never silently
+/// ignored. Use with `#[serde(default, deserialize_with = "super::not_null")]` and a non-null
+/// `value_type` in the schema.
+pub(crate) fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// `Some(None)` for an explicit `null`, `None` for an absent field.
 pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where

@@ -101,18 +101,22 @@ pub(crate) async fn create(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OperatorPatch {
-    /// Display name, 1 to 200 characters (trimmed).
-    #[schema(min_length = 1, max_length = 200)]
+    /// Display name, 1 to 200 characters (trimmed; not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = String, min_length = 1, max_length = 200)]
     name: Option<String>,
-    /// Tier; a change moves the tenant's waiting deliveries to the new tier's queue.
-    #[schema(value_type = Option<Tier>)]
+    /// Tier (not null); a change moves the tenant's waiting deliveries to the new tier's queue.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = Tier)]
     tier: Option<String>,
     /// Alert URL (null or empty removes it).
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
     /// Whether the tenant's own pause and resume of a channel send alerts (default false:
-    /// audited, but nobody is paged). Operator actions always alert.
+    /// audited, but nobody is paged; not null). Operator actions always alert.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = bool)]
     alert_on_manual: Option<bool>,
 }
 
@@ -264,7 +268,9 @@ pub(crate) struct SelfPatch {
     #[schema(value_type = Option<String>, max_length = 2048)]
     alert_url: Option<Option<String>>,
     /// Whether the tenant's own pause and resume of a channel send alerts (default false:
-    /// audited, but nobody is paged). Operator actions always alert.
+    /// audited, but nobody is paged; not null). Operator actions always alert.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = bool)]
     alert_on_manual: Option<bool>,
 }
 

@@ -51,8 +51,7 @@ pub struct Channel {
     /// [`crate::hosts::host_key`]), e.g. `api.example.com`; null before it was keyed.
     pub host_key: Option<String>,
     /// `closed` | `open` | `half_open` | `paused`.
-    #[schema(value_type = crate::circuit::State)]
-    pub circuit_state: String,
+    pub circuit_state: crate::circuit::State,
     /// When the circuit last changed state.
     pub circuit_changed_at: DateTime<Utc>,
     /// Consecutive transient failures counted while closed.

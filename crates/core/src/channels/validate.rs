@@ -78,9 +78,14 @@ pub(super) fn check_overrides(
     crate::circuit::check_overrides(failure_threshold, cooldown_ms)
 }
 
+/// A channel's display name, when it has one: 1–200 characters, not only white space (as a
+/// tenant's name; `null` is how a channel has none).
 pub(super) fn check_name(name: Option<&str>) -> Result<()> {
-    if name.is_some_and(|n| n.chars().count() > 200) {
-        return Err(Error::invalid("name", "must be at most 200 characters"));
+    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > 200) {
+        return Err(Error::invalid(
+            "name",
+            "must be 1 to 200 characters, not only spaces (null for no name)",
+        ));
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 /// One delivery to enqueue.
 #[derive(Debug, Clone)]
 pub struct NewDelivery {
-    /// Event type, e.g. `invoice.paid`: 1–200 characters, no control characters.
+    /// Event type, e.g. `invoice.paid`: 1–200 visible ASCII characters.
     pub event_type: String,
     /// The event's data: any JSON value, as the exact JSON text the tenant sent (it is stored
     /// and delivered byte for byte, so numbers keep their precision and keys their order).
@@ -50,32 +50,31 @@ pub fn validate(d: &NewDelivery) -> Result<()> {
     Ok(())
 }
 
-/// Checks an event type (of a delivery or a message): 1–200 characters once trimmed, no control
-/// characters. Errors name `event_type`.
+/// Whether `s` is 1 to `max` visible ASCII characters (`!` to `~`: no space, no control
+/// character, nothing beyond ASCII): the form of an event type and of an idempotency key, which
+/// travel as they are in HTTP headers and logs (README, "Accepted ranges").
+fn is_visible_ascii(s: &str, max: usize) -> bool {
+    !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// Checks an event type (of a delivery or a message): 1–200 visible ASCII characters, e.g.
+/// `invoice.paid`. Errors name `event_type`.
 pub fn check_event_type(event_type: &str) -> Result<()> {
-    let et = event_type.trim();
-    if et.is_empty() {
-        return Err(Error::invalid("event_type", "must not be empty"));
-    }
-    if et.chars().count() > MAX_EVENT_TYPE_LEN || et.chars().any(char::is_control) {
+    if !is_visible_ascii(event_type, MAX_EVENT_TYPE_LEN) {
         return Err(Error::invalid(
             "event_type",
-            "must be at most 200 characters without control characters",
+            "must be 1 to 200 visible ASCII characters (no spaces)",
         ));
     }
     Ok(())
 }
 
-/// Checks an idempotency key: 1–200 characters, no control characters. Errors name
-/// `idempotency_key`.
+/// Checks an idempotency key: 1–200 visible ASCII characters. Errors name `idempotency_key`.
 pub fn check_idempotency_key(k: &str) -> Result<()> {
-    if k.is_empty()
-        || k.chars().count() > MAX_IDEMPOTENCY_KEY_LEN
-        || k.chars().any(char::is_control)
-    {
+    if !is_visible_ascii(k, MAX_IDEMPOTENCY_KEY_LEN) {
         return Err(Error::invalid(
             "idempotency_key",
-            "must be 1 to 200 characters without control characters",
+            "must be 1 to 200 visible ASCII characters (no spaces)",
         ));
     }
     Ok(())
@@ -137,7 +136,7 @@ pub async fn enqueue(
         validate(d)?;
     }
     let ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
-    let event_types: Vec<&str> = items.iter().map(|d| d.event_type.trim()).collect();
+    let event_types: Vec<&str> = items.iter().map(|d| d.event_type.as_str()).collect();
     let payloads: Vec<&str> = items.iter().map(|d| d.payload.get()).collect();
     let keys: Vec<Option<&str>> = items.iter().map(|d| d.idempotency_key.as_deref()).collect();
 

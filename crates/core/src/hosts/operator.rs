@@ -137,6 +137,18 @@ pub async fn get(conn: &mut PgConnection, key: &str, cfg: &HostsConfig) -> Resul
         .ok_or(Error::NotFound("host"))
 }
 
+/// The state of host `key`'s circuit; `None` when the key is `None` (a channel not keyed yet) or
+/// has no circuit row yet (no result recorded for the host).
+pub async fn state_of(exec: impl sqlx::PgExecutor<'_>, key: Option<&str>) -> Result<Option<State>> {
+    let Some(key) = key else { return Ok(None) };
+    Ok(
+        sqlx::query_scalar("SELECT state FROM host_circuits WHERE host_key = $1")
+            .bind(key)
+            .fetch_optional(exec)
+            .await?,
+    )
+}
+
 /// Operator overrides of one host (`PATCH`): `None` leaves a field alone, `Some(None)` returns
 /// it to the configuration's.
 #[derive(Debug, Clone, Default)]
