@@ -101,9 +101,12 @@ fn check_key_name(name: Option<&str>) -> Result<Option<String>> {
 /// missing or deleted ([`Error::NotFound`]), the name is invalid ([`Error::Invalid`]), or the
 /// tenant already holds [`MAX_ACTIVE_KEYS`] unrevoked keys ([`Error::Conflict`]).
 ///
-/// The tenant's row is locked first (`FOR NO KEY UPDATE`), so two creations cannot both pass
-/// the limit, and a tenant deletion either waits for this key (and revokes it) or comes first
-/// (and this is a 404).
+/// The tenant's row is locked first (`FOR NO KEY UPDATE`), then the keys are counted in a
+/// second statement: under READ COMMITTED that statement's snapshot is taken after the lock is
+/// won, so it sees every key a creation that held the lock before committed, and two creations
+/// cannot both pass the limit (one statement would count from the snapshot it took before
+/// waiting). A tenant deletion either waits for this key (and revokes it) or comes first (and
+/// this is a 404).
 pub async fn create(
     conn: &mut PgConnection,
     tenant_id: Uuid,
@@ -111,14 +114,17 @@ pub async fn create(
     actor: &str,
 ) -> Result<CreatedKey> {
     let name = check_key_name(name)?;
-    let live: Option<i64> = sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM api_keys WHERE tenant_id = t.id AND revoked_at IS NULL)
-         FROM tenants t WHERE t.id = $1 AND t.deleted_at IS NULL FOR NO KEY UPDATE",
+    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE")
+        .bind(tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(Error::NotFound("tenant"))?;
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
     )
     .bind(tenant_id)
-    .fetch_optional(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    let live = live.ok_or(Error::NotFound("tenant"))?;
     if live >= MAX_ACTIVE_KEYS {
         return Err(Error::Conflict(format!(
             "the tenant already holds {live} active API keys (the most allowed is \
