@@ -140,7 +140,9 @@ pub struct TenantDeleted {
 /// counts. A missing or already deleted tenant is [`Error::NotFound`].
 ///
 /// The channel rows are locked in id order, so two transactions that lock several channels
-/// never wait for each other in a cycle.
+/// never wait for each other in a cycle. The tenant's row is updated first: a channel creation
+/// in flight holds it `FOR SHARE` ([`crate::channels::create`]), so the update waits for it, and
+/// the channels are then read by a later statement that sees it.
 pub async fn delete_tenant(
     tx: &mut PgConnection,
     tenant_id: Uuid,

@@ -139,7 +139,13 @@ pub struct NewChannel {
 
 /// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
 /// tenant's fair share, with its concurrency ceiling) and a `channel.created` audit row by
-/// `actor`, in the caller's transaction.
+/// `actor`, in the caller's transaction. A missing or deleted tenant is [`Error::NotFound`].
+///
+/// The tenant's row is held `FOR SHARE` until the caller commits: a tenant deletion (which
+/// updates that row) either comes first, and this creation finds the tenant deleted, or waits
+/// for this channel and deletes it with the others. (The foreign key alone takes `FOR KEY
+/// SHARE`, which the deletion's update does not wait for: channels created during a deletion
+/// were left live.)
 pub async fn create(
     conn: &mut PgConnection,
     tenant_id: Uuid,
@@ -152,6 +158,11 @@ pub async fn create(
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
     let event_types = canonical_event_types(new.event_types.as_deref())?;
+    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE")
+        .bind(tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(Error::NotFound("tenant"))?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
