@@ -149,9 +149,9 @@ pub(crate) async fn resume(
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReplayWindow {
-    /// Start (default: 24 h before `to`).
+    /// Start (default: 24 h before `to`); years 1 to 9999.
     from: Option<chrono::DateTime<chrono::Utc>>,
-    /// End (default: now); not before `from`.
+    /// End (default: now); not before `from`; years 1 to 9999.
     to: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -162,6 +162,23 @@ pub(crate) struct Replayed {
     replayed: usize,
     /// Their ids.
     ids: Vec<Uuid>,
+}
+
+/// Refuses a replay window bound outside years 1 to 9999 (422 naming `field`): chrono reads
+/// years up to ±262 143, where the default window's arithmetic overflows and Postgres (from
+/// 4713 BC) cannot compare, and no delivery is that old or new.
+fn check_replay_bound(
+    field: &'static str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), ApiError> {
+    use chrono::Datelike;
+    if !(1..=9999).contains(&at.year()) {
+        return Err(ApiError::invalid(
+            field,
+            "must be a time between the years 1 and 9999",
+        ));
+    }
+    Ok(())
 }
 
 /// Replays the channel's dead deliveries from a window.
@@ -196,7 +213,12 @@ pub(crate) async fn replay_window(
         Some(to) => to,
         None => breakwater_core::clock::db_now(&mut *tx).await?,
     };
-    let from = body.from.unwrap_or(to - chrono::Duration::hours(24));
+    check_replay_bound("to", to)?;
+    let from = match body.from {
+        Some(from) => from,
+        None => to - chrono::Duration::hours(24),
+    };
+    check_replay_bound("from", from)?;
     if from > to {
         return Err(ApiError::invalid("from", "must not be after `to`"));
     }
