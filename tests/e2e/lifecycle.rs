@@ -841,3 +841,67 @@ async fn deleting_a_paused_channel_releases_its_job_group(pool: PgPool) {
     assert!(!parked().await, "deleted: the group is released at once");
     app.stop().await;
 }
+
+/// The cap of 100 active keys holds when creations race: with 90 active, 20 concurrent creations
+/// leave exactly 100 (10 refused with 409), not 110 (each counted from a snapshot taken before
+/// it waited for the tenant's lock).
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_active_key_cap_holds_under_concurrent_creations(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (tenant, key) = app.tenant("busy", "default").await;
+    for _ in 1..90 {
+        let (s, v) = app.post("/api/v1/tenant/keys", &key, &json!({})).await;
+        assert_eq!(s, 201, "{v}");
+    }
+    let empty = json!({});
+    let statuses =
+        futures::future::join_all((0..20).map(|_| app.post("/api/v1/tenant/keys", &key, &empty)))
+            .await;
+    let created = statuses.iter().filter(|(s, _)| *s == 201).count();
+    let refused = statuses.iter().filter(|(s, _)| *s == 409).count();
+    assert_eq!((created, refused), (10, 10), "{statuses:?}");
+    let active: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(tenant)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(active, 100);
+    app.stop().await;
+}
+
+/// Channels created while their tenant is deleted are deleted with it, or refused: none stays
+/// live under a deleted tenant (the foreign key's lock did not make the deletion wait for them).
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn channels_created_during_a_tenant_deletion_do_not_outlive_it(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    for round in 0..3 {
+        let (tenant, key) = app.tenant(&format!("doomed-{round}"), "default").await;
+        let url = app.receiver.url("racing");
+        let body = json!({ "url": url });
+        let creates =
+            futures::future::join_all((0..8).map(|_| app.post("/api/v1/channels", &key, &body)));
+        let tenant_path = format!("/api/v1/tenants/{tenant}");
+        let delete = app.call("DELETE", &tenant_path, OPERATOR_KEY, None);
+        let (created, (s, v, _)) = tokio::join!(creates, delete);
+        assert_eq!(s, 204, "{v}");
+        for (s, v) in &created {
+            // Before the deletion (201), or after it (the key is revoked: 401; or the tenant
+            // is found deleted while the request ran: 404).
+            assert!([201, 401, 404].contains(s), "{s}: {v}");
+        }
+        let live: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL",
+        )
+        .bind(tenant)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            live, 0,
+            "round {round}: channels outlived their tenant: {created:?}"
+        );
+    }
+    app.stop().await;
+}

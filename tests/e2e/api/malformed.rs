@@ -269,6 +269,23 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
     assert_eq!((s, v["field"].as_str()), (422, Some("url")), "{v}");
     assert_eq!(count(&app.pool, "channels").await, 1);
 
+    // A replay window's bounds are years 1 to 9999 (beyond, the default window's arithmetic
+    // overflowed: a panic; and Postgres cannot compare before 4713 BC: a 500).
+    let replay = format!("/api/v1/channels/{channel}/replay");
+    for (body, field) in [
+        (json!({ "to": "-262143-01-01T00:00:00Z" }), "to"),
+        (json!({ "from": "-262143-01-01T00:00:00Z" }), "from"),
+        (
+            json!({ "from": "-4800-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z" }),
+            "from",
+        ),
+        (json!({ "to": "+20000-01-01T00:00:00Z" }), "to"),
+    ] {
+        assert_invalid(post(&app, &replay, Some(&key), &body).await, field).await;
+    }
+    let old = json!({ "from": "0001-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z" });
+    assert_ok(post(&app, &replay, Some(&key), &old).await, 200).await;
+
     // `null` for a field that cannot be null is a type error naming the field, not ignored.
     let before = channel_row(&app.pool, channel).await;
     for field in ["url", "replay_window_ms", "replay_dead_letters_on_close"] {
