@@ -2,7 +2,9 @@
 //! purging payloads — with the real queue, a receiver on loopback, and other tenants that must
 //! see 404 and change nothing.
 
-use breakwater_e2e::{eventually, live_jobs, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{
+    active_keys, eventually, live_channels, live_jobs, Behavior, TestApp, OPERATOR_KEY,
+};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -860,14 +862,7 @@ async fn the_active_key_cap_holds_under_concurrent_creations(pool: PgPool) {
     let created = statuses.iter().filter(|(s, _)| *s == 201).count();
     let refused = statuses.iter().filter(|(s, _)| *s == 409).count();
     assert_eq!((created, refused), (10, 10), "{statuses:?}");
-    let active: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
-    )
-    .bind(tenant)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!(active, 100);
+    assert_eq!(active_keys(&pool, tenant).await, 100);
     app.stop().await;
 }
 
@@ -891,15 +886,9 @@ async fn channels_created_during_a_tenant_deletion_do_not_outlive_it(pool: PgPoo
             // is found deleted while the request ran: 404).
             assert!([201, 401, 404].contains(s), "{s}: {v}");
         }
-        let live: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL",
-        )
-        .bind(tenant)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
         assert_eq!(
-            live, 0,
+            live_channels(&pool, tenant).await,
+            0,
             "round {round}: channels outlived their tenant: {created:?}"
         );
     }

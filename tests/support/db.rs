@@ -3,6 +3,24 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+/// Channels of `tenant` not deleted.
+pub async fn live_channels(pool: &PgPool, tenant: Uuid) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL")
+        .bind(tenant)
+        .fetch_one(pool)
+        .await
+        .expect("counting live channels")
+}
+
+/// API keys of `tenant` not revoked.
+pub async fn active_keys(pool: &PgPool, tenant: Uuid) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL")
+        .bind(tenant)
+        .fetch_one(pool)
+        .await
+        .expect("counting active keys")
+}
+
 /// Audit rows of `channel` whose action is one of `actions` (e.g. `&["circuit.opened"]`).
 pub async fn audit_count(pool: &PgPool, channel: Uuid, actions: &[&str]) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = ANY($2)")

@@ -24,7 +24,9 @@ pub mod nodes;
 pub mod routes;
 pub mod wait;
 
-pub use db::{all_parked, audit_count, count_status, live_jobs, live_jobs_of_kind};
+pub use db::{
+    active_keys, all_parked, audit_count, count_status, live_channels, live_jobs, live_jobs_of_kind,
+};
 pub use nodes::{spawn_node_thread, spawn_workers, stop_all, ThreadNode};
 pub use wait::{eventually, eventually_every, wait_until};
 

@@ -114,11 +114,7 @@ pub async fn create(
     actor: &str,
 ) -> Result<CreatedKey> {
     let name = check_key_name(name)?;
-    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE")
-        .bind(tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(Error::NotFound("tenant"))?;
+    crate::tenants::hold_live(&mut *conn, tenant_id, crate::tenants::Hold::Exclusive).await?;
     let live: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL",
     )

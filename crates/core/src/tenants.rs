@@ -13,6 +13,38 @@ impl TryFrom<String> for Tier {
     }
 }
 
+/// How [`hold_live`] holds a tenant's row until the transaction ends. The tenant row is where
+/// the creation of a key or a channel meets the tenant's deletion (an `UPDATE` of that row,
+/// [`crate::lifecycle::delete_tenant`]): the deletion waits for the creation, then sees what it
+/// made; or it comes first, and the creation finds the tenant deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// `FOR SHARE`: creations run side by side; only the deletion (or a change of the tenant)
+    /// waits. For a channel creation.
+    Share,
+    /// `FOR NO KEY UPDATE`: one holder at a time, so what it counts after the lock (a statement
+    /// that starts after it, under READ COMMITTED) stays true until it commits. For a key
+    /// creation, which checks the cap of active keys.
+    Exclusive,
+}
+
+/// Holds live tenant `tenant_id`'s row as `hold` says, in the caller's transaction;
+/// [`Error::NotFound`] for a missing or deleted tenant.
+pub async fn hold_live(conn: &mut PgConnection, tenant_id: Uuid, hold: Hold) -> Result<()> {
+    let sql = match hold {
+        Hold::Share => "SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
+        Hold::Exclusive => {
+            "SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE"
+        }
+    };
+    sqlx::query(sql)
+        .bind(tenant_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(Error::NotFound("tenant"))?;
+    Ok(())
+}
+
 /// A tenant, as the API shows it (the alert secret is never included).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Tenant {

@@ -158,11 +158,7 @@ pub async fn create(
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
     let event_types = canonical_event_types(new.event_types.as_deref())?;
-    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE")
-        .bind(tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(Error::NotFound("tenant"))?;
+    crate::tenants::hold_live(&mut *conn, tenant_id, crate::tenants::Hold::Share).await?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
