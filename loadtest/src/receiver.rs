@@ -141,6 +141,20 @@ impl Sink {
     }
 }
 
+/// Serves `app` on `listener` in a task of its own until `stop` is cancelled; then open
+/// requests finish first (graceful shutdown). Every receiver here runs this way.
+fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+    })
+}
+
 /// Reads `count` every 20 ms until it reaches `n` or `timeout` passes; returns the last reading.
 async fn wait_count(n: u64, timeout: Duration, count: impl Fn() -> u64) -> u64 {
     let deadline = tokio::time::Instant::now() + timeout;
@@ -185,12 +199,7 @@ impl HealthyReceiver {
             .route("/h/{ep}", post(healthy))
             .with_state(sink.clone());
         let stop = CancellationToken::new();
-        let token = stop.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await;
-        });
+        let task = serve(listener, app, stop.clone());
         Ok(Self {
             base,
             sink,
@@ -380,12 +389,7 @@ impl DeadEndpoint {
                 in_flight: in_flight.clone(),
                 stop: stop.clone(),
             });
-        let token = stop.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await;
-        });
+        let task = serve(listener, app, stop.clone());
         Ok(Self {
             url,
             mode,
@@ -540,12 +544,7 @@ impl SlowReceiver {
         let app = Router::new()
             .route("/s/{ep}", post(slow))
             .with_state(state.clone());
-        let token = state.stop.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { token.cancelled().await })
-                .await;
-        });
+        let task = serve(listener, app, state.stop.clone());
         Ok(Self { base, state, task })
     }
 
