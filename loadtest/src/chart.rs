@@ -186,21 +186,23 @@ pub fn rate_svg(
         .y_desc("deliveries per second")
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    let (blue, orange) = (RGBColor(31, 119, 180), RGBColor(255, 127, 14));
-    chart
-        .draw_series(LineSeries::new(
-            enqueued.iter().copied(),
-            orange.stroke_width(2),
-        ))?
-        .label("accepted by the API /s")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], orange));
-    chart
-        .draw_series(LineSeries::new(
-            received.iter().copied(),
-            blue.stroke_width(2),
-        ))?
-        .label("received by the endpoints /s")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], blue));
+    let series = [
+        (enqueued, RGBColor(255, 127, 14), "accepted by the API /s"),
+        (
+            received,
+            RGBColor(31, 119, 180),
+            "received by the endpoints /s",
+        ),
+    ];
+    for (points, color, label) in series {
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
