@@ -21,10 +21,10 @@
 
 use crate::api::{Api, TenantKey};
 use crate::clock::now_us;
-use crate::db::Database;
 use crate::isolation::ms_between;
 use crate::receiver::{HealthyReceiver, InFlight, SlowReceiver, PHASE_FAIRNESS, PHASE_WARMUP};
-use crate::service::{self, Service};
+use crate::service::{self, ServiceOptions};
+use crate::{RunOptions, Stage};
 use anyhow::Context;
 use breakwater::config::Settings;
 use breakwater_core::Tier;
@@ -32,8 +32,6 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -60,18 +58,10 @@ pub struct Options {
     pub timeout: Duration,
     /// Keep the service's per-key ingress limit instead of turning it off.
     pub keep_ingress_limit: bool,
-    /// Service nodes (node 0: API + workers; the rest workers only).
-    pub nodes: usize,
-    /// The tier of both tenants: high | default | bulk.
-    pub tier: String,
-    /// Postgres server to create the run's database on; `None` starts a throwaway Postgres.
-    pub database_url: Option<String>,
-    /// Extra service configuration file (as `breakwater serve --config`).
-    pub config: Option<PathBuf>,
-    /// Where to write `result.json`.
-    pub out: Option<PathBuf>,
-    /// Print the human summary to stdout and progress to stderr.
-    pub print: bool,
+    /// The service (its `tier` is both tenants').
+    pub service: ServiceOptions,
+    /// The run's database, `result.json` and progress log.
+    pub run: RunOptions,
 }
 
 impl Default for Options {
@@ -85,12 +75,8 @@ impl Default for Options {
             concurrency: 16,
             timeout: Duration::from_secs(300),
             keep_ingress_limit: false,
-            nodes: 1,
-            tier: "default".into(),
-            database_url: None,
-            config: None,
-            out: None,
-            print: true,
+            service: ServiceOptions::default(),
+            run: RunOptions::default(),
         }
     }
 }
@@ -139,46 +125,25 @@ pub struct RoundReport {
 /// Runs the scenario end to end (its own database, service and receivers, all cleaned up) and
 /// returns the report that `result.json` holds.
 pub async fn run(o: &Options) -> anyhow::Result<Value> {
-    crate::clock::epoch();
-    let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
+    let tier = o.service.parse_tier()?;
     anyhow::ensure!(o.channels >= 1, "--channels must be at least 1");
     anyhow::ensure!(o.count >= 1, "--count must be at least 1");
     anyhow::ensure!(o.rounds >= 1, "--rounds must be at least 1");
     anyhow::ensure!(o.concurrency >= 1, "--concurrency must be at least 1");
-    let mut settings = service::settings(o.config.as_deref())?;
+    let mut settings = o.service.settings()?;
     if !o.keep_ingress_limit {
         settings.api.ingress_per_second = 0;
     }
-    let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
-        with_db(o, tier, &settings, db).await
+    crate::on_service(&o.run, o.service.nodes, &settings, async |stage| {
+        let a = SlowReceiver::start(o.channels, o.a_latency).await?;
+        let pool = stage.db.pool(2).await?;
+        let r = scenario(o, tier, &settings, stage, &a, &pool).await;
+        // A's receiver before the nodes stop: its held requests are answered at once.
+        a.stop().await;
+        pool.close().await;
+        r
     })
-    .await?;
-    if o.print {
-        print_summary(&report);
-    }
-    Ok(report)
-}
-
-async fn with_db(
-    o: &Options,
-    tier: Tier,
-    settings: &Settings,
-    db: &Database,
-) -> anyhow::Result<Value> {
-    let service = Service::start(settings, db, o.nodes).await?;
-    let a = SlowReceiver::start(o.channels, o.a_latency).await?;
-    let b = HealthyReceiver::start().await?;
-    let pool = db.pool(2).await?;
-    let r = scenario(o, tier, settings, &service, &a, &b, &pool).await;
-    // Teardown: A's receiver first (held requests are answered at once), then the nodes
-    // (graceful), then B's receiver.
-    a.stop().await;
-    let stopped = service.stop().await;
-    b.stop().await;
-    pool.close().await;
-    let v = r?;
-    stopped.context("stopping the service")?;
-    Ok(v)
+    .await
 }
 
 /// What every round works with.
@@ -195,9 +160,7 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn log(&self, s: String) {
-        if self.o.print {
-            eprintln!("[{:>7.1}s] {s}", now_us() as f64 / 1e6);
-        }
+        self.o.run.log(&s);
     }
 }
 
@@ -226,12 +189,11 @@ async fn scenario(
     o: &Options,
     tier: Tier,
     settings: &Settings,
-    service: &Service,
+    stage: &Stage<'_>,
     a: &SlowReceiver,
-    b: &HealthyReceiver,
     pool: &PgPool,
 ) -> anyhow::Result<Value> {
-    let api = Api::new(&service.api, &service.operator_key)?;
+    let (api, b) = (stage.api.clone(), stage.healthy);
     let ta = api.create_tenant("lt-fair-a", tier.as_str()).await?;
     let tb = api.create_tenant("lt-fair-b", tier.as_str()).await?;
     let created = Instant::now();
@@ -286,7 +248,7 @@ async fn scenario(
         "a_latency_ms": o.a_latency.as_millis() as u64,
         "b_delay_ms": o.b_delay.as_millis() as u64,
         "rounds": o.rounds,
-        "nodes": o.nodes,
+        "nodes": o.service.nodes,
         "tier": tier.as_str(),
         "b_latency_ms": rounds.iter().map(|r| r.b_latency_ms).collect::<Vec<_>>(),
         "b_db_latency_ms": rounds.iter().map(|r| r.b_db_latency_ms).collect::<Vec<_>>(),
@@ -444,7 +406,8 @@ async fn db_figures(pool: &PgPool, run: &Run<'_>, rep: &mut RoundReport) -> anyh
     Ok(())
 }
 
-fn print_summary(r: &Value) {
+/// Prints the human summary of a fairness report (`run`'s) to stdout.
+pub fn print_summary(r: &Value) {
     println!(
         "fairness: tenant A {} deliveries over {} channel(s) answering after {} ms, tenant B 1 delivery {} ms after A's last batch; {} node(s), tier {}",
         r["count"],

@@ -19,14 +19,13 @@
 //! drift between phases cannot flatter them.
 
 use crate::db::Database;
-use crate::{machine, write_json};
+use crate::{machine, write_json, RunOptions};
 use breakwater_queue::{
     complete, enqueue_many, explain_fetch, fetch, index_rows, park_group, GroupLimits, NewJob,
 };
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use sqlx::PgPool;
-use std::path::PathBuf;
 use std::time::Instant;
 use uuid::Uuid;
 
@@ -42,12 +41,8 @@ pub struct Options {
     pub iterations: u64,
     /// Jobs per fetch (`limit`).
     pub limit: i64,
-    /// Postgres server; `None`: a throwaway Postgres.
-    pub database_url: Option<String>,
-    /// Where to write `result.json`.
-    pub out: Option<PathBuf>,
-    /// Print the summary.
-    pub print: bool,
+    /// The run's database and `result.json` (the benchmark logs no progress).
+    pub run: RunOptions,
 }
 
 impl Default for Options {
@@ -56,9 +51,7 @@ impl Default for Options {
             parked: 100_000,
             iterations: 2_000,
             limit: 1,
-            database_url: None,
-            out: None,
-            print: true,
+            run: RunOptions::default(),
         }
     }
 }
@@ -161,7 +154,7 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         "iterations and limit must be positive"
     );
     let machine = machine::describe();
-    let db = Database::create(o.database_url.as_deref()).await?;
+    let db = Database::create(o.run.database_url.as_deref()).await?;
     let r = with_db(o, &db).await;
     let cleaned = db.cleanup().await;
     let mut report = r?;
@@ -170,28 +163,30 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
     report["machine"]["load_avg_end"] = json!(machine::load_avg());
     report["git_commit"] = report["machine"]["git_commit"].clone();
     report["cores"] = report["machine"]["cores"].clone();
-    if let Some(dir) = &o.out {
+    if let Some(dir) = &o.run.out {
         write_json(dir, "result.json", &report)?;
     }
-    if o.print {
-        println!(
-            "fetch micro-benchmark: limit {}, {} fetches per phase",
-            o.limit, o.iterations
-        );
-        for p in report["phases"].as_array().into_iter().flatten() {
-            println!(
-                "  {:<16} fetch p50 {:>6} µs p95 {:>6} µs mean {:>6} µs | fetch+complete p50 {:>6} µs | first fetch {:>7} µs | plan: {} blocks, {} index rows of jobs",
-                p["phase"].as_str().unwrap_or("?"),
-                p["fetch"]["p50_us"], p["fetch"]["p95_us"], p["fetch"]["mean_us"],
-                p["fetch_complete"]["p50_us"], p["first_fetch_us"],
-                p["explain_after"]["shared_hit_blocks"],
-                p["explain_after"]["jobs_index_rows"],
-            );
-        }
-        println!("  ratios: {}", report["ratios"]);
-        println!("  goals (parked, capped ≤ 1.2 × none): {}", report["goals"]);
-    }
     Ok(report)
+}
+
+/// Prints the human summary of a fetch-bench report (`run`'s) to stdout.
+pub fn print_summary(report: &Value) {
+    println!(
+        "fetch micro-benchmark: limit {}, {} fetches per phase",
+        report["limit"], report["iterations"]
+    );
+    for p in report["phases"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<16} fetch p50 {:>6} µs p95 {:>6} µs mean {:>6} µs | fetch+complete p50 {:>6} µs | first fetch {:>7} µs | plan: {} blocks, {} index rows of jobs",
+            p["phase"].as_str().unwrap_or("?"),
+            p["fetch"]["p50_us"], p["fetch"]["p95_us"], p["fetch"]["mean_us"],
+            p["fetch_complete"]["p50_us"], p["first_fetch_us"],
+            p["explain_after"]["shared_hit_blocks"],
+            p["explain_after"]["jobs_index_rows"],
+        );
+    }
+    println!("  ratios: {}", report["ratios"]);
+    println!("  goals (parked, capped ≤ 1.2 × none): {}", report["goals"]);
 }
 
 async fn with_db(o: &Options, db: &Database) -> anyhow::Result<Value> {

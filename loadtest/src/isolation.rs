@@ -23,25 +23,21 @@
 //! before that and in all, how many channel circuits opened, the probes, and the budget of
 //! [`host_budget`].
 
-use crate::api::Api;
 use crate::chart::{self, Marker, Panel};
 use crate::clock::{now_us, WallMap};
-use crate::db::Database;
 use crate::receiver::{
-    DeadEndpoint, DeadMode, HealthyReceiver, InFlight, Sink, PHASE_BASELINE, PHASE_LOADED,
-    PHASE_WARMUP,
+    DeadEndpoint, DeadMode, InFlight, Sink, PHASE_BASELINE, PHASE_LOADED, PHASE_WARMUP,
 };
-use crate::service::{self, Service};
+use crate::service::{self, ServiceOptions};
 use crate::stats::{summarize, Summary};
 use crate::stream::{stream, StreamResult};
+use crate::{RunOptions, Stage};
 use anyhow::Context;
 use breakwater::config::Settings;
 use breakwater_core::Tier;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::PgPool;
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -64,16 +60,6 @@ pub struct Options {
     pub rate: f64,
     /// Length of each stream (baseline and loaded).
     pub duration: Duration,
-    /// Service nodes (node 0: API + workers; the rest workers only).
-    pub nodes: usize,
-    /// The tier of both tenants: high | default | bulk.
-    pub tier: String,
-    /// Postgres server to create the run's database on; `None` starts a throwaway Postgres.
-    pub database_url: Option<String>,
-    /// Extra service configuration file (as `breakwater serve --config`).
-    pub config: Option<PathBuf>,
-    /// Where to write `result.json` and `latency.svg`.
-    pub out: Option<PathBuf>,
     /// After a stream, how long to wait for its deliveries to arrive.
     pub drain_timeout: Duration,
     /// Deliveries per backlog batch request (≤ 1000).
@@ -82,8 +68,10 @@ pub struct Options {
     /// baseline and pruned by the retention pruner while the loaded stream runs (0 = none); see
     /// [`crate::prune`].
     pub prune_rows: u64,
-    /// Print the human summary to stdout.
-    pub print: bool,
+    /// The service (its `tier` is every tenant's).
+    pub service: ServiceOptions,
+    /// The run's database, `result.json` (and `latency.svg`) and progress log.
+    pub run: RunOptions,
 }
 
 impl Options {
@@ -110,15 +98,11 @@ impl Default for Options {
             slow: Duration::from_secs(2),
             rate: 50.0,
             duration: Duration::from_secs(60),
-            nodes: 1,
-            tier: "default".into(),
-            database_url: None,
-            config: None,
-            out: None,
             drain_timeout: Duration::from_secs(60),
             backlog_batch: 1000,
             prune_rows: 0,
-            print: true,
+            service: ServiceOptions::default(),
+            run: RunOptions::default(),
         }
     }
 }
@@ -126,8 +110,7 @@ impl Default for Options {
 /// Runs the scenario end to end (its own database, service and receivers, all cleaned up) and
 /// returns the report that `result.json` holds.
 pub async fn run(o: &Options) -> anyhow::Result<Value> {
-    crate::clock::epoch();
-    let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
+    let tier = o.service.parse_tier()?;
     anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
     anyhow::ensure!(
         (1..=1000).contains(&o.backlog_batch),
@@ -138,7 +121,7 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
         (1..=o.dead_channels).contains(&o.dead_tenants),
         "--dead-tenants must be 1..=--dead-channels"
     );
-    let mut settings = service::settings(o.config.as_deref())?;
+    let mut settings = o.service.settings()?;
     if o.prune_rows > 0 {
         // The harness runs the pruner itself, once, when the loaded stream starts (with these
         // settings); the nodes' own pruner must not start before (its first run is one interval
@@ -151,37 +134,17 @@ pub async fn run(o: &Options) -> anyhow::Result<Value> {
             settings.retention.deliveries_days = 30;
         }
     }
-    let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
-        with_db(o, tier, &settings, db).await
+    crate::on_service(&o.run, o.service.nodes, &settings, async |stage| {
+        let dead = DeadEndpoint::start(o.dead_mode, o.slow).await?;
+        // A dead host run has one more poller (the host circuit's state).
+        let pool = stage.db.pool(if o.multi() { 3 } else { 2 }).await?;
+        let r = scenario(o, tier, &settings, stage, &dead, &pool).await;
+        // The dead endpoint before the nodes stop: its hanging requests are answered at once.
+        dead.stop().await;
+        pool.close().await;
+        r
     })
-    .await?;
-    if o.print {
-        print_summary(&report);
-    }
-    Ok(report)
-}
-
-async fn with_db(
-    o: &Options,
-    tier: Tier,
-    settings: &Settings,
-    db: &Database,
-) -> anyhow::Result<Value> {
-    let service = Service::start(settings, db, o.nodes).await?;
-    let healthy = HealthyReceiver::start().await?;
-    let dead = DeadEndpoint::start(o.dead_mode, o.slow).await?;
-    // A dead host run has one more poller (the host circuit's state).
-    let pool = db.pool(if o.multi() { 3 } else { 2 }).await?;
-    let r = scenario(o, tier, settings, &service, &healthy, &dead, &pool).await;
-    // Teardown: the dead endpoint first (hanging requests are answered at once), then the
-    // nodes (graceful), then the healthy receiver.
-    dead.stop().await;
-    let stopped = service.stop().await;
-    healthy.stop().await;
-    pool.close().await;
-    let v = r?;
-    stopped.context("stopping the service")?;
-    Ok(v)
+    .await
 }
 
 /// action, at, from_state, to_state, details.parked.
@@ -401,17 +364,15 @@ pub fn probes_allowed(span_ms: f64, cooldown_ms: i64, max_cooldown_ms: i64) -> u
     n
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn scenario(
     o: &Options,
     tier: Tier,
     settings: &Settings,
-    service: &Service,
-    healthy: &HealthyReceiver,
+    stage: &Stage<'_>,
     dead: &DeadEndpoint,
     pool: &PgPool,
 ) -> anyhow::Result<Value> {
-    let api = Api::new(&service.api, &service.operator_key)?;
+    let (api, healthy) = (&stage.api, stage.healthy);
     let multi = o.multi();
     let mut dead_tenants = vec![api.create_tenant("lt-dead-tenant", tier.as_str()).await?];
     for j in 1..o.dead_tenants {
@@ -459,15 +420,11 @@ async fn scenario(
             .await
             .context("seeding old rows")?;
     }
-    let log = |s: String| {
-        if o.print {
-            eprintln!("[{:>7.1}s] {s}", now_us() as f64 / 1e6);
-        }
-    };
+    let log = |s: String| o.run.log(&s);
 
     // Warm-up: connections and caches, not reported.
     let warm = stream(
-        &api,
+        api,
         &tb,
         &healthy_ch,
         PHASE_WARMUP,
@@ -487,7 +444,7 @@ async fn scenario(
         o.rate,
         o.duration.as_secs_f64()
     ));
-    let base = stream(&api, &tb, &healthy_ch, PHASE_BASELINE, o.rate, o.duration).await;
+    let base = stream(api, &tb, &healthy_ch, PHASE_BASELINE, o.rate, o.duration).await;
     sink.wait_for(PHASE_BASELINE, base.accepted.len() as u64, o.drain_timeout)
         .await;
 
@@ -568,7 +525,7 @@ async fn scenario(
             settings.retention.clone(),
         ))
     });
-    let loaded = stream(&api, &tb, &healthy_ch, PHASE_LOADED, o.rate, o.duration).await;
+    let loaded = stream(api, &tb, &healthy_ch, PHASE_LOADED, o.rate, o.duration).await;
     let loaded_end_us = now_us();
     sink.wait_for(PHASE_LOADED, loaded.accepted.len() as u64, o.drain_timeout)
         .await;
@@ -651,7 +608,7 @@ async fn scenario(
         .count() as u64;
     let non_probe_requests = dead_requests.saturating_sub(probe_requests);
     let in_flight_at_open = non_probe_requests.saturating_sub(threshold);
-    let in_flight_cap = service::tier_pool(settings, tier) as u64 * o.nodes as u64;
+    let in_flight_cap = service::tier_pool(settings, tier) as u64 * o.service.nodes as u64;
     let span_ms = opened_at.map_or(0.0, |o| ms_between(o, end_us as i64));
     let probes_budget = probes_allowed(
         span_ms,
@@ -847,7 +804,7 @@ async fn scenario(
         "scenario": "isolation",
         "backlog": o.backlog,
         "dead_mode": o.dead_mode.as_str(),
-        "nodes": o.nodes,
+        "nodes": o.service.nodes,
         "tier": tier.as_str(),
         "rate_per_s": o.rate,
         "duration_s": o.duration.as_secs_f64(),
@@ -941,7 +898,7 @@ async fn scenario(
         report["dead_host"] = h.clone();
     }
 
-    if let Some(dir) = &o.out {
+    if let Some(dir) = &o.run.out {
         std::fs::create_dir_all(dir)?;
         let base_panel = panel(
             sink,
@@ -1011,7 +968,7 @@ async fn scenario(
             &dir.join("latency.svg"),
             &format!(
                 "Healthy channel latency, {} /s, {} node(s); the dead channel's backlog and breaker transitions marked (t < 0: before the stream)",
-                o.rate, o.nodes
+                o.rate, o.service.nodes
             ),
             &panels,
         )?;
@@ -1019,7 +976,8 @@ async fn scenario(
     Ok(report)
 }
 
-fn print_summary(r: &Value) {
+/// Prints the human summary of an isolation report (`run`'s) to stdout.
+pub fn print_summary(r: &Value) {
     let s = |k: &str| -> Summary { serde_json::from_value(r[k].clone()).unwrap_or_default() };
     println!(
         "isolation: backlog {} ({}), {} node(s), {} /s for {} s",

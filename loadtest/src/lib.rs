@@ -40,12 +40,54 @@ pub mod stream;
 pub mod throughput;
 
 use anyhow::Context;
+use api::Api;
+use breakwater::config::Settings;
+use clock::now_us;
 use db::Database;
+use receiver::HealthyReceiver;
 use serde_json::{json, Value};
+use service::Service;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// What every scenario is run with, whichever it is: where its database lives, where its report
+/// goes, and whether it logs its progress. On the command line these are the global options
+/// (before the scenario's name).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunOptions {
+    /// Postgres server to create the run's database on (a fresh `bw_load_<random>`, dropped at
+    /// the end). Unset: a throwaway Postgres is started.
+    #[arg(long, global = true, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Write `result.json` and the chart here.
+    #[arg(long, global = true)]
+    pub out: Option<PathBuf>,
+    /// Print progress lines to stderr (always, from the command line, which also prints each
+    /// scenario's human summary of its report).
+    #[arg(skip = true)]
+    pub print: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            database_url: None,
+            out: None,
+            print: true,
+        }
+    }
+}
+
+impl RunOptions {
+    /// Prints one progress line to stderr, stamped with the harness clock (seconds), if `print`.
+    pub fn log(&self, line: &str) {
+        if self.print {
+            eprintln!("[{:>7.1}s] {line}", now_us() as f64 / 1e6);
+        }
+    }
+}
 
 /// Writes `value` as pretty JSON to `dir/name`, creating `dir`.
 pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
@@ -56,18 +98,19 @@ pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::
     Ok(())
 }
 
-/// The frame of a scenario that runs the service: a fresh database on `database_url`'s server
-/// (or a throwaway Postgres), the scenario on it, the database dropped whatever happened, then
-/// the report completed with what it ran on (`machine`, with the load average at the end,
-/// `postgres`, `database`, `wall_s`, `git_commit`, `cores`) and written to `out/result.json`.
-pub(crate) async fn on_fresh_db(
-    database_url: Option<&str>,
-    out: Option<&Path>,
+/// The frame of a scenario that runs the service: the harness clock started ([`clock::epoch`]),
+/// a fresh database on `run.database_url`'s server (or a throwaway Postgres), the scenario on it,
+/// the database dropped whatever happened, then the report completed with what it ran on
+/// (`machine`, with the load average at the end, `postgres`, `database`, `wall_s`,
+/// `git_commit`, `cores`) and written to `run.out/result.json`.
+async fn on_fresh_db(
+    run: &RunOptions,
     scenario: impl AsyncFnOnce(&Database) -> anyhow::Result<Value>,
 ) -> anyhow::Result<Value> {
+    clock::epoch();
     let wall_start = Instant::now();
     let machine = machine::describe();
-    let db = Database::create(database_url).await?;
+    let db = Database::create(run.database_url.as_deref()).await?;
     let r = match scenario(&db).await {
         Ok(mut v) => match db.pool(1).await {
             Ok(pool) => {
@@ -88,10 +131,56 @@ pub(crate) async fn on_fresh_db(
     report["wall_s"] = json!(wall_start.elapsed().as_secs_f64().round());
     report["git_commit"] = report["machine"]["git_commit"].clone();
     report["cores"] = report["machine"]["cores"].clone();
-    if let Some(dir) = out {
+    if let Some(dir) = &run.out {
         write_json(dir, "result.json", &report)?;
     }
     Ok(report)
+}
+
+/// What a scenario that runs the service runs against (see [`on_service`]).
+pub(crate) struct Stage<'a> {
+    /// The run's database (the harness opens pools of its own on it, to read what the service
+    /// wrote).
+    pub db: &'a Database,
+    /// A client of the service's API (node 0's), with the operator key.
+    pub api: Api,
+    /// A healthy receiver: endpoints that answer 200 at once and record every arrival.
+    pub healthy: &'a HealthyReceiver,
+}
+
+/// The frame of a scenario that runs the service: on a fresh database ([`on_fresh_db`]), a
+/// healthy receiver and `nodes` nodes of the service with `settings` are started, `scenario` runs
+/// against them, and then, whatever it returned, the nodes stop (graceful, see
+/// [`Service::stop`]) and after them the healthy receiver, so that deliveries still in flight
+/// are answered. A receiver of the scenario's own that holds requests open (dead, slow) must be
+/// stopped by `scenario` before it returns, so the nodes' graceful stop does not wait for it.
+/// The scenario's error comes before the stop's.
+pub(crate) async fn on_service(
+    run: &RunOptions,
+    nodes: usize,
+    settings: &Settings,
+    scenario: impl AsyncFnOnce(&Stage<'_>) -> anyhow::Result<Value>,
+) -> anyhow::Result<Value> {
+    on_fresh_db(run, async |db| {
+        let healthy = HealthyReceiver::start().await?;
+        let service = Service::start(settings, db, nodes).await?;
+        let r = async {
+            let api = Api::new(&service.api, &service.operator_key)?;
+            scenario(&Stage {
+                db,
+                api,
+                healthy: &healthy,
+            })
+            .await
+        }
+        .await;
+        let stopped = service.stop().await;
+        healthy.stop().await;
+        let v = r?;
+        stopped.context("stopping the service")?;
+        Ok(v)
+    })
+    .await
 }
 
 /// Runs `task(i)` for every `i` in `0..n`, at most `concurrency` at once (each on its own Tokio

@@ -2,9 +2,9 @@
 //! and BENCHMARKS.md.
 
 use breakwater_loadtest::receiver::DeadMode;
-use breakwater_loadtest::{fairness, fetch_bench, isolation, throughput};
+use breakwater_loadtest::service::ServiceOptions;
+use breakwater_loadtest::{fairness, fetch_bench, isolation, throughput, RunOptions};
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -14,30 +14,10 @@ use std::time::Duration;
     about = "Load tests of Breakwater on loopback: isolation under a dead (or slow) channel's backlog, fairness between two tenants of a tier, throughput, and the queue fetch micro-benchmark. Each run uses a fresh database (on DATABASE_URL's server, dropped at the end) or a throwaway Postgres, starts the service itself, and stops by itself."
 )]
 struct Cli {
-    /// Postgres server to create the run's database on (a fresh `bw_load_<random>`, dropped at
-    /// the end). Unset: a throwaway Postgres is started.
-    #[arg(long, global = true, env = "DATABASE_URL")]
-    database_url: Option<String>,
-    /// Write `result.json` and the chart here.
-    #[arg(long, global = true)]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunOptions,
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(clap::Args)]
-struct ServiceArgs {
-    /// Service nodes on the one database: node 0 runs the API and workers, the others workers
-    /// only (each with its own runtime thread pool and connection pool).
-    #[arg(long, default_value_t = 1)]
-    nodes: usize,
-    /// Tier of the tenants: high | default | bulk.
-    #[arg(long, default_value = "default")]
-    tier: String,
-    /// Service configuration file, merged over the defaults (then `BREAKWATER_*` from the
-    /// environment), as for `breakwater serve`.
-    #[arg(long)]
-    config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -79,7 +59,7 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         prune_rows: u64,
         #[command(flatten)]
-        service: ServiceArgs,
+        service: ServiceOptions,
     },
     /// Fairness inside a tier: tenant A's backlog over many slow channels, then one delivery of
     /// tenant B to a fast endpoint; B's latency, A's deliveries before it, A's drain time and
@@ -113,7 +93,7 @@ enum Command {
         #[arg(long)]
         keep_ingress_limit: bool,
         #[command(flatten)]
-        service: ServiceArgs,
+        service: ServiceOptions,
     },
     /// Deliveries/s end to end: many deliveries to fast endpoints across many channels.
     Throughput {
@@ -136,7 +116,7 @@ enum Command {
         #[arg(long, default_value_t = 300)]
         timeout: u64,
         #[command(flatten)]
-        service: ServiceArgs,
+        service: ServiceOptions,
     },
     /// The queue's fetch (+ complete) with no parked jobs and with N parked jobs, same run.
     FetchBench {
@@ -167,7 +147,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
     breakwater_loadtest::clock::epoch();
-    let report = match cli.command {
+    // Each scenario returns its report (already written to `--out`); its summary is printed here.
+    let (report, summary): (_, fn(&serde_json::Value)) = match cli.command {
         Command::Isolation {
             backlog,
             dead_channels,
@@ -181,7 +162,7 @@ async fn main() -> anyhow::Result<()> {
             prune_rows,
             service,
         } => {
-            isolation::run(&isolation::Options {
+            let report = isolation::run(&isolation::Options {
                 backlog,
                 dead_channels,
                 dead_tenants,
@@ -189,17 +170,14 @@ async fn main() -> anyhow::Result<()> {
                 slow: Duration::from_millis(slow_ms),
                 rate,
                 duration: Duration::from_secs(duration),
-                nodes: service.nodes,
-                tier: service.tier,
-                database_url: cli.database_url,
-                config: service.config,
-                out: cli.out,
                 drain_timeout: Duration::from_secs(drain_timeout),
                 backlog_batch,
                 prune_rows,
-                print: true,
+                service,
+                run: cli.run,
             })
-            .await?
+            .await?;
+            (report, isolation::print_summary)
         }
         Command::Fairness {
             channels,
@@ -212,7 +190,7 @@ async fn main() -> anyhow::Result<()> {
             keep_ingress_limit,
             service,
         } => {
-            fairness::run(&fairness::Options {
+            let report = fairness::run(&fairness::Options {
                 channels,
                 a_latency: Duration::from_millis(a_latency_ms),
                 count,
@@ -221,14 +199,11 @@ async fn main() -> anyhow::Result<()> {
                 concurrency,
                 timeout: Duration::from_secs(timeout),
                 keep_ingress_limit,
-                nodes: service.nodes,
-                tier: service.tier,
-                database_url: cli.database_url,
-                config: service.config,
-                out: cli.out,
-                print: true,
+                service,
+                run: cli.run,
             })
-            .await?
+            .await?;
+            (report, fairness::print_summary)
         }
         Command::Throughput {
             count,
@@ -239,38 +214,35 @@ async fn main() -> anyhow::Result<()> {
             timeout,
             service,
         } => {
-            throughput::run(&throughput::Options {
+            let report = throughput::run(&throughput::Options {
                 count,
                 channels,
                 tenants,
                 batch,
                 enqueue_concurrency,
-                nodes: service.nodes,
-                tier: service.tier,
                 timeout: Duration::from_secs(timeout),
-                database_url: cli.database_url,
-                config: service.config,
-                out: cli.out,
-                print: true,
+                service,
+                run: cli.run,
             })
-            .await?
+            .await?;
+            (report, throughput::print_summary)
         }
         Command::FetchBench {
             parked,
             iterations,
             limit,
         } => {
-            fetch_bench::run(&fetch_bench::Options {
+            let report = fetch_bench::run(&fetch_bench::Options {
                 parked,
                 iterations,
                 limit,
-                database_url: cli.database_url,
-                out: cli.out,
-                print: true,
+                run: cli.run,
             })
-            .await?
+            .await?;
+            (report, fetch_bench::print_summary)
         }
     };
+    summary(&report);
     // A run that lost deliveries is a failed run.
     if report["lost"].as_u64().unwrap_or(0) > 0 {
         eprintln!("LOST DELIVERIES: {}", report["lost"]);

@@ -12,9 +12,48 @@ use breakwater::Role;
 use breakwater_core::Tier;
 use sqlx::postgres::PgPoolOptions;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The service a scenario runs: how many nodes, the tier of its tenants, and its configuration.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServiceOptions {
+    /// Service nodes on the one database: node 0 runs the API and workers, the others workers
+    /// only (each with its own runtime thread pool and connection pool).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+    /// Tier of the tenants: high | default | bulk.
+    #[arg(long, default_value = "default")]
+    pub tier: String,
+    /// Service configuration file, merged over the defaults (then `BREAKWATER_*` from the
+    /// environment), as for `breakwater serve`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        Self {
+            nodes: 1,
+            tier: "default".into(),
+            config: None,
+        }
+    }
+}
+
+impl ServiceOptions {
+    /// `tier` parsed; an unknown one is an error naming `--tier`.
+    pub fn parse_tier(&self) -> anyhow::Result<Tier> {
+        Tier::from_str(&self.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))
+    }
+
+    /// The run's [`settings`] from `config`.
+    pub fn settings(&self) -> anyhow::Result<Settings> {
+        settings(self.config.as_deref())
+    }
+}
 
 /// The service's settings for a run: the embedded defaults, then `config` (a file), then the
 /// `BREAKWATER_*` environment — exactly as `breakwater serve` loads them — with the API on an

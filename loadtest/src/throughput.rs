@@ -4,18 +4,16 @@
 //! deliveries/s end to end (first enqueue → last arrival), the rate in the steady middle (10 % →
 //! 90 % of arrivals), the enqueue rate, and the largest backlog seen.
 
-use crate::api::{Api, TenantKey};
+use crate::api::TenantKey;
 use crate::chart;
 use crate::clock::now_us;
-use crate::db::Database;
-use crate::receiver::{HealthyReceiver, PHASE_THROUGHPUT};
-use crate::service::{self, Service};
+use crate::receiver::PHASE_THROUGHPUT;
+use crate::service::{self, ServiceOptions};
 use crate::stats::{new_hist, summarize};
+use crate::{RunOptions, Stage};
 use breakwater::config::Settings;
 use breakwater_core::Tier;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,20 +31,12 @@ pub struct Options {
     pub batch: usize,
     /// Batch requests in flight at once.
     pub enqueue_concurrency: usize,
-    /// Service nodes.
-    pub nodes: usize,
-    /// Tier of every tenant.
-    pub tier: String,
     /// Give up waiting for arrivals after this long (from the first enqueue).
     pub timeout: Duration,
-    /// Postgres server for the run's database; `None`: a throwaway Postgres.
-    pub database_url: Option<String>,
-    /// Extra service configuration file.
-    pub config: Option<PathBuf>,
-    /// Where to write `result.json` and `throughput.svg`.
-    pub out: Option<PathBuf>,
-    /// Print the summary.
-    pub print: bool,
+    /// The service (its `tier` is every tenant's).
+    pub service: ServiceOptions,
+    /// The run's database, `result.json` (and `throughput.svg`) and progress log.
+    pub run: RunOptions,
 }
 
 impl Default for Options {
@@ -57,60 +47,40 @@ impl Default for Options {
             tenants: 5,
             batch: 100,
             enqueue_concurrency: 4,
-            nodes: 1,
-            tier: "default".into(),
             timeout: Duration::from_secs(300),
-            database_url: None,
-            config: None,
-            out: None,
-            print: true,
+            service: ServiceOptions::default(),
+            run: RunOptions::default(),
         }
     }
 }
 
 /// Runs the scenario and returns the report (`result.json`).
 pub async fn run(o: &Options) -> anyhow::Result<Value> {
-    crate::clock::epoch();
-    let tier = Tier::from_str(&o.tier).map_err(|e| anyhow::anyhow!("--tier: {e}"))?;
+    let tier = o.service.parse_tier()?;
     anyhow::ensure!(
         o.channels >= 1 && o.tenants >= 1,
         "need at least one channel and tenant"
     );
     anyhow::ensure!((1..=1000).contains(&o.batch), "--batch must be 1..=1000");
-    let settings = service::settings(o.config.as_deref())?;
-    let report = crate::on_fresh_db(o.database_url.as_deref(), o.out.as_deref(), async |db| {
-        with_db(o, tier, &settings, db).await
+    let settings = o.service.settings()?;
+    crate::on_service(&o.run, o.service.nodes, &settings, async |stage| {
+        scenario(o, tier, &settings, stage).await
     })
-    .await?;
-    if o.print {
-        println!(
-            "throughput: {} deliveries, {} channels, {} node(s): {} deliveries/s end to end ({} /s steady, enqueue {} /s), lost {}",
-            report["count"], report["channels"], report["nodes"], report["throughput_per_s"],
-            report["steady_per_s"], report["enqueue_per_s"], report["lost"]
-        );
-        println!(
-            "  latency (enqueue request sent → received): {}",
-            serde_json::from_value::<crate::stats::Summary>(report["latency"].clone())
-                .unwrap_or_default()
-        );
-    }
-    Ok(report)
+    .await
 }
 
-async fn with_db(
-    o: &Options,
-    tier: Tier,
-    settings: &Settings,
-    db: &Database,
-) -> anyhow::Result<Value> {
-    let service = Service::start(settings, db, o.nodes).await?;
-    let healthy = HealthyReceiver::start().await?;
-    let r = scenario(o, tier, settings, &service, &healthy).await;
-    let stopped = service.stop().await;
-    healthy.stop().await;
-    let v = r?;
-    stopped?;
-    Ok(v)
+/// Prints the human summary of a throughput report (`run`'s) to stdout.
+pub fn print_summary(report: &Value) {
+    println!(
+        "throughput: {} deliveries, {} channels, {} node(s): {} deliveries/s end to end ({} /s steady, enqueue {} /s), lost {}",
+        report["count"], report["channels"], report["nodes"], report["throughput_per_s"],
+        report["steady_per_s"], report["enqueue_per_s"], report["lost"]
+    );
+    println!(
+        "  latency (enqueue request sent → received): {}",
+        serde_json::from_value::<crate::stats::Summary>(report["latency"].clone())
+            .unwrap_or_default()
+    );
 }
 
 /// Counts per 1-s bucket of harness times (µs) relative to `origin_us`.
@@ -136,10 +106,9 @@ async fn scenario(
     o: &Options,
     tier: Tier,
     settings: &Settings,
-    service: &Service,
-    healthy: &HealthyReceiver,
+    stage: &Stage<'_>,
 ) -> anyhow::Result<Value> {
-    let api = Api::new(&service.api, &service.operator_key)?;
+    let (api, healthy) = (&stage.api, stage.healthy);
     let mut tenants: Vec<TenantKey> = Vec::new();
     for i in 0..o.tenants {
         tenants.push(
@@ -254,13 +223,13 @@ async fn scenario(
         }
         per_second(v.into_iter(), t0)
     };
-    if let Some(dir) = &o.out {
+    if let Some(dir) = &o.run.out {
         std::fs::create_dir_all(dir)?;
         chart::rate_svg(
             &dir.join("throughput.svg"),
             &format!(
                 "{} deliveries to {} channels, {} node(s): {} /s end to end",
-                o.count, o.channels, o.nodes, throughput
+                o.count, o.channels, o.service.nodes, throughput
             ),
             &received_ps,
             &enqueued_ps,
@@ -274,7 +243,7 @@ async fn scenario(
         "tenants": o.tenants,
         "batch": o.batch,
         "enqueue_concurrency": o.enqueue_concurrency,
-        "nodes": o.nodes,
+        "nodes": o.service.nodes,
         "tier": tier.as_str(),
         "workers_per_node": tier_pool,
         "backlog": Value::Null,

@@ -7,6 +7,7 @@
 
 use breakwater_loadtest::isolation::{run, Options};
 use breakwater_loadtest::receiver::DeadMode;
+use breakwater_loadtest::RunOptions;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,9 +19,11 @@ async fn small_isolation_scenario_runs_end_to_end() {
         rate: 50.0,
         duration: Duration::from_secs(10),
         drain_timeout: Duration::from_secs(30),
-        database_url: std::env::var("DATABASE_URL").ok(),
-        out: Some(out.clone()),
-        print: false,
+        run: RunOptions {
+            database_url: std::env::var("DATABASE_URL").ok(),
+            out: Some(out.clone()),
+            print: false,
+        },
         prune_rows: 3_000,
         ..Options::default()
     };
@@ -84,8 +87,11 @@ async fn small_dead_host_scenario_reports_the_host_circuit() {
         rate: 20.0,
         duration: Duration::from_secs(3),
         drain_timeout: Duration::from_secs(30),
-        database_url: std::env::var("DATABASE_URL").ok(),
-        print: false,
+        run: RunOptions {
+            database_url: std::env::var("DATABASE_URL").ok(),
+            out: None,
+            print: false,
+        },
         ..Options::default()
     };
     let r = run(&o).await.expect("the dead-host scenario runs");
