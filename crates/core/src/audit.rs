@@ -181,14 +181,11 @@ pub async fn list(
         page.seek("id", 4),
         page.order_by("id"),
     );
-    let mut q = sqlx::query_as(&sql)
+    let q = sqlx::query_as(&sql)
         .bind(tenant_id)
         .bind(channel_id)
         .bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
+    Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }
 
 /// Tags the current transaction with the API request's id: every audit row written in it gets

@@ -7,9 +7,18 @@
 //! duplicates, no gaps.
 //!
 //! Every list function takes a [`Keyset`] and builds its statement with [`Keyset::seek`] and
-//! [`Keyset::order_by`]. The seek condition is left out when there is no cursor (rather than
+//! [`Keyset::order_by`], then binds the cursor with [`Keyset::bind_cursor`] after its other
+//! parameters. The seek condition is left out when there is no cursor (rather than
 //! `$n IS NULL OR …`), so the planner always sees a plain row comparison it can turn into an
 //! index range, whichever plan it caches.
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::query::QueryAs;
+use uuid::Uuid;
+
+/// A `query_as` statement on Postgres whose rows are read as `O`.
+type Query<'q, O> = QueryAs<'q, Postgres, O, PgArguments>;
 
 /// The order of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +59,19 @@ impl<K> Keyset<K> {
         format!(" AND ({cols}) {op} ({})", params.join(", "))
     }
 
+    /// `q` with the cursor's values bound as its next parameters, one per key column in order:
+    /// the `$first, …` of [`Keyset::seek`], so bind every other parameter first. Without a
+    /// cursor `q` is returned as it is (the seek condition is left out too).
+    pub fn bind_cursor<'q, O>(&self, q: Query<'q, O>) -> Query<'q, O>
+    where
+        K: Key + Clone,
+    {
+        match &self.after {
+            Some(key) => key.clone().bind_to(q),
+            None => q,
+        }
+    }
+
     /// `ORDER BY c1 ASC, c2 ASC` (or `DESC`) over the key columns `cols`.
     pub fn order_by(&self, cols: &str) -> String {
         let dir = match self.order {
@@ -61,6 +83,41 @@ impl<K> Keyset<K> {
             .map(|c| format!("{} {dir}", c.trim()))
             .collect();
         format!(" ORDER BY {}", terms.join(", "))
+    }
+}
+
+/// A list key that binds itself as statement parameters, one per key column (the cursor of
+/// [`Keyset::bind_cursor`]).
+pub trait Key {
+    /// `q` with this key's values bound, in the order of the key columns.
+    fn bind_to<'q, O>(self, q: Query<'q, O>) -> Query<'q, O>;
+}
+
+/// An id key (`id`, `c.id`): UUIDv7, time-ordered.
+impl Key for Uuid {
+    fn bind_to<'q, O>(self, q: Query<'q, O>) -> Query<'q, O> {
+        q.bind(self)
+    }
+}
+
+/// A sequence number key (the audit log's `id`).
+impl Key for i64 {
+    fn bind_to<'q, O>(self, q: Query<'q, O>) -> Query<'q, O> {
+        q.bind(self)
+    }
+}
+
+/// A text key (a host circuit's `host_key`).
+impl Key for String {
+    fn bind_to<'q, O>(self, q: Query<'q, O>) -> Query<'q, O> {
+        q.bind(self)
+    }
+}
+
+/// A `(created_at, id)` key (deliveries).
+impl Key for (DateTime<Utc>, Uuid) {
+    fn bind_to<'q, O>(self, q: Query<'q, O>) -> Query<'q, O> {
+        q.bind(self.0).bind(self.1)
     }
 }
 

@@ -197,11 +197,8 @@ pub async fn list(
         page.seek("id", 2),
         page.order_by("id"),
     );
-    let mut q = sqlx::query_as(&sql).bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
+    let q = sqlx::query_as(&sql).bind(page.limit);
+    Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }
 
 /// Where a tenant's alerts go and the secret that signs them (`None` if it has no alert URL, or

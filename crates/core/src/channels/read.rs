@@ -36,11 +36,8 @@ pub async fn list(
         page.seek("id", 3),
         page.order_by("id"),
     );
-    let mut q = sqlx::query_as(&sql).bind(tenant_id).bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
+    let q = sqlx::query_as(&sql).bind(tenant_id).bind(page.limit);
+    Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }
 
 /// A channel as the operator lists it: with its tenant, tier and parked count.
@@ -84,14 +81,11 @@ pub async fn list_all(
         page.order_by("c.id"),
         waiting = breakwater_queue::waiting_count_sql("c.id"),
     );
-    let mut q = sqlx::query_as(&sql)
+    let q = sqlx::query_as(&sql)
         .bind(state)
         .bind(tenant_id)
         .bind(page.limit);
-    if let Some(after) = page.after {
-        q = q.bind(after);
-    }
-    Ok(q.fetch_all(exec).await?)
+    Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }
 
 /// Loads any channel by id (operator), or [`Error::NotFound`].

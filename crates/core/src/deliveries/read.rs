@@ -149,13 +149,10 @@ pub async fn list(
         page.seek("created_at, id", 5),
         page.order_by("created_at, id"),
     );
-    let mut q = sqlx::query_as(&sql)
+    let q = sqlx::query_as(&sql)
         .bind(channel_id)
         .bind(tenant_id)
         .bind(status)
         .bind(page.limit);
-    if let Some((at, id)) = page.after {
-        q = q.bind(at).bind(id);
-    }
-    Ok(q.fetch_all(exec).await?)
+    Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }

@@ -117,14 +117,11 @@ pub async fn list(
         page.seek("h.host_key", 4),
         page.order_by("h.host_key"),
     );
-    let mut q = sqlx::query_as(&sql)
+    let q = sqlx::query_as(&sql)
         .bind(cfg.default_cap())
         .bind(state)
         .bind(page.limit);
-    if let Some(after) = &page.after {
-        q = q.bind(after.clone());
-    }
-    Ok(q.fetch_all(&mut *conn).await?)
+    Ok(page.bind_cursor(q).fetch_all(&mut *conn).await?)
 }
 
 /// One host circuit, or [`Error::NotFound`].
