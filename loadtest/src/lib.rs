@@ -98,8 +98,8 @@ pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::
     Ok(())
 }
 
-/// The frame of a scenario that runs the service: the harness clock started ([`clock::epoch`]),
-/// a fresh database on `run.database_url`'s server (or a throwaway Postgres), the scenario on it,
+/// The outer frame of a scenario that runs the service (inside [`on_service`]): the harness
+/// clock started ([`clock::epoch`]), a fresh database on `run.database_url`'s server (or a throwaway Postgres), the scenario on it,
 /// the database dropped whatever happened, then the report completed with what it ran on
 /// (`machine`, with the load average at the end, `postgres`, `database`, `wall_s`,
 /// `git_commit`, `cores`) and written to `run.out/result.json`.
