@@ -74,7 +74,7 @@ impl FromRequestParts<AppState> for Operator {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let key = bearer(parts)?;
-        if state.inner.operator_key.matches(key) {
+        if state.settings().operator_key.matches(key) {
             return Ok(Operator);
         }
         if tenants::authenticate(state.pool(), key).await?.is_some() {
@@ -106,7 +106,7 @@ impl FromRequestParts<AppState> for Tenant {
             }
             return Ok(Tenant(t));
         }
-        if state.inner.operator_key.matches(key) {
+        if state.settings().operator_key.matches(key) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",

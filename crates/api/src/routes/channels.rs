@@ -126,8 +126,8 @@ pub(crate) async fn create(
     request: RequestId,
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
-    let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
-    let host_key = hosts::host_key(&url, state.inner.hosts.granularity)
+    let url = checked_url("url", &body.url, state.settings().allow_private_targets).await?;
+    let host_key = hosts::host_key(&url, state.settings().hosts.granularity)
         .map_err(|m| ApiError::invalid("url", m))?;
     let mut tx = state.begin_audited(&request).await?;
     let created = channels::create(
@@ -236,9 +236,9 @@ struct CircuitView {
 pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
     let parked = channels::parked_count(state.pool(), channel.id).await?;
     let (default_threshold, default_cooldown, _, _) =
-        circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+        circuit::effective_defaults(state.pool(), &state.settings().circuit).await?;
     let (default_close_after, _) =
-        circuit::effective_close_after_successes(state.pool(), &state.inner.circuit).await?;
+        circuit::effective_close_after_successes(state.pool(), &state.settings().circuit).await?;
     let circuit = CircuitView {
         state: channel.circuit_state,
         since: channel.circuit_changed_at,
@@ -256,7 +256,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         probe_failures: channel.probe_failures,
         retry_after_until: channel.retry_after_until,
     };
-    let limits = &state.inner.channel_limits;
+    let limits = &state.settings().channel_limits;
     let group = breakwater_queue::group_state(state.pool(), channel.id)
         .await
         .map_err(breakwater_core::Error::from)?;
@@ -379,12 +379,12 @@ pub(crate) async fn update(
     // 404 before validating, so another tenant's id reveals nothing.
     channels::get(state.pool(), key.tenant_id, id).await?;
     let url = match &body.url {
-        Some(u) => Some(checked_url("url", u, state.inner.allow_private_targets).await?),
+        Some(u) => Some(checked_url("url", u, state.settings().allow_private_targets).await?),
         None => None,
     };
     let host_key = match &url {
         Some(u) => Some(
-            hosts::host_key(u, state.inner.hosts.granularity)
+            hosts::host_key(u, state.settings().hosts.granularity)
                 .map_err(|m| ApiError::invalid("url", m))?,
         ),
         None => None,

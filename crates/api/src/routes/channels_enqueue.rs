@@ -108,7 +108,7 @@ async fn enqueue(
         tenant.tier,
         channel.id,
         items,
-        state.inner.max_attempts,
+        state.settings().max_attempts,
         paused,
     )
     .await?;
@@ -156,7 +156,7 @@ pub(crate) async fn enqueue_one(
     headers: HeaderMap,
     Json(body): Json<EnqueueOne>,
 ) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
-    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    check_payload_size(&state.settings().config, &body.payload, "payload")?;
     let item = NewDelivery {
         event_type: body.event_type,
         payload: body.payload,
@@ -232,7 +232,7 @@ pub(crate) async fn enqueue_batch(
     Path(channel_id): Path<Uuid>,
     Json(body): Json<EnqueueBatch>,
 ) -> Result<(StatusCode, axum::Json<BatchAccepted>), ApiError> {
-    let cfg = &state.inner.config;
+    let cfg = &state.settings().config;
     if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
         return Err(ApiError::invalid(
             "deliveries",

@@ -67,7 +67,7 @@ pub(crate) async fn manual(
         change,
         actor,
         &reason,
-        &state.inner.circuit,
+        &state.settings().circuit,
     )
     .await?;
     tx.commit().await?;
@@ -230,7 +230,7 @@ pub(crate) async fn replay_window(
             from,
             to,
         },
-        state.inner.max_attempts,
+        state.settings().max_attempts,
     )
     .await?;
     audit::record(

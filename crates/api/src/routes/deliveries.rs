@@ -152,7 +152,7 @@ pub(crate) async fn replay(
             tenant_id: key.tenant_id,
             delivery_id: id,
         },
-        state.inner.max_attempts,
+        state.settings().max_attempts,
     )
     .await?;
     if ids.is_empty() {

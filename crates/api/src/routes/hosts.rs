@@ -61,7 +61,13 @@ pub(crate) async fn list(
     }
     let keyset = q.page.keyset::<String>(Order::OldestFirst)?;
     let mut conn = state.pool().acquire().await?;
-    let rows = hosts::list(&mut conn, q.state.as_deref(), &state.inner.hosts, &keyset).await?;
+    let rows = hosts::list(
+        &mut conn,
+        q.state.as_deref(),
+        &state.settings().hosts,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |h| h.host_key.clone())))
 }
 
@@ -89,7 +95,7 @@ pub(crate) async fn read(
 /// The host circuit `host` as it is now (404 when there is no such host circuit).
 async fn load(state: &AppState, host: &str) -> Result<HostCircuit, ApiError> {
     let mut conn = state.pool().acquire().await?;
-    Ok(hosts::get(&mut conn, host, &state.inner.hosts).await?)
+    Ok(hosts::get(&mut conn, host, &state.settings().hosts).await?)
 }
 
 /// A manual action on a host circuit.
@@ -142,7 +148,7 @@ pub(crate) async fn act(
     load(&state, &host).await?;
     let reason = q.or_default(action, ACTOR_OPERATOR)?;
     let mut tx = state.begin_audited(&request).await?;
-    let cfg = &state.inner.hosts;
+    let cfg = &state.settings().hosts;
     let moved = hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
     tx.commit().await?;
     count_committed(moved.map(|t| t.counted()));

@@ -105,7 +105,7 @@ pub(crate) async fn send(
     headers: HeaderMap,
     Json(body): Json<SendMessage>,
 ) -> Result<(StatusCode, axum::Json<MessageAccepted>), ApiError> {
-    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    check_payload_size(&state.settings().config, &body.payload, "payload")?;
     let message = NewMessage {
         event_type: body.event_type,
         payload: body.payload,
@@ -120,7 +120,7 @@ pub(crate) async fn send(
         tenant.id,
         tenant.tier,
         &message,
-        state.inner.max_attempts,
+        state.settings().max_attempts,
     )
     .await?;
     tx.commit().await?;

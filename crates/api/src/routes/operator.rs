@@ -175,11 +175,12 @@ pub(crate) struct Defaults {
 
 async fn read_defaults(state: &AppState) -> Result<Defaults, ApiError> {
     let (failure_threshold, cooldown_ms, failure_threshold_overridden, cooldown_ms_overridden) =
-        breakwater_core::circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+        breakwater_core::circuit::effective_defaults(state.pool(), &state.settings().circuit)
+            .await?;
     let (close_after_successes, close_after_successes_overridden) =
         breakwater_core::circuit::effective_close_after_successes(
             state.pool(),
-            &state.inner.circuit,
+            &state.settings().circuit,
         )
         .await?;
     Ok(Defaults {

@@ -78,7 +78,7 @@ pub(crate) async fn create(
     };
     let alert_url = match body.alert_url.as_deref() {
         None | Some("") => None,
-        Some(u) => Some(checked_url("alert_url", u, state.inner.allow_private_targets).await?),
+        Some(u) => Some(checked_url("alert_url", u, state.settings().allow_private_targets).await?),
     };
     let mut tx = state.begin_audited(&request).await?;
     let created = tenants::create(
@@ -137,7 +137,7 @@ async fn checked_alert_url(
 ) -> Result<Option<Option<String>>, ApiError> {
     Ok(match url {
         Some(Some(u)) if !u.is_empty() => Some(Some(
-            checked_url("alert_url", &u, state.inner.allow_private_targets).await?,
+            checked_url("alert_url", &u, state.settings().allow_private_targets).await?,
         )),
         Some(_) => Some(None),
         None => None,
