@@ -6,6 +6,7 @@
 //! tenant's id answers 404, exactly like a missing one.
 
 mod auth;
+mod call;
 pub mod error;
 mod extract;
 pub mod openapi;
@@ -123,17 +124,6 @@ impl AppState {
 
     pub(crate) fn settings(&self) -> &AppSettings {
         &self.inner.settings
-    }
-
-    /// Begins the transaction of a state-changing call, tagged with the request's id so that
-    /// every audit row written in it carries it.
-    pub(crate) async fn begin_audited(
-        &self,
-        request: &extract::RequestId,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, error::ApiError> {
-        let mut tx = self.inner.pool.begin().await?;
-        breakwater_core::audit::begin_request(&mut *tx, &request.0).await?;
-        Ok(tx)
     }
 }
 

@@ -16,19 +16,19 @@ pub(crate) use enqueue::*;
 pub(crate) use manual::*;
 
 use super::checked_url;
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::page::Order;
-use breakwater_core::{audit, circuit, hosts};
+use breakwater_core::{circuit, hosts};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -121,18 +121,21 @@ pub(crate) struct EventTypeFilter(String);
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn create(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
-    let url = checked_url("url", &body.url, state.settings().allow_private_targets).await?;
-    let host_key = hosts::host_key(&url, state.settings().hosts.granularity)
+    let url = checked_url(
+        "url",
+        &body.url,
+        call.state.settings().allow_private_targets,
+    )
+    .await?;
+    let host_key = hosts::host_key(&url, call.state.settings().hosts.granularity)
         .map_err(|m| ApiError::invalid("url", m))?;
-    let mut tx = state.begin_audited(&request).await?;
+    let mut tx = call.begin_audited().await?;
     let created = channels::create(
         &mut tx,
-        key.tenant_id,
+        call.tenant_id(),
         &NewChannel {
             url,
             name: body.name,
@@ -146,11 +149,11 @@ pub(crate) async fn create(
             event_types: body.event_types,
             host_key: Some(host_key),
         },
-        &audit::tenant_actor(key.key_id),
+        call.actor(),
     )
     .await?;
     tx.commit().await?;
-    tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
+    tracing::info!(tenant_id = %call.tenant_id(), channel_id = %created.channel.id, "channel created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
@@ -168,12 +171,11 @@ pub(crate) async fn create(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Query(q): Query<PageQuery>,
 ) -> Result<axum::Json<Page<Channel>>, ApiError> {
     let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = channels::list(state.pool(), key.tenant_id, &keyset).await?;
+    let rows = channels::list(call.state.pool(), call.tenant_id(), &keyset).await?;
     Ok(axum::Json(Page::new(rows, &keyset, |c| c.id)))
 }
 
@@ -297,12 +299,11 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    Ok(axum::Json(view(&state, channel).await?))
+    let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
+    Ok(axum::Json(view(&call.state, channel).await?))
 }
 
 /// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
@@ -370,21 +371,19 @@ pub(crate) struct PatchChannel {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn update(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     Json(body): Json<PatchChannel>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     // 404 before validating, so another tenant's id reveals nothing.
-    channels::get(state.pool(), key.tenant_id, id).await?;
+    channels::get(call.state.pool(), call.tenant_id(), id).await?;
     let url = match &body.url {
-        Some(u) => Some(checked_url("url", u, state.settings().allow_private_targets).await?),
+        Some(u) => Some(checked_url("url", u, call.state.settings().allow_private_targets).await?),
         None => None,
     };
     let host_key = match &url {
         Some(u) => Some(
-            hosts::host_key(u, state.settings().hosts.granularity)
+            hosts::host_key(u, call.state.settings().hosts.granularity)
                 .map_err(|m| ApiError::invalid("url", m))?,
         ),
         None => None,
@@ -402,9 +401,8 @@ pub(crate) async fn update(
         max_in_flight: body.max_in_flight,
         event_types: body.event_types,
     };
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    let channel = channels::update(&mut tx, key.tenant_id, id, &patch, &actor).await?;
+    let mut tx = call.begin_audited().await?;
+    let channel = channels::update(&mut tx, call.tenant_id(), id, &patch, call.actor()).await?;
     tx.commit().await?;
-    Ok(axum::Json(view(&state, channel).await?))
+    Ok(axum::Json(view(&call.state, channel).await?))
 }

@@ -1,13 +1,12 @@
 //! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay, and
 //! a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`).
 
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Path, Query, RequestId};
+use crate::extract::{Path, Query};
 use crate::openapi::{ById, Conflict, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit;
@@ -58,12 +57,11 @@ pub(crate) struct ListQuery {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(channel_id): Path<Uuid>,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, channel_id).await?;
+    let channel = channels::get(call.state.pool(), call.tenant_id(), channel_id).await?;
     let status = match q.status.as_deref() {
         None | Some("") => None,
         Some(s) => match deliveries::Status::parse(s) {
@@ -78,7 +76,14 @@ pub(crate) async fn list(
         },
     };
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
-    let rows = deliveries::list(state.pool(), key.tenant_id, channel.id, status, &keyset).await?;
+    let rows = deliveries::list(
+        call.state.pool(),
+        call.tenant_id(),
+        channel.id,
+        status,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |d| {
         (d.created_at, d.id)
     })))
@@ -108,12 +113,11 @@ pub(crate) struct DeliveryView {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<DeliveryView>, ApiError> {
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let attempt_log = deliveries::attempts(state.pool(), id).await?;
+    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
     Ok(axum::Json(DeliveryView {
         delivery,
         attempt_log,
@@ -139,20 +143,18 @@ pub(crate) async fn read(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn replay(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let mut tx = state.begin_audited(&request).await?;
+    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let mut tx = call.begin_audited().await?;
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::One {
-            tenant_id: key.tenant_id,
+            tenant_id: call.tenant_id(),
             delivery_id: id,
         },
-        state.settings().max_attempts,
+        call.state.settings().max_attempts,
     )
     .await?;
     if ids.is_empty() {
@@ -177,17 +179,17 @@ pub(crate) async fn replay(
         &audit::Entry {
             details: serde_json::json!({ "delivery_id": id }),
             ..audit::Entry::channel(
-                key.tenant_id,
+                call.tenant_id(),
                 delivery.channel_id,
-                &audit::tenant_actor(key.key_id),
+                call.actor(),
                 "delivery.replayed",
             )
         },
     )
     .await?;
     tx.commit().await?;
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let attempt_log = deliveries::attempts(state.pool(), id).await?;
+    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
     Ok((
         axum::http::StatusCode::ACCEPTED,
         axum::Json(DeliveryView {
