@@ -1,6 +1,7 @@
 //! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay, and
 //! a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`).
 
+use super::list_filter;
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
@@ -62,19 +63,9 @@ pub(crate) async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
     let channel = channels::get(call.state.pool(), call.tenant_id(), channel_id).await?;
-    let status = match q.status.as_deref() {
-        None | Some("") => None,
-        Some(s) => match deliveries::Status::parse(s) {
-            Some(s) => Some(s),
-            None => {
-                let all: Vec<&str> = deliveries::Status::ALL.iter().map(|s| s.as_str()).collect();
-                return Err(ApiError::invalid(
-                    "status",
-                    format!("must be one of {}", all.join(", ")),
-                ));
-            }
-        },
-    };
+    // An empty `status=` is no filter.
+    let status =
+        list_filter::<deliveries::Status>("status", q.status.as_deref().filter(|s| !s.is_empty()))?;
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
     let rows = deliveries::list(
         call.state.pool(),

@@ -3,7 +3,7 @@
 //! [`breakwater_core::hosts`] for what a host circuit is.
 
 use super::channels::{count_committed, ReasonQuery};
-use super::path_action;
+use super::{list_filter, path_action};
 use crate::call::OperatorCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
@@ -52,15 +52,12 @@ pub(crate) async fn list(
     call: OperatorCall,
     Query(q): Query<HostListQuery>,
 ) -> Result<axum::Json<Page<HostCircuit>>, ApiError> {
-    if let Some(s) = &q.state {
-        hosts::State::parse(s)
-            .map_err(|_| ApiError::invalid("state", "must be one of closed, open, half_open"))?;
-    }
+    let host_state = list_filter::<hosts::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<String>(Order::OldestFirst)?;
     let mut conn = call.state.pool().acquire().await?;
     let rows = hosts::list(
         &mut conn,
-        q.state.as_deref(),
+        host_state.map(hosts::State::as_str),
         &call.state.settings().hosts,
         &keyset,
     )

@@ -3,7 +3,7 @@
 
 use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
-use super::path_action;
+use super::{list_filter, path_action};
 use crate::call::OperatorCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
@@ -62,14 +62,15 @@ pub(crate) async fn list(
     call: OperatorCall,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
-    if let Some(s) = &q.state {
-        breakwater_core::circuit::State::parse(s).map_err(|_| {
-            ApiError::invalid("state", "must be one of closed, open, half_open, paused")
-        })?;
-    }
+    let circuit_state = list_filter::<circuit::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows =
-        channels::list_all(call.state.pool(), q.state.as_deref(), q.tenant_id, &keyset).await?;
+    let rows = channels::list_all(
+        call.state.pool(),
+        circuit_state.map(circuit::State::as_str),
+        q.tenant_id,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |c| c.channel.id)))
 }
 
