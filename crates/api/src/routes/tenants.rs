@@ -2,7 +2,7 @@
 //! update; and the tenant's own `GET`/`PATCH /api/v1/tenant`.
 
 use super::checked_url;
-use crate::call::{OperatorCall, TenantCall};
+use crate::call::{Call, OperatorCall, TenantCall};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, OperatorAuth, TenantAuth, WithQuery};
@@ -72,12 +72,7 @@ pub(crate) async fn create(
         None => Tier::default(),
         Some(t) => t.parse::<Tier>()?,
     };
-    let alert_url = match body.alert_url.as_deref() {
-        None | Some("") => None,
-        Some(u) => {
-            Some(checked_url("alert_url", u, call.state.settings().allow_private_targets).await?)
-        }
-    };
+    let alert_url = checked_alert_url(&call.state, body.alert_url).await?;
     let mut tx = call.begin_audited().await?;
     let created = tenants::create(
         &mut tx,
@@ -129,17 +124,43 @@ pub(crate) struct TenantView {
     jobs_moved: Option<u64>,
 }
 
+/// An alert URL as a body gives it: null or empty → none; anything else is checked like a
+/// channel URL ([`checked_url`], errors on `alert_url`).
 async fn checked_alert_url(
+    state: &AppState,
+    url: Option<String>,
+) -> Result<Option<String>, ApiError> {
+    match url.as_deref() {
+        None | Some("") => Ok(None),
+        Some(u) => Ok(Some(
+            checked_url("alert_url", u, state.settings().allow_private_targets).await?,
+        )),
+    }
+}
+
+/// A PATCH's `alert_url`: absent → unchanged; else [`checked_alert_url`] (null or empty removes
+/// it).
+async fn patched_alert_url(
     state: &AppState,
     url: Option<Option<String>>,
 ) -> Result<Option<Option<String>>, ApiError> {
-    Ok(match url {
-        Some(Some(u)) if !u.is_empty() => Some(Some(
-            checked_url("alert_url", &u, state.settings().allow_private_targets).await?,
-        )),
-        Some(_) => Some(None),
-        None => None,
-    })
+    match url {
+        Some(url) => Ok(Some(checked_alert_url(state, url).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Applies `patch` to the tenant `tenant_id` in one transaction audited as the caller: the
+/// tenant as it is now and, after a tier change, how many waiting jobs moved queue.
+async fn update<K>(
+    call: &Call<K>,
+    tenant_id: Uuid,
+    patch: &tenants::TenantPatch,
+) -> Result<(tenants::Tenant, Option<u64>), ApiError> {
+    let mut tx = call.begin_audited().await?;
+    let updated = tenants::update(&mut tx, tenant_id, patch, call.actor()).await?;
+    tx.commit().await?;
+    Ok(updated)
 }
 
 /// `GET /api/v1/tenants?after=&limit=` (operator): every tenant in creation order, paged by
@@ -207,16 +228,14 @@ pub(crate) async fn operator_update(
 ) -> Result<axum::Json<TenantView>, ApiError> {
     tenants::get(call.state.pool(), id).await?;
     let tier = body.tier.as_deref().map(str::parse::<Tier>).transpose()?;
-    let alert_url = checked_alert_url(&call.state, body.alert_url).await?;
+    let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
         name: body.name,
         tier,
         alert_on_manual: body.alert_on_manual,
     };
-    let mut tx = call.begin_audited().await?;
-    let (tenant, jobs_moved) = tenants::update(&mut tx, id, &patch, call.actor()).await?;
-    tx.commit().await?;
+    let (tenant, jobs_moved) = update(&call, id, &patch).await?;
     Ok(axum::Json(TenantView { tenant, jobs_moved }))
 }
 
@@ -225,6 +244,14 @@ pub(crate) async fn operator_update(
 pub(crate) struct Rotated {
     /// The new secret (`whsec_…`), shown once; it signs every alert from now on.
     alert_secret: String,
+}
+
+/// Rotates the alert signing secret of the tenant `tenant_id`, audited as the caller.
+async fn rotate<K>(call: &Call<K>, tenant_id: Uuid) -> Result<axum::Json<Rotated>, ApiError> {
+    let mut tx = call.begin_audited().await?;
+    let alert_secret = tenants::rotate_alert_secret(&mut tx, tenant_id, call.actor()).await?;
+    tx.commit().await?;
+    Ok(axum::Json(Rotated { alert_secret }))
 }
 
 /// Rotates a tenant's alert signing secret.
@@ -244,10 +271,7 @@ pub(crate) async fn operator_rotate(
     call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Rotated>, ApiError> {
-    let mut tx = call.begin_audited().await?;
-    let alert_secret = tenants::rotate_alert_secret(&mut tx, id, call.actor()).await?;
-    tx.commit().await?;
-    Ok(axum::Json(Rotated { alert_secret }))
+    rotate(&call, id).await
 }
 
 /// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it) and
@@ -302,15 +326,13 @@ pub(crate) async fn self_update(
     call: TenantCall,
     Json(body): Json<SelfPatch>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    let alert_url = checked_alert_url(&call.state, body.alert_url).await?;
+    let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
         alert_on_manual: body.alert_on_manual,
         ..Default::default()
     };
-    let mut tx = call.begin_audited().await?;
-    let (tenant, _) = tenants::update(&mut tx, call.tenant_id(), &patch, call.actor()).await?;
-    tx.commit().await?;
+    let (tenant, _) = update(&call, call.tenant_id(), &patch).await?;
     Ok(axum::Json(tenant))
 }
 
@@ -327,9 +349,5 @@ pub(crate) async fn self_update(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn self_rotate(call: TenantCall) -> Result<axum::Json<Rotated>, ApiError> {
-    let mut tx = call.begin_audited().await?;
-    let alert_secret =
-        tenants::rotate_alert_secret(&mut tx, call.tenant_id(), call.actor()).await?;
-    tx.commit().await?;
-    Ok(axum::Json(Rotated { alert_secret }))
+    rotate(&call, call.tenant_id()).await
 }
