@@ -105,6 +105,16 @@ pub(crate) struct CreateChannel {
 #[allow(dead_code)]
 pub(crate) struct EventTypeFilter(String);
 
+/// A channel's endpoint, checked ([`checked_url`]), and its host key ([`hosts::host_key`] at the
+/// configured granularity). Either refusal is a 422 on `url`.
+async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String), ApiError> {
+    let settings = state.settings();
+    let url = checked_url("url", raw, settings.allow_private_targets).await?;
+    let host_key = hosts::host_key(&url, settings.hosts.granularity)
+        .map_err(|m| ApiError::invalid("url", m))?;
+    Ok((url, host_key))
+}
+
 /// Creates a channel. Its signing secret is in the response, shown once.
 #[utoipa::path(
     post,
@@ -124,14 +134,7 @@ pub(crate) async fn create(
     call: TenantCall,
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
-    let url = checked_url(
-        "url",
-        &body.url,
-        call.state.settings().allow_private_targets,
-    )
-    .await?;
-    let host_key = hosts::host_key(&url, call.state.settings().hosts.granularity)
-        .map_err(|m| ApiError::invalid("url", m))?;
+    let (url, host_key) = checked_endpoint(&call.state, &body.url).await?;
     let mut tx = call.begin_audited().await?;
     let created = channels::create(
         &mut tx,
@@ -377,16 +380,12 @@ pub(crate) async fn update(
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     // 404 before validating, so another tenant's id reveals nothing.
     channels::get(call.state.pool(), call.tenant_id(), id).await?;
-    let url = match &body.url {
-        Some(u) => Some(checked_url("url", u, call.state.settings().allow_private_targets).await?),
-        None => None,
-    };
-    let host_key = match &url {
-        Some(u) => Some(
-            hosts::host_key(u, call.state.settings().hosts.granularity)
-                .map_err(|m| ApiError::invalid("url", m))?,
-        ),
-        None => None,
+    let (url, host_key) = match &body.url {
+        Some(raw) => {
+            let (url, host_key) = checked_endpoint(&call.state, raw).await?;
+            (Some(url), Some(host_key))
+        }
+        None => (None, None),
     };
     let patch = ChannelPatch {
         host_key,
