@@ -90,6 +90,19 @@ pub(crate) struct DeliveryView {
     attempt_log: Vec<Attempt>,
 }
 
+impl DeliveryView {
+    /// The calling tenant's delivery `id` as it is now, with its attempts (404 for another
+    /// tenant's).
+    async fn load(call: &TenantCall, id: Uuid) -> Result<Self, ApiError> {
+        let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+        let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
+        Ok(DeliveryView {
+            delivery,
+            attempt_log,
+        })
+    }
+}
+
 /// Reads a delivery: its status and every attempt.
 #[utoipa::path(
     get,
@@ -107,12 +120,7 @@ pub(crate) async fn read(
     call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<DeliveryView>, ApiError> {
-    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
-    let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
-    Ok(axum::Json(DeliveryView {
-        delivery,
-        attempt_log,
-    }))
+    Ok(axum::Json(DeliveryView::load(&call, id).await?))
 }
 
 /// Replays one dead delivery.
@@ -179,13 +187,8 @@ pub(crate) async fn replay(
     )
     .await?;
     tx.commit().await?;
-    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
-    let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
     Ok((
         axum::http::StatusCode::ACCEPTED,
-        axum::Json(DeliveryView {
-            delivery,
-            attempt_log,
-        }),
+        axum::Json(DeliveryView::load(&call, id).await?),
     ))
 }
