@@ -122,6 +122,7 @@ impl AppState {
         &self.inner.pool
     }
 
+    /// The settings the state was made with ([`AppState::new`]).
     pub(crate) fn settings(&self) -> &AppSettings {
         &self.inner.settings
     }
