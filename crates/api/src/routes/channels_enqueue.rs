@@ -40,6 +40,17 @@ pub(crate) struct Accepted {
     idempotent_replay: bool,
 }
 
+impl From<Enqueued> for Accepted {
+    /// A delivery that was not created is an idempotent replay of an earlier one.
+    fn from(e: Enqueued) -> Self {
+        Accepted {
+            id: e.id,
+            status: e.status,
+            idempotent_replay: !e.created,
+        }
+    }
+}
+
 pub(crate) fn check_payload_size(
     cfg: &ApiConfig,
     payload: &RawValue,
@@ -161,14 +172,7 @@ pub(crate) async fn enqueue_one(
     };
     let out = enqueue(&call, channel_id, std::slice::from_ref(&item)).await?;
     let e = out.into_iter().next().expect("one result per item");
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(Accepted {
-            id: e.id,
-            status: e.status,
-            idempotent_replay: !e.created,
-        }),
-    ))
+    Ok((StatusCode::ACCEPTED, axum::Json(Accepted::from(e))))
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
@@ -251,13 +255,6 @@ pub(crate) async fn enqueue_batch(
         items.push(item);
     }
     let out = enqueue(&call, channel_id, &items).await?;
-    let data = out
-        .into_iter()
-        .map(|e| Accepted {
-            id: e.id,
-            status: e.status,
-            idempotent_replay: !e.created,
-        })
-        .collect();
+    let data = out.into_iter().map(Accepted::from).collect();
     Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
 }
