@@ -1,12 +1,13 @@
 //! Bearer-key authentication: the operator key (from configuration) and tenant keys (hashed in
-//! `api_keys`).
+//! `api_keys`), one routine ([`authenticate`]) for either kind of key ([`KeyKind`]); handlers
+//! get the caller through [`crate::call::Call`].
 
 use crate::error::ApiError;
 use crate::AppState;
-use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
-use breakwater_core::{keys, tenants};
+use breakwater_core::{audit, keys, tenants};
+use std::future::Future;
 
 /// The operator key. Its `Debug` never prints it.
 #[derive(Clone)]
@@ -63,28 +64,73 @@ fn wrong_key() -> ApiError {
     e
 }
 
+/// A kind of key a route needs: the operator key ([`Operator`]) or a tenant key ([`Tenant`]).
+///
+/// [`authenticate`] checks the presented key as this kind first and only then as the other
+/// kind, so each kind keeps its own order: the operator key is compared without the database
+/// (a tenant lookup only tells a 403 from a 401), a tenant key is looked up first.
+pub(crate) trait KeyKind: Sized + Send + Sync {
+    /// The detail of the 403 for a key of the other kind.
+    const OTHER_KIND: &'static str;
+
+    /// The presented key as this kind, if it is one. A tenant key is also held to its ingress
+    /// limit here (over it → 429).
+    fn own(
+        state: &AppState,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Self>, ApiError>> + Send;
+
+    /// Whether the presented key is of the other kind.
+    fn is_other(state: &AppState, key: &str)
+        -> impl Future<Output = Result<bool, ApiError>> + Send;
+
+    /// The audit actor of a call made with this key: `operator`, or `tenant:<key id>`
+    /// ([`breakwater_core::audit::tenant_actor`]).
+    fn actor(&self) -> String;
+}
+
+/// The request's bearer key as a `K`. No or a malformed `Authorization` header → 401; a key of
+/// the other kind → 403 ([`KeyKind::OTHER_KIND`]); an unknown or revoked key → 401. Every 401
+/// carries `WWW-Authenticate: Bearer`.
+pub(crate) async fn authenticate<K: KeyKind>(
+    parts: &Parts,
+    state: &AppState,
+) -> Result<K, ApiError> {
+    let key = bearer(parts)?;
+    if let Some(own) = K::own(state, key).await? {
+        return Ok(own);
+    }
+    if K::is_other(state, key).await? {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            K::OTHER_KIND,
+        ));
+    }
+    Err(wrong_key())
+}
+
 /// A request made with the operator key. A tenant key here → 403; anything else → 401.
 pub struct Operator;
 
-impl FromRequestParts<AppState> for Operator {
-    type Rejection = ApiError;
+impl KeyKind for Operator {
+    const OTHER_KIND: &'static str =
+        "this route needs the operator key; a tenant key cannot use it";
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let key = bearer(parts)?;
-        if state.inner.operator_key.matches(key) {
-            return Ok(Operator);
-        }
-        if tenants::authenticate(state.pool(), key).await?.is_some() {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "this route needs the operator key; a tenant key cannot use it",
-            ));
-        }
-        Err(wrong_key())
+    async fn own(state: &AppState, key: &str) -> Result<Option<Self>, ApiError> {
+        Ok(state
+            .settings()
+            .operator_key
+            .matches(key)
+            .then_some(Operator))
+    }
+
+    async fn is_other(state: &AppState, key: &str) -> Result<bool, ApiError> {
+        Ok(tenants::authenticate(state.pool(), key).await?.is_some())
+    }
+
+    fn actor(&self) -> String {
+        audit::ACTOR_OPERATOR.to_string()
     }
 }
 
@@ -92,28 +138,26 @@ impl FromRequestParts<AppState> for Operator {
 /// channels through the operator API); anything else unknown → 401.
 pub struct Tenant(pub tenants::TenantKey);
 
-impl FromRequestParts<AppState> for Tenant {
-    type Rejection = ApiError;
+impl KeyKind for Tenant {
+    const OTHER_KIND: &'static str =
+        "this route needs a tenant key; the operator key cannot use it";
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let key = bearer(parts)?;
-        if let Some(t) = tenants::authenticate(state.pool(), key).await? {
-            if let Some(limiter) = &state.inner.ingress {
-                check_ingress(limiter, t.key_id)?;
-            }
-            return Ok(Tenant(t));
+    async fn own(state: &AppState, key: &str) -> Result<Option<Self>, ApiError> {
+        let Some(t) = tenants::authenticate(state.pool(), key).await? else {
+            return Ok(None);
+        };
+        if let Some(limiter) = &state.inner.ingress {
+            check_ingress(limiter, t.key_id)?;
         }
-        if state.inner.operator_key.matches(key) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "this route needs a tenant key; the operator key cannot use it",
-            ));
-        }
-        Err(wrong_key())
+        Ok(Some(Tenant(t)))
+    }
+
+    async fn is_other(state: &AppState, key: &str) -> Result<bool, ApiError> {
+        Ok(state.settings().operator_key.matches(key))
+    }
+
+    fn actor(&self) -> String {
+        audit::tenant_actor(self.0.key_id)
     }
 }
 

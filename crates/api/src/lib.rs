@@ -6,6 +6,7 @@
 //! tenant's id answers 404, exactly like a missing one.
 
 mod auth;
+mod call;
 pub mod error;
 mod extract;
 pub mod openapi;
@@ -60,16 +61,28 @@ pub struct AppState {
     inner: Arc<Inner>,
 }
 
+/// What [`AppState::new`] takes from the node's configuration, besides the pool.
+pub struct AppSettings {
+    /// The key of the operator routes.
+    pub operator_key: OperatorKey,
+    /// API settings (`[api]`).
+    pub config: ApiConfig,
+    /// Whether channel and alert URLs may point at internal addresses.
+    pub allow_private_targets: bool,
+    /// The attempts each delivery gets (set on enqueue and on replay).
+    pub max_attempts: i32,
+    /// The circuit defaults (shown where a channel has no override).
+    pub circuit: CircuitConfig,
+    /// The bounds of each channel's adaptive concurrency limit (to show a channel's limit in
+    /// force).
+    pub channel_limits: breakwater_queue::GroupLimits,
+    /// Host circuit settings (granularity of channel keys, defaults shown in the host list).
+    pub hosts: breakwater_core::hosts::HostsConfig,
+}
+
 struct Inner {
     pool: PgPool,
-    operator_key: OperatorKey,
-    config: ApiConfig,
-    allow_private_targets: bool,
-    max_attempts: i32,
-    circuit: CircuitConfig,
-    channel_limits: breakwater_queue::GroupLimits,
-    /// Host circuit settings (granularity of channel keys, defaults shown in the host list).
-    hosts: breakwater_core::hosts::HostsConfig,
+    settings: AppSettings,
     ingress: Option<auth::IngressLimiter>,
     /// `/metrics` on the API's address, unless it is served elsewhere ([`AppState::with_metrics`]).
     metrics: Option<Metrics>,
@@ -78,31 +91,18 @@ struct Inner {
 }
 
 impl AppState {
-    /// State for [`app`]: the database pool, the operator key, API settings, whether channel
-    /// URLs may point at internal addresses, the attempts each delivery gets, and the circuit
-    /// defaults (shown where a channel has no override), and the bounds of each channel's
-    /// adaptive concurrency limit (to show a channel's limit in force).
-    pub fn new(
-        pool: PgPool,
-        operator_key: OperatorKey,
-        config: ApiConfig,
-        allow_private_targets: bool,
-        max_attempts: i32,
-        circuit: CircuitConfig,
-        channel_limits: breakwater_queue::GroupLimits,
-    ) -> Self {
-        let config_ingress = (config.ingress_per_second, config.ingress_burst);
+    /// State for [`app`]: the database pool and the [`AppSettings`]; the ingress limiter is
+    /// built from `settings.config`.
+    pub fn new(pool: PgPool, settings: AppSettings) -> Self {
+        let ingress = auth::ingress_limiter(
+            settings.config.ingress_per_second,
+            settings.config.ingress_burst,
+        );
         Self {
             inner: Arc::new(Inner {
                 pool,
-                operator_key,
-                config,
-                allow_private_targets,
-                max_attempts,
-                circuit,
-                channel_limits,
-                hosts: Default::default(),
-                ingress: auth::ingress_limiter(config_ingress.0, config_ingress.1),
+                settings,
+                ingress,
                 metrics: None,
                 ready: tokio::sync::Mutex::new(None),
             }),
@@ -118,28 +118,13 @@ impl AppState {
         self
     }
 
-    /// Uses `hosts` for host circuits (default: [`breakwater_core::hosts::HostsConfig`]'s
-    /// defaults). Call before [`app`].
-    pub fn with_hosts(mut self, hosts: breakwater_core::hosts::HostsConfig) -> Self {
-        Arc::get_mut(&mut self.inner)
-            .expect("with_hosts is called before the state is shared")
-            .hosts = hosts;
-        self
-    }
-
     pub(crate) fn pool(&self) -> &PgPool {
         &self.inner.pool
     }
 
-    /// Begins the transaction of a state-changing call, tagged with the request's id so that
-    /// every audit row written in it carries it.
-    pub(crate) async fn begin_audited(
-        &self,
-        request: &extract::RequestId,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, error::ApiError> {
-        let mut tx = self.inner.pool.begin().await?;
-        breakwater_core::audit::begin_request(&mut *tx, &request.0).await?;
-        Ok(tx)
+    /// The settings the state was made with ([`AppState::new`]).
+    pub(crate) fn settings(&self) -> &AppSettings {
+        &self.inner.settings
     }
 }
 
@@ -153,9 +138,9 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::health::router())
         .merge(routes::openapi::router())
         .merge(routes::tenants::router())
-        .merge(routes::channels::router(&state.inner.config))
+        .merge(routes::channels::router(&state.settings().config))
         .merge(routes::deliveries::router())
-        .merge(routes::messages::router(&state.inner.config))
+        .merge(routes::messages::router(&state.settings().config))
         .merge(routes::secrets::router())
         .merge(routes::lifecycle::router())
         .merge(routes::keys::router())

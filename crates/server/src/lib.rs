@@ -9,7 +9,7 @@ pub mod telemetry;
 pub mod throwaway;
 
 use anyhow::Context;
-use breakwater_api::{ApiConfig, AppState, OperatorKey};
+use breakwater_api::{ApiConfig, AppSettings, AppState, OperatorKey};
 use config::Settings;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
@@ -132,15 +132,17 @@ pub async fn start_node(
         let key = OperatorKey::new(key.0.clone()).map_err(anyhow::Error::msg)?;
         let state = AppState::new(
             pool.clone(),
-            key,
-            settings.api.clone(),
-            settings.allow_private_targets,
-            settings.worker.max_attempts,
-            settings.circuit.clone(),
-            settings.worker.channel_limits(),
+            AppSettings {
+                operator_key: key,
+                config: settings.api.clone(),
+                allow_private_targets: settings.allow_private_targets,
+                max_attempts: settings.worker.max_attempts,
+                circuit: settings.circuit.clone(),
+                channel_limits: settings.worker.channel_limits(),
+                hosts: settings.hosts.clone(),
+            },
         )
-        .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()))
-        .with_hosts(settings.hosts.clone());
+        .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()));
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
             .with_context(|| {

@@ -1,13 +1,12 @@
 //! `GET /api/v1/audit?channel_id=&after=&limit=`: a tenant reads the audit log of its own
 //! channels, newest first.
 
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::Query;
 use crate::openapi::{TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit::{self, Record};
@@ -58,15 +57,16 @@ pub(crate) async fn page(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Query(q): Query<AuditQuery>,
 ) -> Result<axum::Json<Page<Record>>, ApiError> {
-    if q.tenant_id.is_some_and(|t| t != key.tenant_id) {
+    if q.tenant_id.is_some_and(|t| t != call.tenant_id()) {
         return Err(ApiError::invalid(
             "tenant_id",
             "a tenant reads only its own audit log",
         ));
     }
-    Ok(axum::Json(page(&state, Some(key.tenant_id), &q).await?))
+    Ok(axum::Json(
+        page(&call.state, Some(call.tenant_id()), &q).await?,
+    ))
 }

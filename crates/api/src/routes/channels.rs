@@ -16,19 +16,19 @@ pub(crate) use enqueue::*;
 pub(crate) use manual::*;
 
 use super::checked_url;
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::page::Order;
-use breakwater_core::{audit, circuit, hosts};
+use breakwater_core::{circuit, hosts};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -105,6 +105,16 @@ pub(crate) struct CreateChannel {
 #[allow(dead_code)]
 pub(crate) struct EventTypeFilter(String);
 
+/// A channel's endpoint, checked ([`checked_url`]), and its host key ([`hosts::host_key`] at the
+/// configured granularity). Either refusal is a 422 on `url`.
+async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String), ApiError> {
+    let settings = state.settings();
+    let url = checked_url("url", raw, settings.allow_private_targets).await?;
+    let host_key = hosts::host_key(&url, settings.hosts.granularity)
+        .map_err(|m| ApiError::invalid("url", m))?;
+    Ok((url, host_key))
+}
+
 /// Creates a channel. Its signing secret is in the response, shown once.
 #[utoipa::path(
     post,
@@ -121,18 +131,14 @@ pub(crate) struct EventTypeFilter(String);
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn create(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Json(body): Json<CreateChannel>,
 ) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
-    let url = checked_url("url", &body.url, state.inner.allow_private_targets).await?;
-    let host_key = hosts::host_key(&url, state.inner.hosts.granularity)
-        .map_err(|m| ApiError::invalid("url", m))?;
-    let mut tx = state.begin_audited(&request).await?;
+    let (url, host_key) = checked_endpoint(&call.state, &body.url).await?;
+    let mut tx = call.begin_audited().await?;
     let created = channels::create(
         &mut tx,
-        key.tenant_id,
+        call.tenant_id(),
         &NewChannel {
             url,
             name: body.name,
@@ -146,11 +152,11 @@ pub(crate) async fn create(
             event_types: body.event_types,
             host_key: Some(host_key),
         },
-        &audit::tenant_actor(key.key_id),
+        call.actor(),
     )
     .await?;
     tx.commit().await?;
-    tracing::info!(tenant_id = %key.tenant_id, channel_id = %created.channel.id, "channel created");
+    tracing::info!(tenant_id = %call.tenant_id(), channel_id = %created.channel.id, "channel created");
     Ok((StatusCode::CREATED, axum::Json(created)))
 }
 
@@ -168,12 +174,11 @@ pub(crate) async fn create(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Query(q): Query<PageQuery>,
 ) -> Result<axum::Json<Page<Channel>>, ApiError> {
     let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = channels::list(state.pool(), key.tenant_id, &keyset).await?;
+    let rows = channels::list(call.state.pool(), call.tenant_id(), &keyset).await?;
     Ok(axum::Json(Page::new(rows, &keyset, |c| c.id)))
 }
 
@@ -236,9 +241,9 @@ struct CircuitView {
 pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
     let parked = channels::parked_count(state.pool(), channel.id).await?;
     let (default_threshold, default_cooldown, _, _) =
-        circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+        circuit::effective_defaults(state.pool(), &state.settings().circuit).await?;
     let (default_close_after, _) =
-        circuit::effective_close_after_successes(state.pool(), &state.inner.circuit).await?;
+        circuit::effective_close_after_successes(state.pool(), &state.settings().circuit).await?;
     let circuit = CircuitView {
         state: channel.circuit_state,
         since: channel.circuit_changed_at,
@@ -256,7 +261,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         probe_failures: channel.probe_failures,
         retry_after_until: channel.retry_after_until,
     };
-    let limits = &state.inner.channel_limits;
+    let limits = &state.settings().channel_limits;
     let group = breakwater_queue::group_state(state.pool(), channel.id)
         .await
         .map_err(breakwater_core::Error::from)?;
@@ -297,12 +302,11 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    Ok(axum::Json(view(&state, channel).await?))
+    let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
+    Ok(axum::Json(view(&call.state, channel).await?))
 }
 
 /// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
@@ -370,24 +374,18 @@ pub(crate) struct PatchChannel {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn update(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     Json(body): Json<PatchChannel>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     // 404 before validating, so another tenant's id reveals nothing.
-    channels::get(state.pool(), key.tenant_id, id).await?;
-    let url = match &body.url {
-        Some(u) => Some(checked_url("url", u, state.inner.allow_private_targets).await?),
-        None => None,
-    };
-    let host_key = match &url {
-        Some(u) => Some(
-            hosts::host_key(u, state.inner.hosts.granularity)
-                .map_err(|m| ApiError::invalid("url", m))?,
-        ),
-        None => None,
+    channels::get(call.state.pool(), call.tenant_id(), id).await?;
+    let (url, host_key) = match &body.url {
+        Some(raw) => {
+            let (url, host_key) = checked_endpoint(&call.state, raw).await?;
+            (Some(url), Some(host_key))
+        }
+        None => (None, None),
     };
     let patch = ChannelPatch {
         host_key,
@@ -402,9 +400,8 @@ pub(crate) async fn update(
         max_in_flight: body.max_in_flight,
         event_types: body.event_types,
     };
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    let channel = channels::update(&mut tx, key.tenant_id, id, &patch, &actor).await?;
+    let mut tx = call.begin_audited().await?;
+    let channel = channels::update(&mut tx, call.tenant_id(), id, &patch, call.actor()).await?;
     tx.commit().await?;
-    Ok(axum::Json(view(&state, channel).await?))
+    Ok(axum::Json(view(&call.state, channel).await?))
 }

@@ -1,12 +1,11 @@
 //! Enqueueing deliveries to a channel: one (`POST …/deliveries`) or a batch
 //! (`POST …/deliveries/batch`), with the channel's park decision at enqueue.
 
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Json, ObjectOnly, Path};
 use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
-use crate::{ApiConfig, AppState};
-use axum::extract::State;
+use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
@@ -39,6 +38,17 @@ pub(crate) struct Accepted {
     status: deliveries::Status,
     /// True when the `Idempotency-Key` matched an earlier delivery, whose id this is.
     idempotent_replay: bool,
+}
+
+impl From<Enqueued> for Accepted {
+    /// A delivery that was not created is an idempotent replay of an earlier one.
+    fn from(e: Enqueued) -> Self {
+        Accepted {
+            id: e.id,
+            status: e.status,
+            idempotent_replay: !e.created,
+        }
+    }
 }
 
 pub(crate) fn check_payload_size(
@@ -87,14 +97,13 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 /// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
 /// transaction.
 async fn enqueue(
-    state: &AppState,
-    key: &tenants::TenantKey,
+    call: &TenantCall,
     channel_id: Uuid,
     items: &[NewDelivery],
 ) -> Result<Vec<Enqueued>, ApiError> {
-    let mut tx = state.pool().begin().await?;
-    let channel = channels::get(&mut *tx, key.tenant_id, channel_id).await?;
-    let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    let mut tx = call.state.pool().begin().await?;
+    let channel = channels::get(&mut *tx, call.tenant_id(), channel_id).await?;
+    let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
     // start `paused` (their jobs are held by the channel's parked job group), and a transition
     // waits for this insert, so a release never misses them.
@@ -108,7 +117,7 @@ async fn enqueue(
         tenant.tier,
         channel.id,
         items,
-        state.inner.max_attempts,
+        call.state.settings().max_attempts,
         paused,
     )
     .await?;
@@ -150,28 +159,20 @@ async fn enqueue(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn enqueue_one(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(channel_id): Path<Uuid>,
     headers: HeaderMap,
     Json(body): Json<EnqueueOne>,
 ) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
-    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    check_payload_size(&call.state.settings().config, &body.payload, "payload")?;
     let item = NewDelivery {
         event_type: body.event_type,
         payload: body.payload,
         idempotency_key: idempotency_key(&headers)?,
     };
-    let out = enqueue(&state, &key, channel_id, std::slice::from_ref(&item)).await?;
+    let out = enqueue(&call, channel_id, std::slice::from_ref(&item)).await?;
     let e = out.into_iter().next().expect("one result per item");
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(Accepted {
-            id: e.id,
-            status: e.status,
-            idempotent_replay: !e.created,
-        }),
-    ))
+    Ok((StatusCode::ACCEPTED, axum::Json(Accepted::from(e))))
 }
 
 /// Body of `POST /api/v1/channels/{id}/deliveries/batch`.
@@ -227,12 +228,11 @@ pub(crate) struct BatchAccepted {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn enqueue_batch(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(channel_id): Path<Uuid>,
     Json(body): Json<EnqueueBatch>,
 ) -> Result<(StatusCode, axum::Json<BatchAccepted>), ApiError> {
-    let cfg = &state.inner.config;
+    let cfg = &call.state.settings().config;
     if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
         return Err(ApiError::invalid(
             "deliveries",
@@ -254,14 +254,7 @@ pub(crate) async fn enqueue_batch(
         deliveries::validate(&item).map_err(|e| ApiError::from(e).in_item("deliveries", i))?;
         items.push(item);
     }
-    let out = enqueue(&state, &key, channel_id, &items).await?;
-    let data = out
-        .into_iter()
-        .map(|e| Accepted {
-            id: e.id,
-            status: e.status,
-            idempotent_replay: !e.created,
-        })
-        .collect();
+    let out = enqueue(&call, channel_id, &items).await?;
+    let data = out.into_iter().map(Accepted::from).collect();
     Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
 }

@@ -1,15 +1,12 @@
 //! A channel's manual circuit actions and the replay of a window of its dead deliveries.
 
 use super::{view, ChannelView};
-use crate::auth::Tenant;
+use crate::call::{Call, TenantCall};
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
-use crate::AppState;
-use axum::extract::State;
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
-use breakwater_core::tenants::TenantKey;
 use breakwater_core::{audit, circuit};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -49,48 +46,41 @@ pub(crate) fn count_committed(moved: Option<audit::Transitioned>) {
     }
 }
 
-/// Applies a manual change to the channel and answers with its view. Idempotent: a change that
-/// is already in effect changes nothing and audits nothing.
-pub(crate) async fn manual(
-    state: &AppState,
-    request: &RequestId,
+/// Applies a manual change to the channel as the caller and answers with its view. Idempotent:
+/// a change that is already in effect changes nothing and audits nothing.
+pub(crate) async fn manual<K>(
+    call: &Call<K>,
     channel: Channel,
     change: circuit::Manual,
-    actor: &str,
     reason: ReasonQuery,
 ) -> Result<ChannelView, ApiError> {
-    let reason = reason.or_default(change.action(), actor)?;
-    let mut tx = state.begin_audited(request).await?;
+    let reason = reason.or_default(change.action(), call.actor())?;
+    let mut tx = call.begin_audited().await?;
     let moved = circuit::apply_manual(
         &mut tx,
         channel.id,
         change,
-        actor,
+        call.actor(),
         &reason,
-        &state.inner.circuit,
+        &call.state.settings().circuit,
     )
     .await?;
     tx.commit().await?;
     count_committed(moved.map(|t| t.counted()));
-    let channel = channels::get_any(state.pool(), channel.id).await?;
-    view(state, channel).await
+    let channel = channels::get_any(call.state.pool(), channel.id).await?;
+    view(&call.state, channel).await
 }
 
 /// A tenant's manual change to its channel `id` (404 for another tenant's), audited as the
 /// calling key: the handler body of pause and resume.
 async fn tenant_manual(
-    state: &AppState,
-    request: &RequestId,
-    key: TenantKey,
+    call: &TenantCall,
     id: Uuid,
     change: circuit::Manual,
     reason: ReasonQuery,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    let actor = audit::tenant_actor(key.key_id);
-    Ok(axum::Json(
-        manual(state, request, channel, change, &actor, reason).await?,
-    ))
+    let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
+    Ok(axum::Json(manual(call, channel, change, reason).await?))
 }
 
 /// Pauses the channel: parks the backlog and pauses the circuit.
@@ -110,13 +100,11 @@ async fn tenant_manual(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn pause(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    tenant_manual(&state, &request, key, id, circuit::Manual::Pause, q).await
+    tenant_manual(&call, id, circuit::Manual::Pause, q).await
 }
 
 /// Resumes a paused channel: closes its circuit and releases every parked delivery.
@@ -135,13 +123,11 @@ pub(crate) async fn pause(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn resume(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    tenant_manual(&state, &request, key, id, circuit::Manual::Resume, q).await
+    tenant_manual(&call, id, circuit::Manual::Resume, q).await
 }
 
 /// Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
@@ -200,14 +186,12 @@ fn check_replay_bound(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn replay_window(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     Json(body): Json<ReplayWindow>,
 ) -> Result<axum::Json<Replayed>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, id).await?;
-    let mut tx = state.begin_audited(&request).await?;
+    let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
+    let mut tx = call.begin_audited().await?;
     // The default window ends at the database's now() (this transaction's), not the node's.
     let to = match body.to {
         Some(to) => to,
@@ -225,12 +209,12 @@ pub(crate) async fn replay_window(
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::ChannelWindow {
-            tenant_id: key.tenant_id,
+            tenant_id: call.tenant_id(),
             channel_id: channel.id,
             from,
             to,
         },
-        state.inner.max_attempts,
+        call.state.settings().max_attempts,
     )
     .await?;
     audit::record(
@@ -239,9 +223,9 @@ pub(crate) async fn replay_window(
             reason: Some("channel replay"),
             details: serde_json::json!({ "replayed": ids.len(), "from": from, "to": to }),
             ..audit::Entry::channel(
-                key.tenant_id,
+                call.tenant_id(),
                 channel.id,
-                &audit::tenant_actor(key.key_id),
+                call.actor(),
                 "deliveries.replayed",
             )
         },

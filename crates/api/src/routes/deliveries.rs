@@ -1,13 +1,13 @@
 //! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay, and
 //! a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`).
 
-use crate::auth::Tenant;
+use super::list_filter;
+use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Path, Query, RequestId};
+use crate::extract::{Path, Query};
 use crate::openapi::{ById, Conflict, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit;
@@ -58,27 +58,23 @@ pub(crate) struct ListQuery {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(channel_id): Path<Uuid>,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
-    let channel = channels::get(state.pool(), key.tenant_id, channel_id).await?;
-    let status = match q.status.as_deref() {
-        None | Some("") => None,
-        Some(s) => match deliveries::Status::parse(s) {
-            Some(s) => Some(s),
-            None => {
-                let all: Vec<&str> = deliveries::Status::ALL.iter().map(|s| s.as_str()).collect();
-                return Err(ApiError::invalid(
-                    "status",
-                    format!("must be one of {}", all.join(", ")),
-                ));
-            }
-        },
-    };
+    let channel = channels::get(call.state.pool(), call.tenant_id(), channel_id).await?;
+    // An empty `status=` is no filter.
+    let status =
+        list_filter::<deliveries::Status>("status", q.status.as_deref().filter(|s| !s.is_empty()))?;
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
-    let rows = deliveries::list(state.pool(), key.tenant_id, channel.id, status, &keyset).await?;
+    let rows = deliveries::list(
+        call.state.pool(),
+        call.tenant_id(),
+        channel.id,
+        status,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |d| {
         (d.created_at, d.id)
     })))
@@ -92,6 +88,19 @@ pub(crate) struct DeliveryView {
     delivery: Delivery,
     /// Its attempts, oldest first.
     attempt_log: Vec<Attempt>,
+}
+
+impl DeliveryView {
+    /// The calling tenant's delivery `id` as it is now, with its attempts (404 for another
+    /// tenant's).
+    async fn load(call: &TenantCall, id: Uuid) -> Result<Self, ApiError> {
+        let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+        let attempt_log = deliveries::attempts(call.state.pool(), id).await?;
+        Ok(DeliveryView {
+            delivery,
+            attempt_log,
+        })
+    }
 }
 
 /// Reads a delivery: its status and every attempt.
@@ -108,16 +117,10 @@ pub(crate) struct DeliveryView {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<DeliveryView>, ApiError> {
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let attempt_log = deliveries::attempts(state.pool(), id).await?;
-    Ok(axum::Json(DeliveryView {
-        delivery,
-        attempt_log,
-    }))
+    Ok(axum::Json(DeliveryView::load(&call, id).await?))
 }
 
 /// Replays one dead delivery.
@@ -139,20 +142,18 @@ pub(crate) async fn read(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn replay(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let mut tx = state.begin_audited(&request).await?;
+    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let mut tx = call.begin_audited().await?;
     let ids = deliveries::replay(
         &mut tx,
         deliveries::ReplaySelector::One {
-            tenant_id: key.tenant_id,
+            tenant_id: call.tenant_id(),
             delivery_id: id,
         },
-        state.inner.max_attempts,
+        call.state.settings().max_attempts,
     )
     .await?;
     if ids.is_empty() {
@@ -177,22 +178,17 @@ pub(crate) async fn replay(
         &audit::Entry {
             details: serde_json::json!({ "delivery_id": id }),
             ..audit::Entry::channel(
-                key.tenant_id,
+                call.tenant_id(),
                 delivery.channel_id,
-                &audit::tenant_actor(key.key_id),
+                call.actor(),
                 "delivery.replayed",
             )
         },
     )
     .await?;
     tx.commit().await?;
-    let delivery = deliveries::get(state.pool(), key.tenant_id, id).await?;
-    let attempt_log = deliveries::attempts(state.pool(), id).await?;
     Ok((
         axum::http::StatusCode::ACCEPTED,
-        axum::Json(DeliveryView {
-            delivery,
-            attempt_log,
-        }),
+        axum::Json(DeliveryView::load(&call, id).await?),
     ))
 }

@@ -3,17 +3,15 @@
 //! [`breakwater_core::hosts`] for what a host circuit is.
 
 use super::channels::{count_committed, ReasonQuery};
-use super::path_action;
-use crate::auth::Operator;
+use super::{list_filter, path_action};
+use crate::call::OperatorCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
-use breakwater_core::audit::ACTOR_OPERATOR;
 use breakwater_core::hosts::{self, HostCircuit, Manual, Overrides};
 use breakwater_core::page::Order;
 use serde::Deserialize;
@@ -51,17 +49,19 @@ pub(crate) struct HostListQuery {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn list(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Query(q): Query<HostListQuery>,
 ) -> Result<axum::Json<Page<HostCircuit>>, ApiError> {
-    if let Some(s) = &q.state {
-        hosts::State::parse(s)
-            .map_err(|_| ApiError::invalid("state", "must be one of closed, open, half_open"))?;
-    }
+    let host_state = list_filter::<hosts::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<String>(Order::OldestFirst)?;
-    let mut conn = state.pool().acquire().await?;
-    let rows = hosts::list(&mut conn, q.state.as_deref(), &state.inner.hosts, &keyset).await?;
+    let mut conn = call.state.pool().acquire().await?;
+    let rows = hosts::list(
+        &mut conn,
+        host_state.map(hosts::State::as_str),
+        &call.state.settings().hosts,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |h| h.host_key.clone())))
 }
 
@@ -79,17 +79,16 @@ pub(crate) async fn list(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn read(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Path(host): Path<String>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
-    Ok(axum::Json(load(&state, &host).await?))
+    Ok(axum::Json(load(&call.state, &host).await?))
 }
 
 /// The host circuit `host` as it is now (404 when there is no such host circuit).
 async fn load(state: &AppState, host: &str) -> Result<HostCircuit, ApiError> {
     let mut conn = state.pool().acquire().await?;
-    Ok(hosts::get(&mut conn, host, &state.inner.hosts).await?)
+    Ok(hosts::get(&mut conn, host, &state.settings().hosts).await?)
 }
 
 /// A manual action on a host circuit.
@@ -126,9 +125,7 @@ pub(crate) enum HostAction {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn act(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path((host, action)): Path<(String, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
@@ -139,14 +136,14 @@ pub(crate) async fn act(
             ("close", (Manual::ForceClose, "host.forced_closed")),
         ],
     )?;
-    load(&state, &host).await?;
-    let reason = q.or_default(action, ACTOR_OPERATOR)?;
-    let mut tx = state.begin_audited(&request).await?;
-    let cfg = &state.inner.hosts;
-    let moved = hosts::apply_manual(&mut tx, &host, change, ACTOR_OPERATOR, &reason, cfg).await?;
+    load(&call.state, &host).await?;
+    let reason = q.or_default(action, call.actor())?;
+    let mut tx = call.begin_audited().await?;
+    let cfg = &call.state.settings().hosts;
+    let moved = hosts::apply_manual(&mut tx, &host, change, call.actor(), &reason, cfg).await?;
     tx.commit().await?;
     count_committed(moved.map(|t| t.counted()));
-    Ok(axum::Json(load(&state, &host).await?))
+    Ok(axum::Json(load(&call.state, &host).await?))
 }
 
 /// Body of `PATCH /api/v1/admin/hosts/{host}`; `null` returns a value to the configuration's.
@@ -185,14 +182,12 @@ pub(crate) struct PatchHost {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn update(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path(host): Path<String>,
     Json(body): Json<PatchHost>,
 ) -> Result<axum::Json<HostCircuit>, ApiError> {
-    load(&state, &host).await?;
-    let mut tx = state.begin_audited(&request).await?;
+    load(&call.state, &host).await?;
+    let mut tx = call.begin_audited().await?;
     hosts::set_overrides(
         &mut tx,
         &host,
@@ -201,9 +196,9 @@ pub(crate) async fn update(
             cooldown_ms: body.cooldown_ms,
             max_in_flight: body.max_in_flight,
         },
-        ACTOR_OPERATOR,
+        call.actor(),
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(load(&state, &host).await?))
+    Ok(axum::Json(load(&call.state, &host).await?))
 }

@@ -3,17 +3,15 @@
 //! key or its digest), revoke (401 from the key's next request on). Each write is audited
 //! (`key.created`, `key.revoked`) without the key.
 
-use crate::auth::{Operator, Tenant};
+use crate::call::{Call, OperatorCall, TenantCall};
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, Conflict, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{delete, post};
 use axum::Router;
-use breakwater_core::audit::{self, ACTOR_OPERATOR};
 use breakwater_core::keys::{self, ApiKey, CreatedKey};
 use breakwater_core::page::Order;
 use breakwater_core::tenants;
@@ -62,15 +60,14 @@ pub(crate) struct ListQuery {
     page: PageQuery,
 }
 
-async fn create(
-    state: &AppState,
-    request: &RequestId,
+/// Creates a key for `tenant_id`, audited as the caller.
+async fn create<K>(
+    call: &Call<K>,
     tenant_id: Uuid,
     body: CreateKey,
-    actor: &str,
 ) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
-    let mut tx = state.begin_audited(request).await?;
-    let created = keys::create(&mut tx, tenant_id, body.name.as_deref(), actor).await?;
+    let mut tx = call.begin_audited().await?;
+    let created = keys::create(&mut tx, tenant_id, body.name.as_deref(), call.actor()).await?;
     tx.commit().await?;
     tracing::info!(%tenant_id, key_id = %created.key.id, "api key created");
     Ok((StatusCode::CREATED, axum::Json(created)))
@@ -100,15 +97,11 @@ async fn list(state: &AppState, tenant_id: Uuid, q: ListQuery) -> Result<Page<Ap
     Ok(Page::new(rows, &keyset, |k| k.id))
 }
 
-async fn revoke(
-    state: &AppState,
-    request: &RequestId,
-    tenant_id: Uuid,
-    key_id: Uuid,
-    actor: &str,
-) -> Result<StatusCode, ApiError> {
-    let mut tx = state.begin_audited(request).await?;
-    keys::revoke(&mut tx, tenant_id, key_id, actor).await?;
+/// Revokes `tenant_id`'s key `key_id` (404 when it is not that tenant's, or already revoked),
+/// audited as the caller.
+async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<StatusCode, ApiError> {
+    let mut tx = call.begin_audited().await?;
+    keys::revoke(&mut tx, tenant_id, key_id, call.actor()).await?;
     tx.commit().await?;
     tracing::info!(%tenant_id, %key_id, "api key revoked");
     Ok(StatusCode::NO_CONTENT)
@@ -133,13 +126,10 @@ async fn revoke(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn self_create(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Json(body): Json<CreateKey>,
 ) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    create(&state, &request, key.tenant_id, body, &actor).await
+    create(&call, call.tenant_id(), body).await
 }
 
 /// Lists the calling tenant's API keys (never the keys themselves), oldest first.
@@ -158,11 +148,10 @@ pub(crate) async fn self_create(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn self_list(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<ApiKey>>, ApiError> {
-    Ok(axum::Json(list(&state, key.tenant_id, q).await?))
+    Ok(axum::Json(list(&call.state, call.tenant_id(), q).await?))
 }
 
 /// Revokes one of the calling tenant's API keys.
@@ -182,13 +171,10 @@ pub(crate) async fn self_list(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn self_revoke(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    revoke(&state, &request, key.tenant_id, id, &actor).await
+    revoke(&call, call.tenant_id(), id).await
 }
 
 /// Creates an API key for a tenant; the key is shown once.
@@ -211,13 +197,11 @@ pub(crate) async fn self_revoke(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_create(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path(tenant_id): Path<Uuid>,
     Json(body): Json<CreateKey>,
 ) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
-    create(&state, &request, tenant_id, body, ACTOR_OPERATOR).await
+    create(&call, tenant_id, body).await
 }
 
 /// Lists a tenant's API keys (never the keys themselves), oldest first.
@@ -237,13 +221,12 @@ pub(crate) async fn operator_create(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_list(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Path(tenant_id): Path<Uuid>,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<ApiKey>>, ApiError> {
-    tenants::get(state.pool(), tenant_id).await?;
-    Ok(axum::Json(list(&state, tenant_id, q).await?))
+    tenants::get(call.state.pool(), tenant_id).await?;
+    Ok(axum::Json(list(&call.state, tenant_id, q).await?))
 }
 
 /// Revokes a tenant's API key.
@@ -266,10 +249,8 @@ pub(crate) async fn operator_list(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_revoke(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path((tenant_id, key_id)): Path<(Uuid, Uuid)>,
 ) -> Result<StatusCode, ApiError> {
-    revoke(&state, &request, tenant_id, key_id, ACTOR_OPERATOR).await
+    revoke(&call, tenant_id, key_id).await
 }

@@ -2,16 +2,14 @@
 //! and purging its payload (tenant). The rules are in `breakwater_core::lifecycle`; each call
 //! is one transaction with one audit row.
 
-use crate::auth::{Operator, Tenant};
+use crate::call::{OperatorCall, TenantCall};
 use crate::error::ApiError;
-use crate::extract::{Path, RequestId};
+use crate::extract::Path;
 use crate::openapi::{ById, Conflict, OperatorAuth, TenantAuth};
 use crate::AppState;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{delete, post};
 use axum::Router;
-use breakwater_core::audit::{self, ACTOR_OPERATOR};
 use breakwater_core::deliveries::{self, Delivery};
 use breakwater_core::lifecycle;
 use uuid::Uuid;
@@ -42,14 +40,11 @@ pub fn router() -> Router<AppState> {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn delete_channel(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    lifecycle::delete_channel(&mut tx, key.tenant_id, id, &actor).await?;
+    let mut tx = call.begin_audited().await?;
+    lifecycle::delete_channel(&mut tx, call.tenant_id(), id, call.actor()).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -71,13 +66,11 @@ pub(crate) async fn delete_channel(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn delete_tenant(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mut tx = state.begin_audited(&request).await?;
-    lifecycle::delete_tenant(&mut tx, id, ACTOR_OPERATOR).await?;
+    let mut tx = call.begin_audited().await?;
+    lifecycle::delete_tenant(&mut tx, id, call.actor()).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -101,17 +94,14 @@ pub(crate) async fn delete_tenant(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn cancel_delivery(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Delivery>, ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    lifecycle::cancel_delivery(&mut tx, key.tenant_id, id, &actor).await?;
+    let mut tx = call.begin_audited().await?;
+    lifecycle::cancel_delivery(&mut tx, call.tenant_id(), id, call.actor()).await?;
     tx.commit().await?;
     Ok(axum::Json(
-        deliveries::get(state.pool(), key.tenant_id, id).await?,
+        deliveries::get(call.state.pool(), call.tenant_id(), id).await?,
     ))
 }
 
@@ -135,14 +125,11 @@ pub(crate) async fn cancel_delivery(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn purge_payload(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    lifecycle::purge_payload(&mut tx, key.tenant_id, id, &actor).await?;
+    let mut tx = call.begin_audited().await?;
+    lifecycle::purge_payload(&mut tx, call.tenant_id(), id, call.actor()).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,12 +3,12 @@
 //! [`breakwater_core::messages`] for the rules (subscriptions, one transaction, `webhook-id`).
 
 use super::channels::{check_payload_size, idempotency_key, IdempotencyKey};
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path};
 use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
 use crate::{ApiConfig, AppState};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
@@ -100,12 +100,11 @@ pub(crate) struct MessageAccepted {
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn send(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     headers: HeaderMap,
     Json(body): Json<SendMessage>,
 ) -> Result<(StatusCode, axum::Json<MessageAccepted>), ApiError> {
-    check_payload_size(&state.inner.config, &body.payload, "payload")?;
+    check_payload_size(&call.state.settings().config, &body.payload, "payload")?;
     let message = NewMessage {
         event_type: body.event_type,
         payload: body.payload,
@@ -113,20 +112,20 @@ pub(crate) async fn send(
         channels: body.channels,
     };
     messages::validate(&message)?;
-    let mut tx = state.pool().begin().await?;
-    let tenant = tenants::get(&mut *tx, key.tenant_id).await?;
+    let mut tx = call.state.pool().begin().await?;
+    let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     let sent = messages::send(
         &mut tx,
         tenant.id,
         tenant.tier,
         &message,
-        state.inner.max_attempts,
+        call.state.settings().max_attempts,
     )
     .await?;
     tx.commit().await?;
     if sent.created {
         tracing::info!(
-            tenant_id = %key.tenant_id, message_id = %sent.id, deliveries = sent.deliveries.len(),
+            tenant_id = %call.tenant_id(), message_id = %sent.id, deliveries = sent.deliveries.len(),
             "message fanned out"
         );
     }
@@ -160,12 +159,11 @@ pub(crate) async fn send(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
+    call: TenantCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Message>, ApiError> {
-    let mut conn = state.pool().acquire().await?;
+    let mut conn = call.state.pool().acquire().await?;
     Ok(axum::Json(
-        messages::get(&mut conn, key.tenant_id, id).await?,
+        messages::get(&mut conn, call.tenant_id(), id).await?,
     ))
 }

@@ -17,6 +17,9 @@ pub mod secrets;
 pub mod tenants;
 
 use crate::error::ApiError;
+use breakwater_core::circuit::State as CircuitState;
+use breakwater_core::deliveries::Status as DeliveryStatus;
+use breakwater_core::hosts::State as HostState;
 use breakwater_core::targets;
 use serde::Deserialize;
 
@@ -50,6 +53,57 @@ pub(crate) fn path_action<T: Copy>(segment: &str, actions: &[(&str, T)]) -> Resu
     }
 }
 
+/// A state enum that a list can be filtered by (`?state=`, `?status=`): read by [`list_filter`].
+pub(crate) trait ListFilter: Copy + 'static {
+    /// Every value, in the order a refusal lists them.
+    const ALL: &'static [Self];
+    /// The value as the query (and the column) spells it.
+    fn text(self) -> &'static str;
+}
+
+impl ListFilter for CircuitState {
+    const ALL: &'static [Self] = &CircuitState::ALL;
+    fn text(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl ListFilter for HostState {
+    const ALL: &'static [Self] = &[HostState::Closed, HostState::Open, HostState::HalfOpen];
+    fn text(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl ListFilter for DeliveryStatus {
+    const ALL: &'static [Self] = &DeliveryStatus::ALL;
+    fn text(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// A list's filter `field` as a `T`: absent → `None`; any text that is not one of `T::ALL` → 422
+/// on `field` naming the allowed values in order, e.g. `state: must be one of closed, open,
+/// half_open`.
+pub(crate) fn list_filter<T: ListFilter>(
+    field: &'static str,
+    raw: Option<&str>,
+) -> Result<Option<T>, ApiError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match T::ALL.iter().find(|v| v.text() == raw) {
+        Some(&v) => Ok(Some(v)),
+        None => {
+            let names: Vec<&str> = T::ALL.iter().map(|v| v.text()).collect();
+            Err(ApiError::invalid(
+                field,
+                format!("must be one of {}", names.join(", ")),
+            ))
+        }
+    }
+}
+
 /// A PATCH field that may be absent (`None`: unchanged) but not `null`, because it has no
 /// "none" to set: a `null` is a type error (422 `invalid_body` naming the field), never silently
 /// ignored. Use with `#[serde(default, deserialize_with = "super::not_null")]` and a non-null
@@ -69,4 +123,31 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_filter_reads_its_values_and_names_them_in_order_when_refusing() {
+        assert_eq!(list_filter::<HostState>("state", None).unwrap(), None);
+        assert_eq!(
+            list_filter::<HostState>("state", Some("half_open")).unwrap(),
+            Some(HostState::HalfOpen)
+        );
+        let detail = |r: Result<(), ApiError>| r.unwrap_err().detail;
+        assert_eq!(
+            detail(list_filter::<HostState>("state", Some("")).map(drop)),
+            "state: must be one of closed, open, half_open"
+        );
+        assert_eq!(
+            detail(list_filter::<CircuitState>("state", Some("melted")).map(drop)),
+            "state: must be one of closed, open, half_open, paused"
+        );
+        assert_eq!(
+            detail(list_filter::<DeliveryStatus>("status", Some("melted")).map(drop)),
+            "status: must be one of pending, delivering, paused, failed, delivered, dead, cancelled"
+        );
+    }
 }

@@ -3,17 +3,16 @@
 
 use super::audit::{page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
-use super::path_action;
-use crate::auth::Operator;
+use super::{list_filter, path_action};
+use crate::call::OperatorCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
-use breakwater_core::audit::{self, Record, ACTOR_OPERATOR};
+use breakwater_core::audit::{self, Record};
 use breakwater_core::channels::{self, OperatorChannel};
 use breakwater_core::circuit::{self, Manual};
 use breakwater_core::page::Order;
@@ -60,17 +59,18 @@ pub(crate) struct ListQuery {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn list(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
-    if let Some(s) = &q.state {
-        breakwater_core::circuit::State::parse(s).map_err(|_| {
-            ApiError::invalid("state", "must be one of closed, open, half_open, paused")
-        })?;
-    }
+    let circuit_state = list_filter::<circuit::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = channels::list_all(state.pool(), q.state.as_deref(), q.tenant_id, &keyset).await?;
+    let rows = channels::list_all(
+        call.state.pool(),
+        circuit_state.map(circuit::State::as_str),
+        q.tenant_id,
+        &keyset,
+    )
+    .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |c| c.channel.id)))
 }
 
@@ -88,12 +88,11 @@ pub(crate) async fn list(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn read(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get_any(state.pool(), id).await?;
-    Ok(axum::Json(view(&state, channel).await?))
+    let channel = channels::get_any(call.state.pool(), id).await?;
+    Ok(axum::Json(view(&call.state, channel).await?))
 }
 
 /// A manual action on a channel's circuit, by the operator.
@@ -132,9 +131,7 @@ pub(crate) enum AdminAction {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn act(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path((id, action)): Path<(Uuid, String)>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
@@ -147,10 +144,8 @@ pub(crate) async fn act(
             ("resume", Manual::Resume),
         ],
     )?;
-    let channel = channels::get_any(state.pool(), id).await?;
-    Ok(axum::Json(
-        manual(&state, &request, channel, change, ACTOR_OPERATOR, q).await?,
-    ))
+    let channel = channels::get_any(call.state.pool(), id).await?;
+    Ok(axum::Json(manual(&call, channel, change, q).await?))
 }
 
 /// The cluster-wide circuit defaults: the database's value where an operator set one, else the
@@ -175,11 +170,12 @@ pub(crate) struct Defaults {
 
 async fn read_defaults(state: &AppState) -> Result<Defaults, ApiError> {
     let (failure_threshold, cooldown_ms, failure_threshold_overridden, cooldown_ms_overridden) =
-        breakwater_core::circuit::effective_defaults(state.pool(), &state.inner.circuit).await?;
+        breakwater_core::circuit::effective_defaults(state.pool(), &state.settings().circuit)
+            .await?;
     let (close_after_successes, close_after_successes_overridden) =
         breakwater_core::circuit::effective_close_after_successes(
             state.pool(),
-            &state.inner.circuit,
+            &state.settings().circuit,
         )
         .await?;
     Ok(Defaults {
@@ -204,11 +200,8 @@ async fn read_defaults(state: &AppState) -> Result<Defaults, ApiError> {
     ),
     security(("operator_key" = [])),
 )]
-pub(crate) async fn defaults(
-    _: Operator,
-    State(state): State<AppState>,
-) -> Result<axum::Json<Defaults>, ApiError> {
-    Ok(axum::Json(read_defaults(&state).await?))
+pub(crate) async fn defaults(call: OperatorCall) -> Result<axum::Json<Defaults>, ApiError> {
+    Ok(axum::Json(read_defaults(&call.state).await?))
 }
 
 /// Body of `PATCH /api/v1/admin/circuit-defaults`; `null` returns a value to the configuration's.
@@ -246,9 +239,7 @@ pub(crate) struct SetDefaults {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn set_defaults(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Json(body): Json<SetDefaults>,
 ) -> Result<axum::Json<Defaults>, ApiError> {
     let change = circuit::DefaultsChange {
@@ -256,14 +247,14 @@ pub(crate) async fn set_defaults(
         cooldown_ms: body.cooldown_ms,
         close_after_successes: body.close_after_successes,
     };
-    let before = read_defaults(&state).await?;
-    let mut tx = state.begin_audited(&request).await?;
+    let before = read_defaults(&call.state).await?;
+    let mut tx = call.begin_audited().await?;
     // Checks the ranges (a 422 naming the field rolls the transaction back: nothing written).
     circuit::set_defaults(&mut *tx, &change).await?;
     audit::record(
         &mut *tx,
         &audit::Entry {
-            actor: ACTOR_OPERATOR,
+            actor: call.actor(),
             action: "circuit_defaults.changed",
             // Old: the values in force (an override or the configuration's); new: what was
             // set (`null` returns a value to the configuration's).
@@ -284,7 +275,7 @@ pub(crate) async fn set_defaults(
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(read_defaults(&state).await?))
+    Ok(axum::Json(read_defaults(&call.state).await?))
 }
 
 /// Reads the whole audit log, newest first.
@@ -303,9 +294,8 @@ pub(crate) async fn set_defaults(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn audit_log(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Query(q): Query<AuditQuery>,
 ) -> Result<axum::Json<Page<Record>>, ApiError> {
-    Ok(axum::Json(page(&state, q.tenant_id, &q).await?))
+    Ok(axum::Json(page(&call.state, q.tenant_id, &q).await?))
 }

@@ -1,11 +1,10 @@
 //! `GET /api/v1/admin/queues` (operator): every queue's depth, scheduled and in-flight jobs,
 //! parked jobs and the age of its oldest due job, across the cluster.
 
-use crate::auth::Operator;
+use crate::call::OperatorCall;
 use crate::error::ApiError;
 use crate::openapi::OperatorAuth;
 use crate::AppState;
-use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use breakwater_queue::stats::QueueStats;
@@ -37,10 +36,7 @@ pub(crate) struct Queues {
     ),
     security(("operator_key" = [])),
 )]
-pub(crate) async fn list(
-    _: Operator,
-    State(state): State<AppState>,
-) -> Result<axum::Json<Queues>, ApiError> {
-    let data = breakwater_core::overview::queues(state.pool()).await?;
+pub(crate) async fn list(call: OperatorCall) -> Result<axum::Json<Queues>, ApiError> {
+    let data = breakwater_core::overview::queues(call.state.pool()).await?;
     Ok(axum::Json(Queues { data }))
 }

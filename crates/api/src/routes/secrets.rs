@@ -1,14 +1,13 @@
 //! Tenant route for a channel's signing secret: `POST /api/v1/channels/{id}/secret/rotate`.
 
-use crate::auth::Tenant;
+use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, RequestId};
+use crate::extract::{Json, Path};
 use crate::openapi::{ById, JsonBody, TenantAuth};
 use crate::AppState;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, Request};
 use axum::routing::post;
 use axum::Router;
-use breakwater_core::audit;
 use breakwater_core::channels::{self, RotatedSecret, DEFAULT_ROTATION_GRACE_MS};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -79,25 +78,17 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> fo
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn rotate(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Path(id): Path<Uuid>,
     OptionalJson(body): OptionalJson<Rotate>,
 ) -> Result<axum::Json<RotatedSecret>, ApiError> {
     // 404 before validating, so another tenant's id reveals nothing.
-    channels::get(state.pool(), key.tenant_id, id).await?;
+    channels::get(call.state.pool(), call.tenant_id(), id).await?;
     let grace_ms = body.grace_ms.unwrap_or(DEFAULT_ROTATION_GRACE_MS);
-    let mut tx = state.begin_audited(&request).await?;
-    let rotated = channels::rotate_secret(
-        &mut tx,
-        key.tenant_id,
-        id,
-        grace_ms,
-        &audit::tenant_actor(key.key_id),
-    )
-    .await?;
+    let mut tx = call.begin_audited().await?;
+    let rotated =
+        channels::rotate_secret(&mut tx, call.tenant_id(), id, grace_ms, call.actor()).await?;
     tx.commit().await?;
-    tracing::info!(tenant_id = %key.tenant_id, channel_id = %id, grace_ms, "signing secret rotated");
+    tracing::info!(tenant_id = %call.tenant_id(), channel_id = %id, grace_ms, "signing secret rotated");
     Ok(axum::Json(rotated))
 }

@@ -2,17 +2,15 @@
 //! update; and the tenant's own `GET`/`PATCH /api/v1/tenant`.
 
 use super::checked_url;
-use crate::auth::{Operator, Tenant};
+use crate::call::{Call, OperatorCall, TenantCall};
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query, RequestId};
+use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
-use breakwater_core::audit;
 use breakwater_core::page::Order;
 use breakwater_core::tenants::{self, CreatedTenant, NewTenant};
 use breakwater_core::Tier;
@@ -67,20 +65,15 @@ pub(crate) struct CreateTenant {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn create(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Json(body): Json<CreateTenant>,
 ) -> Result<(StatusCode, axum::Json<CreatedTenant>), ApiError> {
     let tier = match body.tier.as_deref() {
         None => Tier::default(),
         Some(t) => t.parse::<Tier>()?,
     };
-    let alert_url = match body.alert_url.as_deref() {
-        None | Some("") => None,
-        Some(u) => Some(checked_url("alert_url", u, state.inner.allow_private_targets).await?),
-    };
-    let mut tx = state.begin_audited(&request).await?;
+    let alert_url = checked_alert_url(&call.state, body.alert_url).await?;
+    let mut tx = call.begin_audited().await?;
     let created = tenants::create(
         &mut tx,
         &NewTenant {
@@ -88,7 +81,7 @@ pub(crate) async fn create(
             tier,
             alert_url,
         },
-        audit::ACTOR_OPERATOR,
+        call.actor(),
     )
     .await?;
     tx.commit().await?;
@@ -131,17 +124,43 @@ pub(crate) struct TenantView {
     jobs_moved: Option<u64>,
 }
 
+/// An alert URL as a body gives it: null or empty → none; anything else is checked like a
+/// channel URL ([`checked_url`], errors on `alert_url`).
 async fn checked_alert_url(
+    state: &AppState,
+    url: Option<String>,
+) -> Result<Option<String>, ApiError> {
+    match url.as_deref() {
+        None | Some("") => Ok(None),
+        Some(u) => Ok(Some(
+            checked_url("alert_url", u, state.settings().allow_private_targets).await?,
+        )),
+    }
+}
+
+/// A PATCH's `alert_url`: absent → unchanged; else [`checked_alert_url`] (null or empty removes
+/// it).
+async fn patched_alert_url(
     state: &AppState,
     url: Option<Option<String>>,
 ) -> Result<Option<Option<String>>, ApiError> {
-    Ok(match url {
-        Some(Some(u)) if !u.is_empty() => Some(Some(
-            checked_url("alert_url", &u, state.inner.allow_private_targets).await?,
-        )),
-        Some(_) => Some(None),
-        None => None,
-    })
+    match url {
+        Some(url) => Ok(Some(checked_alert_url(state, url).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Applies `patch` to the tenant `tenant_id` in one transaction audited as the caller: the
+/// tenant as it is now and, after a tier change, how many waiting jobs moved queue.
+async fn update<K>(
+    call: &Call<K>,
+    tenant_id: Uuid,
+    patch: &tenants::TenantPatch,
+) -> Result<(tenants::Tenant, Option<u64>), ApiError> {
+    let mut tx = call.begin_audited().await?;
+    let updated = tenants::update(&mut tx, tenant_id, patch, call.actor()).await?;
+    tx.commit().await?;
+    Ok(updated)
 }
 
 /// `GET /api/v1/tenants?after=&limit=` (operator): every tenant in creation order, paged by
@@ -159,12 +178,11 @@ async fn checked_alert_url(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_list(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Query(q): Query<PageQuery>,
 ) -> Result<axum::Json<Page<tenants::Tenant>>, ApiError> {
     let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = tenants::list(state.pool(), &keyset).await?;
+    let rows = tenants::list(call.state.pool(), &keyset).await?;
     Ok(axum::Json(Page::new(rows, &keyset, |t| t.id)))
 }
 
@@ -182,11 +200,10 @@ pub(crate) async fn operator_list(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_read(
-    _: Operator,
-    State(state): State<AppState>,
+    call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    Ok(axum::Json(tenants::get(state.pool(), id).await?))
+    Ok(axum::Json(tenants::get(call.state.pool(), id).await?))
 }
 
 /// Changes a tenant's name, tier, alert URL or `alert_on_manual`.
@@ -205,24 +222,20 @@ pub(crate) async fn operator_read(
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_update(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path(id): Path<Uuid>,
     Json(body): Json<OperatorPatch>,
 ) -> Result<axum::Json<TenantView>, ApiError> {
-    tenants::get(state.pool(), id).await?;
+    tenants::get(call.state.pool(), id).await?;
     let tier = body.tier.as_deref().map(str::parse::<Tier>).transpose()?;
-    let alert_url = checked_alert_url(&state, body.alert_url).await?;
+    let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
         name: body.name,
         tier,
         alert_on_manual: body.alert_on_manual,
     };
-    let mut tx = state.begin_audited(&request).await?;
-    let (tenant, jobs_moved) = tenants::update(&mut tx, id, &patch, audit::ACTOR_OPERATOR).await?;
-    tx.commit().await?;
+    let (tenant, jobs_moved) = update(&call, id, &patch).await?;
     Ok(axum::Json(TenantView { tenant, jobs_moved }))
 }
 
@@ -231,6 +244,14 @@ pub(crate) async fn operator_update(
 pub(crate) struct Rotated {
     /// The new secret (`whsec_…`), shown once; it signs every alert from now on.
     alert_secret: String,
+}
+
+/// Rotates the alert signing secret of the tenant `tenant_id`, audited as the caller.
+async fn rotate<K>(call: &Call<K>, tenant_id: Uuid) -> Result<axum::Json<Rotated>, ApiError> {
+    let mut tx = call.begin_audited().await?;
+    let alert_secret = tenants::rotate_alert_secret(&mut tx, tenant_id, call.actor()).await?;
+    tx.commit().await?;
+    Ok(axum::Json(Rotated { alert_secret }))
 }
 
 /// Rotates a tenant's alert signing secret.
@@ -247,15 +268,10 @@ pub(crate) struct Rotated {
     security(("operator_key" = [])),
 )]
 pub(crate) async fn operator_rotate(
-    _: Operator,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Rotated>, ApiError> {
-    let mut tx = state.begin_audited(&request).await?;
-    let alert_secret = tenants::rotate_alert_secret(&mut tx, id, audit::ACTOR_OPERATOR).await?;
-    tx.commit().await?;
-    Ok(axum::Json(Rotated { alert_secret }))
+    rotate(&call, id).await
 }
 
 /// Body of `PATCH /api/v1/tenant` (the tenant itself): its alert URL (`null` removes it) and
@@ -286,11 +302,10 @@ pub(crate) struct SelfPatch {
     ),
     security(("tenant_key" = [])),
 )]
-pub(crate) async fn self_read(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    Ok(axum::Json(tenants::get(state.pool(), key.tenant_id).await?))
+pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<tenants::Tenant>, ApiError> {
+    Ok(axum::Json(
+        tenants::get(call.state.pool(), call.tenant_id()).await?,
+    ))
 }
 
 /// Changes the calling tenant's alert URL or `alert_on_manual`.
@@ -308,21 +323,16 @@ pub(crate) async fn self_read(
     security(("tenant_key" = [])),
 )]
 pub(crate) async fn self_update(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
+    call: TenantCall,
     Json(body): Json<SelfPatch>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    let alert_url = checked_alert_url(&state, body.alert_url).await?;
+    let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
         alert_on_manual: body.alert_on_manual,
         ..Default::default()
     };
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    let (tenant, _) = tenants::update(&mut tx, key.tenant_id, &patch, &actor).await?;
-    tx.commit().await?;
+    let (tenant, _) = update(&call, call.tenant_id(), &patch).await?;
     Ok(axum::Json(tenant))
 }
 
@@ -338,14 +348,6 @@ pub(crate) async fn self_update(
     ),
     security(("tenant_key" = [])),
 )]
-pub(crate) async fn self_rotate(
-    Tenant(key): Tenant,
-    State(state): State<AppState>,
-    request: RequestId,
-) -> Result<axum::Json<Rotated>, ApiError> {
-    let actor = audit::tenant_actor(key.key_id);
-    let mut tx = state.begin_audited(&request).await?;
-    let alert_secret = tenants::rotate_alert_secret(&mut tx, key.tenant_id, &actor).await?;
-    tx.commit().await?;
-    Ok(axum::Json(Rotated { alert_secret }))
+pub(crate) async fn self_rotate(call: TenantCall) -> Result<axum::Json<Rotated>, ApiError> {
+    rotate(&call, call.tenant_id()).await
 }
