@@ -157,10 +157,10 @@ pub(crate) async fn replay(
     )
     .await?;
     if ids.is_empty() {
-        let detail = if delivery.status != deliveries::Status::Dead {
+        let detail = if delivery.summary.status != deliveries::Status::Dead {
             format!(
                 "delivery is {}; only dead deliveries can be replayed",
-                delivery.status
+                delivery.summary.status
             )
         } else if delivery.payload_purged_at.is_some() {
             "its payload was purged; a purged delivery cannot be replayed".to_string()
@@ -179,7 +179,7 @@ pub(crate) async fn replay(
             details: serde_json::json!({ "delivery_id": id }),
             ..audit::Entry::channel(
                 call.tenant_id(),
-                delivery.channel_id,
+                delivery.summary.channel_id,
                 call.actor(),
                 "delivery.replayed",
             )

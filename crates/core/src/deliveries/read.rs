@@ -8,40 +8,22 @@ use serde::Serialize;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-/// A delivery as the API shows it.
+/// A delivery as the API shows it when it is read alone: its list row ([`DeliverySummary`]) and
+/// what only a single read shows, the message it fans out and the payload.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct Delivery {
-    /// Delivery id (the `webhook-id` of a delivery enqueued to its channel directly).
-    pub id: Uuid,
-    /// Channel.
-    pub channel_id: Uuid,
+    /// The fields a page of deliveries shows too.
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub summary: DeliverySummary,
     /// The message this delivery fans out, if it was made by `POST /api/v1/messages`; its id is
     /// then the `webhook-id` (see [`crate::messages`]).
     pub message_id: Option<Uuid>,
-    /// Event type.
-    pub event_type: String,
     /// Event data: the JSON value that was sent, as it was sent (any JSON value; `null` once
     /// purged, see `payload_purged_at`).
     #[sqlx(try_from = "String")]
     #[schema(value_type = serde_json::Value)]
     pub payload: RawJson,
-    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
-    /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
-    /// `last_error`). `delivered`, `dead` and `cancelled` are final.
-    pub status: Status,
-    /// HTTP attempts made.
-    pub attempts: i32,
-    /// Idempotency key, if one was given to the per-channel enqueue (a message's key is on the
-    /// message).
-    pub idempotency_key: Option<String>,
-    /// Last error, if any.
-    pub last_error: Option<String>,
-    /// Accepted at.
-    pub created_at: DateTime<Utc>,
-    /// Last change.
-    pub updated_at: DateTime<Utc>,
-    /// Delivered at.
-    pub delivered_at: Option<DateTime<Utc>>,
     /// When the tenant purged the payload ([`crate::lifecycle::purge_payload`]), if it did.
     #[sqlx(default)]
     pub payload_purged_at: Option<DateTime<Utc>>,
@@ -100,21 +82,25 @@ pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Ve
     .await?)
 }
 
-/// A delivery as a list shows it: everything but the payload (up to 256 KiB each; read one
-/// delivery for it).
+/// A delivery as a list shows it: everything but the message and the payload (up to 256 KiB
+/// each; `GET /api/v1/deliveries/{id}` shows them).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct DeliverySummary {
-    /// Delivery id (= `webhook-id`).
+    /// Delivery id (the `webhook-id` of a delivery enqueued to its channel directly; a message's
+    /// deliveries carry the message's id as `webhook-id`).
     pub id: Uuid,
     /// Channel.
     pub channel_id: Uuid,
     /// Event type.
     pub event_type: String,
-    /// Its status.
+    /// `pending` | `delivering` | `paused` | `delivered` | `failed` (retry scheduled) | `dead` |
+    /// `cancelled` (by its tenant, or its channel or tenant was deleted; the reason is in
+    /// `last_error`). `delivered`, `dead` and `cancelled` are final.
     pub status: Status,
     /// HTTP attempts made.
     pub attempts: i32,
-    /// Idempotency key, if one was given.
+    /// Idempotency key, if one was given to the per-channel enqueue (a message's key is on the
+    /// message).
     pub idempotency_key: Option<String>,
     /// Last error, if any.
     pub last_error: Option<String>,
