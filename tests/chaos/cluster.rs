@@ -382,6 +382,34 @@ impl Cluster {
         &mut self.nodes[i]
     }
 
+    /// An API node and two worker nodes (the first of them the victim of the scenario's fault),
+    /// a tenant with `per_channel` deliveries to each of `endpoints` (a channel each, answered
+    /// in 200 ms), running until 150 requests have arrived and the victim holds at least 4 jobs
+    /// (both workers are busy, so it always holds work). Returns the victim's index and node id
+    /// and the accepted delivery ids.
+    pub async fn two_busy_workers(
+        &mut self,
+        endpoints: &[&str],
+        per_channel: usize,
+    ) -> (usize, String, Vec<Uuid>) {
+        self.spawn(Role::Api).await;
+        let victim = self.spawn(Role::Worker).await;
+        self.spawn(Role::Worker).await;
+        let ids = self
+            .load(
+                endpoints,
+                Behavior::Delay(Duration::from_millis(200), 200),
+                per_channel,
+            )
+            .await;
+        self.wait_received(endpoints, 150, Duration::from_secs(20))
+            .await;
+        let victim_id = self.node(victim).id().to_string();
+        self.wait_holding(&victim_id, 4, Duration::from_secs(10))
+            .await;
+        (victim, victim_id, ids)
+    }
+
     /// The first API node's base URL.
     fn api(&self) -> &str {
         self.nodes

@@ -9,7 +9,7 @@
 //! Nothing is lost, and only the frozen node's in-flight deliveries may arrive twice.
 
 use crate::cluster::{Cluster, Role};
-use crate::verdict::settle;
+use crate::verdict::{assert_rescued_exactly, settle};
 use breakwater::receiver::Behavior;
 use breakwater_e2e::wait_until;
 use std::collections::BTreeSet;
@@ -37,21 +37,7 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
         ],
     )
     .await;
-    c.spawn(Role::Api).await;
-    let victim = c.spawn(Role::Worker).await;
-    c.spawn(Role::Worker).await;
-    let ids = c
-        .load(
-            ENDPOINTS,
-            Behavior::Delay(Duration::from_millis(200), 200),
-            PER_CHANNEL,
-        )
-        .await;
-    c.wait_received(ENDPOINTS, 150, Duration::from_secs(20))
-        .await;
-
-    let victim_id = c.node(victim).id().to_string();
-    c.wait_holding(&victim_id, 4, Duration::from_secs(10)).await;
+    let (victim, victim_id, ids) = c.two_busy_workers(ENDPOINTS, PER_CHANNEL).await;
     c.node(victim).signal("STOP");
     let frozen_at = Instant::now();
     // A statement it sent just before freezing settles within ms; then what it holds stays put
@@ -102,11 +88,7 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
     .await;
     // Exactly the frozen node's jobs were rescued, each once: after waking it took back nothing
     // of its own, and no one took anything from it or from the other node.
-    let rescued = c.rescued().await;
-    assert!(
-        rescued.keys().eq(in_flight.iter()) && rescued.values().all(|n| *n == 1),
-        "rescued {rescued:?}, but the frozen node held {in_flight:?}"
-    );
+    assert_rescued_exactly(&c, &in_flight, "the frozen node").await;
     c.stop_all(Duration::from_secs(10)).await;
     println!(
         "chaos[worker_frozen]: frozen {FREEZE:?} holding {} jobs, all rescued {:.1} s in; \
