@@ -24,8 +24,9 @@ async fn kill_9_of_a_worker_mid_load_loses_nothing_and_duplicates_only_its_in_fl
     c.node(victim).kill9();
     let killed_at = Instant::now();
     // A dead process changes nothing more: what it held is in the database, until the rescue
-    // (2 s of silence) moves it. A statement it sent just before dying settles within ms.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // (2 s of silence) moves it. A statement it sent just before dying is done once the server
+    // has ended its sessions.
+    c.wait_disconnected(victim, Duration::from_secs(5)).await;
     let in_flight = c.executing(Some(&victim_id)).await;
     assert!(
         !in_flight.is_empty(),
