@@ -20,7 +20,8 @@ use uuid::Uuid;
 
 mod support;
 use support::{
-    assert_backlog_flows_on_finished_jobs, drain_concurrently, job, spawn_nodes, uncapped, Counters,
+    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
+    spawn_nodes, uncapped, Counters,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -582,10 +583,7 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_1000
 ) {
     let mut conn = pool.acquire().await.unwrap();
     let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..30)
-        .map(|n| job(n).group(healthy[n as usize % 3]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &healthy, 30).await;
     let lim = GroupLimits {
         initial: 4,
         floor: 1,

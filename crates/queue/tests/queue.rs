@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 mod support;
 use support::{
-    assert_backlog_flows_on_finished_jobs, drain_concurrently, job, spawn_nodes, uncapped, Counters,
+    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
+    spawn_nodes, uncapped, Counters,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -721,10 +722,7 @@ async fn a_group_never_exceeds_its_cap_and_finished_jobs_free_their_slots(pool: 
 async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let groups: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..200)
-        .map(|n| job(n).group(groups[n as usize % 5]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &groups, 200).await;
     let fetched = drain_concurrently(&pool, 4, 5, &capped(2), |pool| async move {
         // The cap holds at every moment: no group has more than 2 executing.
         let worst: Option<i64> = sqlx::query_scalar(
@@ -745,10 +743,7 @@ async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) 
 async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_10000_job_group(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..30)
-        .map(|n| job(n).group(healthy[n as usize % 3]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &healthy, 30).await;
     let lim = capped(4);
     let rows = |plan: serde_json::Value| index_rows(&plan);
     let p0 = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
@@ -795,10 +790,7 @@ async fn fair_share_puts_a_quiet_share_ahead_of_a_burst(pool: PgPool) {
     }
     let b = Uuid::new_v4();
     define_group(&pool, b, Some(tenant_b)).await.unwrap();
-    let jobs: Vec<NewJob> = (0..1000)
-        .map(|n| job(n).group(a_groups[n as usize % 5]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &a_groups, 1000).await;
     // A is already running some of its burst when B's single job arrives.
     let first = fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap();
     assert_eq!(first.len(), 10);

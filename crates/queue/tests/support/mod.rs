@@ -5,14 +5,15 @@
 #![allow(dead_code)] // each test binary uses part of it
 
 use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
-use breakwater_queue::{complete, fetch, GroupLimits, Job, NewJob, Wakers};
+use breakwater_queue::{complete, enqueue_many, fetch, GroupLimits, Job, NewJob, Wakers};
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 /// Group bounds for tests that are not about caps: high enough never to bind.
 pub fn uncapped() -> GroupLimits {
@@ -27,6 +28,15 @@ pub fn uncapped() -> GroupLimits {
 /// Job `n` of kind `test` on queue `q` (args `{"n": n}`).
 pub fn job(n: i64) -> NewJob {
     NewJob::new("q", "test", json!({ "n": n }))
+}
+
+/// Enqueues jobs `0..n` ([`job`]), dealt round-robin over `groups` (job `i` to group
+/// `groups[i % groups.len()]`).
+pub async fn enqueue_round_robin(conn: &mut PgConnection, groups: &[Uuid], n: i64) {
+    let jobs: Vec<NewJob> = (0..n)
+        .map(|i| job(i).group(groups[i as usize % groups.len()]))
+        .collect();
+    enqueue_many(conn, &jobs).await.unwrap();
 }
 
 /// Jobs running now (across every node of a test), the most ever seen at once, and jobs done.
