@@ -216,6 +216,36 @@ impl Node {
     }
 }
 
+/// The deliveries whose jobs are `executing` now in `db`, on `node_id` or (None) on any node.
+async fn executing(db: &PgPool, node_id: Option<&str>) -> BTreeSet<Uuid> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT args->>'delivery_id' FROM jobs
+         WHERE state = 'executing' AND kind = 'deliver'
+           AND ($1::text IS NULL OR attempted_by = $1)",
+    )
+    .bind(node_id)
+    .fetch_all(db)
+    .await
+    .expect("reading executing jobs");
+    ids.iter()
+        .map(|s| s.parse().expect("a delivery id"))
+        .collect()
+}
+
+/// A watch of what a node holds ([`Cluster::watch_holding`]).
+pub struct Holding {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<BTreeSet<Uuid>>,
+}
+
+impl Holding {
+    /// Ends the watch; every delivery the node was seen holding.
+    pub async fn stop(self) -> BTreeSet<Uuid> {
+        self.stop.cancel();
+        self.task.await.expect("the holding watch")
+    }
+}
+
 /// Everything one scenario runs: its database, its nodes, its receiver.
 pub struct Cluster {
     /// The scenario's name (its artifact directory).
@@ -305,8 +335,14 @@ impl Cluster {
             }
         }
         cmd.env_remove("NO_COLOR");
-        cmd.env("DATABASE_URL", &self.pg.url)
-            .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
+        // Its connections carry its name (`pg_stat_activity.application_name`), so that what it
+        // still runs on the database can be seen ([`Cluster::wait_disconnected`],
+        // [`Cluster::wait_no_statement_running`]).
+        cmd.env(
+            "DATABASE_URL",
+            format!("{}?application_name={name}", self.pg.url),
+        )
+        .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
         for (k, v) in BASE_ENV {
             cmd.env(k, v);
         }
@@ -324,6 +360,14 @@ impl Cluster {
             exited: None,
         });
         self.wait_serving(index).await;
+        if role == Role::Worker {
+            // It heartbeats, so it is connected: the waits on its sessions rest on their name.
+            assert!(
+                self.sessions(index, false).await > 0,
+                "no connection of {} carries its name",
+                self.nodes[index].name
+            );
+        }
         index
     }
 
@@ -380,6 +424,75 @@ impl Cluster {
     /// Node `i`.
     pub fn node(&mut self, i: usize) -> &mut Node {
         &mut self.nodes[i]
+    }
+
+    /// An API node and two worker nodes (the first of them the victim of the scenario's fault),
+    /// a tenant with `per_channel` deliveries to each of `endpoints` (a channel each, answered
+    /// in 200 ms), running until 150 requests have arrived and the victim holds at least 4 jobs
+    /// (both workers are busy, so it always holds work). Returns the victim's index and node id
+    /// and the accepted delivery ids.
+    pub async fn two_busy_workers(
+        &mut self,
+        endpoints: &[&str],
+        per_channel: usize,
+    ) -> (usize, String, Vec<Uuid>) {
+        self.spawn(Role::Api).await;
+        let victim = self.spawn(Role::Worker).await;
+        self.spawn(Role::Worker).await;
+        let ids = self
+            .load(
+                endpoints,
+                Behavior::Delay(Duration::from_millis(200), 200),
+                per_channel,
+            )
+            .await;
+        self.wait_received(endpoints, 150, Duration::from_secs(20))
+            .await;
+        let victim_id = self.node(victim).id().to_string();
+        self.wait_holding(&victim_id, 4, Duration::from_secs(10))
+            .await;
+        (victim, victim_id, ids)
+    }
+
+    /// How many connections node `i` has on the database (`pg_stat_activity`, by the
+    /// application name its connections carry); with `running`, only those running a statement
+    /// that does not wait for a lock.
+    async fn sessions(&self, i: usize, running: bool) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = $1
+               AND (NOT $2 OR (state = 'active' AND wait_event_type IS DISTINCT FROM 'Lock'))",
+        )
+        .bind(&self.nodes[i].name)
+        .bind(running)
+        .fetch_one(&self.db)
+        .await
+        .expect("reading pg_stat_activity")
+    }
+
+    /// Waits until killed node `i` has no connection left on the database: the server ends a
+    /// dead client's session once the statement it runs is done (rolling back a transaction left
+    /// open), so from then on nothing the node sent can change a row. Panics after `timeout`.
+    pub async fn wait_disconnected(&self, i: usize, timeout: Duration) {
+        wait_until(
+            timeout,
+            &format!("{} has no connection left", self.nodes[i].name),
+            || async { self.sessions(i, false).await == 0 },
+        )
+        .await;
+    }
+
+    /// Waits until none of frozen node `i`'s connections runs a statement (one waiting for a lock
+    /// aside: it waits for a transaction to end, perhaps the node's own): what it sent just
+    /// before the freeze is done, and nothing more comes from it until it wakes. Panics after
+    /// `timeout`.
+    pub async fn wait_no_statement_running(&self, i: usize, timeout: Duration) {
+        wait_until(
+            timeout,
+            &format!("no statement of {} is running", self.nodes[i].name),
+            || async { self.sessions(i, true).await == 0 },
+        )
+        .await;
     }
 
     /// The first API node's base URL.
@@ -479,18 +592,28 @@ impl Cluster {
 
     /// The deliveries whose jobs are `executing` now, on `node_id` or (None) on any node.
     pub async fn executing(&self, node_id: Option<&str>) -> BTreeSet<Uuid> {
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT args->>'delivery_id' FROM jobs
-             WHERE state = 'executing' AND kind = 'deliver'
-               AND ($1::text IS NULL OR attempted_by = $1)",
-        )
-        .bind(node_id)
-        .fetch_all(&self.db)
-        .await
-        .expect("reading executing jobs");
-        ids.iter()
-            .map(|s| s.parse().expect("a delivery id"))
-            .collect()
+        executing(&self.db, node_id).await
+    }
+
+    /// Starts noting every delivery worker node `node_id` holds (its jobs `executing`), polled
+    /// every 10 ms in a task of its own until [`Holding::stop`]: what a node may claim from now
+    /// on, while the scenario goes on.
+    pub fn watch_holding(&self, node_id: &str) -> Holding {
+        let (db, node_id) = (self.db.clone(), node_id.to_string());
+        let stop = tokio_util::sync::CancellationToken::new();
+        let token = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut held = BTreeSet::new();
+            while !token.is_cancelled() {
+                held.extend(executing(&db, Some(&node_id)).await);
+                tokio::select! {
+                    _ = token.cancelled() => {}
+                    _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
+            held
+        });
+        Holding { stop, task }
     }
 
     /// Waits until worker node `node_id` holds at least `min` delivery jobs (the fetch hands a

@@ -47,6 +47,22 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// Asserts that the rescuer took back exactly `held`, the jobs of the node the fault stopped
+/// (`victim`, e.g. "the killed node"), each once: no live node lost a job. Returns how many it
+/// took back.
+pub async fn assert_rescued_exactly(
+    cluster: &Cluster,
+    held: &BTreeSet<Uuid>,
+    victim: &str,
+) -> usize {
+    let rescued = cluster.rescued().await;
+    assert!(
+        rescued.keys().eq(held.iter()) && rescued.values().all(|n| *n == 1),
+        "rescued {rescued:?}, but {victim} held {held:?}"
+    );
+    rescued.len()
+}
+
 /// Waits up to `timeout` after `fault_over` for all of `accepted` to be `delivered`, then checks
 /// the invariants, the receiver's view and the duplicates against `in_flight`; panics with the
 /// rows and requests of every offending delivery.

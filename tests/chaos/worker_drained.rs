@@ -59,11 +59,9 @@ async fn sigterm_with_work_in_flight_drains_hands_back_the_rest_and_loses_nothin
     let before = held.into_inner().unwrap();
     c.node(victim).signal("TERM");
     let termed_at = Instant::now();
-    // A fetch in progress at the signal may still claim jobs: what the node holds just after
-    // counts as in flight too.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let after = c.executing(Some(&victim_id)).await;
-    let in_flight: BTreeSet<Uuid> = before.union(&after).copied().collect();
+    // A fetch in progress at the signal may still claim jobs: what the node holds from the
+    // signal until it exits counts as in flight too.
+    let holding = c.watch_holding(&victim_id);
     c.spawn(Role::Worker).await;
 
     let status = c
@@ -71,6 +69,8 @@ async fn sigterm_with_work_in_flight_drains_hands_back_the_rest_and_loses_nothin
         .wait_exit(GRACE + Duration::from_secs(5))
         .await;
     let drained_in = termed_at.elapsed();
+    let after = holding.stop().await;
+    let in_flight: BTreeSet<Uuid> = before.union(&after).copied().collect();
     assert!(
         status.is_some_and(|s| s.success()),
         "the node did not exit 0 within {:?} of SIGTERM ({status:?}):\n{}",

@@ -9,7 +9,7 @@
 //! Nothing is lost, and only the frozen node's in-flight deliveries may arrive twice.
 
 use crate::cluster::{Cluster, Role};
-use crate::verdict::settle;
+use crate::verdict::{assert_rescued_exactly, settle};
 use breakwater::receiver::Behavior;
 use breakwater_e2e::wait_until;
 use std::collections::BTreeSet;
@@ -37,26 +37,13 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
         ],
     )
     .await;
-    c.spawn(Role::Api).await;
-    let victim = c.spawn(Role::Worker).await;
-    c.spawn(Role::Worker).await;
-    let ids = c
-        .load(
-            ENDPOINTS,
-            Behavior::Delay(Duration::from_millis(200), 200),
-            PER_CHANNEL,
-        )
-        .await;
-    c.wait_received(ENDPOINTS, 150, Duration::from_secs(20))
-        .await;
-
-    let victim_id = c.node(victim).id().to_string();
-    c.wait_holding(&victim_id, 4, Duration::from_secs(10)).await;
+    let (victim, victim_id, ids) = c.two_busy_workers(ENDPOINTS, PER_CHANNEL).await;
     c.node(victim).signal("STOP");
     let frozen_at = Instant::now();
-    // A statement it sent just before freezing settles within ms; then what it holds stays put
-    // until the rescue.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A statement it sent just before freezing may still run; once none does, what it holds
+    // stays put until the rescue.
+    c.wait_no_statement_running(victim, Duration::from_secs(1))
+        .await;
     let in_flight = c.executing(Some(&victim_id)).await;
     assert!(
         !in_flight.is_empty(),
@@ -102,11 +89,7 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
     .await;
     // Exactly the frozen node's jobs were rescued, each once: after waking it took back nothing
     // of its own, and no one took anything from it or from the other node.
-    let rescued = c.rescued().await;
-    assert!(
-        rescued.keys().eq(in_flight.iter()) && rescued.values().all(|n| *n == 1),
-        "rescued {rescued:?}, but the frozen node held {in_flight:?}"
-    );
+    assert_rescued_exactly(&c, &in_flight, "the frozen node").await;
     c.stop_all(Duration::from_secs(10)).await;
     println!(
         "chaos[worker_frozen]: frozen {FREEZE:?} holding {} jobs, all rescued {:.1} s in; \
@@ -146,10 +129,10 @@ async fn the_only_worker_frozen_past_the_rescue_time_takes_back_none_of_its_own_
         c.wait_holding(&victim_id, 8, Duration::from_secs(10)).await;
         c.node(victim).signal("STOP");
         let frozen_at = Instant::now();
-        // A statement it sent just before the STOP settles within ms (a window kept minimal: no
-        // row tells that a frozen process has nothing more on the wire); then the fault lasts
-        // ALONE_FREEZE.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // A statement it sent just before the STOP may still run; once none does, what it holds
+        // stays put. The fault lasts ALONE_FREEZE.
+        c.wait_no_statement_running(victim, Duration::from_secs(1))
+            .await;
         let held = c.executing(Some(&victim_id)).await;
         tokio::time::sleep(ALONE_FREEZE.saturating_sub(frozen_at.elapsed())).await;
         // Still its own: no other node runs a rescuer.

@@ -3,8 +3,7 @@
 //! deliveries may arrive twice.
 
 use crate::cluster::{Cluster, Role};
-use crate::verdict::settle;
-use breakwater::receiver::Behavior;
+use crate::verdict::{assert_rescued_exactly, settle};
 use breakwater_e2e::wait_until;
 use std::time::{Duration, Instant};
 
@@ -21,26 +20,13 @@ async fn kill_9_of_a_worker_mid_load_loses_nothing_and_duplicates_only_its_in_fl
         &[("BREAKWATER_WORKER__POOL_DEFAULT", "12")],
     )
     .await;
-    c.spawn(Role::Api).await;
-    let victim = c.spawn(Role::Worker).await;
-    c.spawn(Role::Worker).await;
-    let ids = c
-        .load(
-            ENDPOINTS,
-            Behavior::Delay(Duration::from_millis(200), 200),
-            PER_CHANNEL,
-        )
-        .await;
-    c.wait_received(ENDPOINTS, 150, Duration::from_secs(20))
-        .await;
-
-    let victim_id = c.node(victim).id().to_string();
-    c.wait_holding(&victim_id, 4, Duration::from_secs(10)).await;
+    let (victim, victim_id, ids) = c.two_busy_workers(ENDPOINTS, PER_CHANNEL).await;
     c.node(victim).kill9();
     let killed_at = Instant::now();
     // A dead process changes nothing more: what it held is in the database, until the rescue
-    // (2 s of silence) moves it. A statement it sent just before dying settles within ms.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // (2 s of silence) moves it. A statement it sent just before dying is done once the server
+    // has ended its sessions.
+    c.wait_disconnected(victim, Duration::from_secs(5)).await;
     let in_flight = c.executing(Some(&victim_id)).await;
     assert!(
         !in_flight.is_empty(),
@@ -77,17 +63,13 @@ async fn kill_9_of_a_worker_mid_load_loses_nothing_and_duplicates_only_its_in_fl
     )
     .await;
     // Exactly the killed node's jobs were rescued, each once: no live node lost a job.
-    let rescued = c.rescued().await;
-    assert!(
-        rescued.keys().eq(in_flight.iter()) && rescued.values().all(|n| *n == 1),
-        "rescued {rescued:?}, but the killed node held {in_flight:?}"
-    );
+    let rescued = assert_rescued_exactly(&c, &in_flight, "the killed node").await;
     c.stop_all(Duration::from_secs(10)).await;
     println!(
         "chaos[worker_killed]: kill -9 after {received_at_kill} of {} requests; {} jobs \
          rescued; {verdict}; {:.1} s in all",
         ids.len(),
-        rescued.len(),
+        rescued,
         c.started.elapsed().as_secs_f64()
     );
 }

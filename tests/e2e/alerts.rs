@@ -8,8 +8,8 @@
 use breakwater::config::Settings;
 use breakwater::Role;
 use breakwater_e2e::{
-    audit_count, eventually, spawn_workers, stop_all, test_settings, Behavior, TestApp, ThreadNode,
-    OPERATOR_KEY,
+    audit_count, eventually, host_of, spawn_workers, stop_all, test_settings, Behavior, TestApp,
+    ThreadNode, OPERATOR_KEY,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -67,11 +67,7 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
     let nodes = three_workers(&pool, N, WINDOW_MS);
     let (_, key) = app.tenant_with_alerts("acme", "oncall").await;
     let ch = app.channel(&key, "flappy").await;
-    let host_key: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
-        .bind(ch)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let host_key = host_of(&pool, ch).await;
 
     // The receiver flips between 503 and 200 under the test's control; each cycle opens the
     // circuit (3 failures) and closes it (a probe succeeds): two alerting transitions.
@@ -86,13 +82,9 @@ async fn a_flapping_circuit_on_three_nodes_sends_n_alerts_one_flapping_and_one_e
             "cycle {cycle}: the circuit opens"
         );
         app.receiver.set("flappy", Behavior::Status(200, None));
-        assert!(
-            eventually(Duration::from_secs(20), || async {
-                app.circuit_state(ch).await == "closed"
-            })
-            .await,
-            "cycle {cycle}: the circuit closes"
-        );
+        // Each cycle ends with the circuit closed.
+        app.wait_circuit(ch, "closed", Duration::from_secs(20))
+            .await;
     }
     // Stable from here (200s): the flapping timer ends it after the window.
     assert!(
@@ -278,10 +270,7 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
         )
         .await;
     assert_eq!(s, 200);
-    let (s, _) = app
-        .post_empty(&format!("/api/v1/channels/{other}/resume"), &key)
-        .await;
-    assert_eq!(s, 200);
+    app.resume(&key, other).await;
     assert_eq!(
         alert_jobs(&pool, other).await,
         1,
@@ -298,16 +287,8 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     let ch = app.channel(&key, "locked").await;
     app.receiver.set("locked", Behavior::Status(403, None));
     app.deliver_many(&key, ch, 50).await;
-    let dead = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'dead'",
-        )
-        .bind(ch)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
-    assert!(eventually(Duration::from_secs(30), || async { dead().await == 50 }).await);
+    app.wait_deliveries(ch, "dead", 50, Duration::from_secs(30))
+        .await;
     assert_eq!(
         app.receiver.count("locked"),
         50,
@@ -350,12 +331,8 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     // A success ends the streak; the next rejection starts a new one: one more of each.
     app.receiver.set("locked", Behavior::Status(200, None));
     let ok = app.deliver(&key, ch, json!({ "fixed": true })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(ok).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(ok, "delivered", Duration::from_secs(10))
+        .await;
     let since: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT rejected_since FROM channels WHERE id = $1")
             .bind(ch)
@@ -365,12 +342,8 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     assert_eq!(since, None, "a success ends the streak");
     app.receiver.set("locked", Behavior::Status(401, None));
     let again = app.deliver(&key, ch, json!({ "broken": true })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(again).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(again, "dead", Duration::from_secs(10))
+        .await;
     assert_eq!(
         audit_count(&pool, ch, &["channel.endpoint_rejected"]).await,
         2

@@ -6,7 +6,7 @@
 //! so a new state-changing route without a case here fails the test.
 
 use breakwater_e2e::routes::served_routes;
-use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{host_of, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::BTreeSet;
@@ -78,42 +78,23 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
     // Fixtures made before the walk: a tenant, a channel, and a delivery that went dead.
     let (tenant, key) = app.tenant("audited", "default").await;
     let channel = app.channel(&key, "ok").await;
-    let host: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
-        .bind(channel)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let host = host_of(&pool, channel).await;
     let dead_channel = app.channel(&key, "gone").await;
     let dead = app.deliver(&key, dead_channel, json!({"n": 1})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(dead).await == "dead"
-        })
-        .await,
-        "the delivery to a 410 endpoint went dead"
-    );
+    // The delivery to a 410 endpoint went dead.
+    app.wait_delivery(dead, "dead", Duration::from_secs(10))
+        .await;
     // Lifecycle fixtures: a channel to delete, a parked delivery to cancel, a delivered one to
     // purge, keys to revoke, a tenant to delete.
     let doomed_channel = app.channel(&key, "doomed").await;
     let held = app.channel(&key, "held").await;
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{held}/pause"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, held).await;
     let cancellable = app.deliver(&key, held, json!({"n": 2})).await;
     let purgeable = app.deliver(&key, channel, json!({"n": 3})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(purgeable).await == "delivered"
-        })
-        .await
-    );
-    let key_id = |v: Value| v["id"].as_str().unwrap().to_string();
-    let (s, spare) = app
-        .post("/api/v1/tenant/keys", &key, &json!({"name": "spare"}))
+    app.wait_delivery(purgeable, "delivered", Duration::from_secs(10))
         .await;
-    assert_eq!(s, 201, "{spare}");
-    let spare = key_id(spare);
+    let key_id = |v: Value| v["id"].as_str().unwrap().to_string();
+    let spare = key_id(app.create_key(&key, json!({"name": "spare"})).await);
     let (s, spare_op) = app
         .post(
             &format!("/api/v1/tenants/{tenant}/keys"),

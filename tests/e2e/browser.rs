@@ -7,7 +7,8 @@
 //! `admin.png` (a dead channel open on the live page) and `admin-closed.png` (after the operator
 //! closed it).
 
-use breakwater_e2e::{eventually, wait_until, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{eventually, host_of, wait_until, Behavior, TestApp, OPERATOR_KEY};
+use fantoccini::elements::Element;
 use fantoccini::wd::Capabilities;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
@@ -166,6 +167,15 @@ async fn click(c: &Client, css: &str) {
     assert!(clicked, "could not click {css}: {:?}", last.lock().unwrap());
 }
 
+/// Waits (up to 5 s) for the confirmation dialog to open; returns it.
+async fn confirmation(c: &Client) -> Element {
+    c.wait()
+        .at_most(Duration::from_secs(5))
+        .for_element(Locator::Css("dialog#confirm[open]"))
+        .await
+        .expect("a confirmation dialog opens")
+}
+
 /// Clicks `action` on `channel`'s row, checks the confirmation dialog names the channel, types
 /// `reason` and confirms.
 async fn act(c: &Client, channel: Uuid, action: &str, name: &str, reason: &str) {
@@ -174,13 +184,7 @@ async fn act(c: &Client, channel: Uuid, action: &str, name: &str, reason: &str) 
         &format!("#channels tr[data-channel-id=\"{channel}\"] button[data-action=\"{action}\"]"),
     )
     .await;
-    let dialog = c
-        .wait()
-        .at_most(Duration::from_secs(5))
-        .for_element(Locator::Css("dialog#confirm[open]"))
-        .await
-        .expect("a confirmation dialog opens");
-    let text = dialog.text().await.unwrap();
+    let text = confirmation(c).await.text().await.unwrap();
     assert!(text.contains(name), "the dialog names the channel: {text}");
     c.find(Locator::Css("#confirm-reason"))
         .await
@@ -366,11 +370,7 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
 
     // The host circuits table: every channel here shares the receiver's host. Force it open
     // from the page, see it live, and close it again.
-    let host: String = sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
-        .bind(orders)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let host = host_of(&pool, orders).await;
     let host_shown = |state: &'static str| {
         let c = &c;
         let host = host.clone();
@@ -395,13 +395,7 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
         &format!("#hosts tr[data-host-key=\"{host}\"] button[data-action=\"open\"]"),
     )
     .await;
-    let dialog = c
-        .wait()
-        .at_most(Duration::from_secs(5))
-        .for_element(Locator::Css("dialog#confirm[open]"))
-        .await
-        .expect("a confirmation dialog opens");
-    assert!(dialog.text().await.unwrap().contains(&host));
+    assert!(confirmation(&c).await.text().await.unwrap().contains(&host));
     click(&c, "#confirm-ok").await;
     assert!(
         eventually(Duration::from_secs(10), || host_shown("open")).await,
@@ -412,11 +406,7 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
         &format!("#hosts tr[data-host-key=\"{host}\"] button[data-action=\"close\"]"),
     )
     .await;
-    c.wait()
-        .at_most(Duration::from_secs(5))
-        .for_element(Locator::Css("dialog#confirm[open]"))
-        .await
-        .expect("a confirmation dialog opens");
+    confirmation(&c).await;
     click(&c, "#confirm-ok").await;
     assert!(
         eventually(Duration::from_secs(10), || host_shown("closed")).await,

@@ -2,8 +2,10 @@
 
 use breakwater::Role;
 use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
+use breakwater_e2e::probe::{end_cooldown, open_circuit, probe_step};
 use breakwater_e2e::{
-    audit_count, eventually, spawn_workers, stop_all, test_settings, wait_until, Behavior, TestApp,
+    audit_count, count_status, eventually, spawn_workers, stop_all, test_settings, wait_until,
+    Behavior, TestApp,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -20,8 +22,7 @@ async fn three_nodes_open_once_then_send_one_probe_per_cooldown(pool: PgPool) {
     let per_node = node_settings.worker.pool_default as i64;
     let threshold = 5;
 
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "dead").await;
+    let (key, ch) = app.tenant_with_channel("dead").await;
     app.receiver.set("dead", Behavior::Status(503, None));
     app.deliver_many(&key, ch, 200).await;
 
@@ -148,12 +149,8 @@ async fn a_dead_backlog_of_2000_does_not_hold_up_another_tenant(pool: PgPool) {
     let sent_at = app
         .stream(&ok_key, fine, 100, Duration::from_millis(20))
         .await;
-    assert_eq!(
-        app.receiver
-            .wait_for("fine", 100, Duration::from_secs(20))
-            .await,
-        100
-    );
+    app.wait_received("fine", 100, Duration::from_secs(20))
+        .await;
     let lat = app.latencies_ms("fine", &sent_at);
     println!(
         "healthy channel beside a hanging 2000-backlog: p50 {} ms, p95 {} ms, max {} ms over {:.1} s",
@@ -175,13 +172,9 @@ async fn a_dead_backlog_of_2000_does_not_hold_up_another_tenant(pool: PgPool) {
     for i in 100..120 {
         app.deliver(&ok_key, fine, json!({ "i": i })).await;
     }
-    assert_eq!(
-        app.receiver
-            .wait_for("fine", 120, Duration::from_secs(10))
-            .await,
-        120,
-        "healthy deliveries arrive while the backlog is parked"
-    );
+    // Healthy deliveries arrive while the backlog is parked.
+    app.wait_received("fine", 120, Duration::from_secs(10))
+        .await;
     let (s, v) = app
         .get(&format!("/api/v1/channels/{dead}"), &dead_key)
         .await;
@@ -205,45 +198,19 @@ async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(po
         .await;
     app.receiver.set("flaky", Behavior::Status(503, None));
     let ids = app.deliver_many(&key, ch, 500).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.circuit_state(ch).await == "open"
-        })
-        .await
-    );
-    let paused: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'paused'",
-    )
-    .bind(ch)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    app.wait_circuit(ch, "open", Duration::from_secs(10)).await;
+    let paused = count_status(&app.pool, ch, "paused").await;
     assert!(
         paused > 400,
         "the backlog's deliveries are marked paused: {paused}"
     );
 
     app.receiver.set("flaky", Behavior::Status(200, None));
-    assert!(
-        eventually(Duration::from_secs(15), || async {
-            app.circuit_state(ch).await == "closed"
-        })
-        .await
-    );
-    assert!(
-        eventually(Duration::from_secs(20), || async {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'delivered'",
-            )
-            .bind(ch)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-            n == 500
-        })
-        .await,
-        "every delivery arrives"
-    );
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
+    // Every delivery arrives.
+    app.wait_deliveries(ch, "delivered", 500, Duration::from_secs(20))
+        .await;
     let ok: Vec<String> = app
         .receiver
         .received("flaky")
@@ -294,24 +261,11 @@ async fn recovery_releases_the_backlog_exactly_once_without_spending_attempts(po
 
 /// Opens `channel` and moves it to half-open with the probe watcher's own steps.
 async fn open_then_half_open(pool: &PgPool, channel: Uuid, cfg: &CircuitConfig) -> i64 {
-    let mut tx = pool.begin().await.unwrap();
-    circuit::open_from_closed(&mut tx, channel, "test", "operator", cfg)
-        .await
-        .unwrap()
-        .expect("opened");
-    tx.commit().await.unwrap();
-    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
-        .bind(channel)
-        .execute(pool)
-        .await
-        .unwrap();
-    let mut tx = pool.begin().await.unwrap();
-    let ProbeStep::Started { generation, .. } =
-        circuit::probe_step(&mut tx, channel, cfg).await.unwrap()
-    else {
+    open_circuit(pool, channel, cfg).await;
+    end_cooldown(pool, channel).await;
+    let ProbeStep::Started { generation, .. } = probe_step(pool, channel, cfg).await else {
         panic!("probe did not start")
     };
-    tx.commit().await.unwrap();
     generation
 }
 
@@ -319,8 +273,7 @@ async fn open_then_half_open(pool: &PgPool, channel: Uuid, cfg: &CircuitConfig) 
 async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     // API only: this test drives the circuit itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "x").await;
+    let (key, ch) = app.tenant_with_channel("x").await;
     app.deliver_many(&key, ch, 10).await;
     let cfg = test_settings().circuit;
 
@@ -361,18 +314,10 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
 
     // A probe whose lease expires is taken over by the next one (new generation); the old
     // probe's result is then stale too.
-    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
-        .bind(ch)
-        .execute(&pool)
-        .await
-        .unwrap();
-    let mut tx = pool.begin().await.unwrap();
-    let ProbeStep::Started { generation: g2, .. } =
-        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
-    else {
+    end_cooldown(&pool, ch).await;
+    let ProbeStep::Started { generation: g2, .. } = probe_step(&pool, ch, &cfg).await else {
         panic!()
     };
-    tx.commit().await.unwrap();
     sqlx::query("UPDATE channels SET probe_deadline = now() - interval '1 s' WHERE id = $1")
         .bind(ch)
         .execute(&pool)
@@ -407,8 +352,7 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn fifty_racing_failures_make_one_transition(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "x").await;
+    let (_, ch) = app.tenant_with_channel("x").await;
     let cfg = test_settings().circuit;
     let mut tasks = Vec::new();
     for i in 0..50 {
@@ -455,19 +399,8 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
         .await;
     app.receiver.set("sick", Behavior::Status(503, None));
     app.deliver_many(&key, ch, 30).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'dead'",
-            )
-            .bind(ch)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            n == 30
-        })
-        .await
-    );
+    app.wait_deliveries(ch, "dead", 30, Duration::from_secs(10))
+        .await;
     assert_eq!(
         app.circuit_state(ch).await,
         "closed",
@@ -489,11 +422,7 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
     assert_eq!(audit_count(&pool, ch, &["circuit.opened"]).await, 1);
 
     // Close it through a successful probe; the 30 failures are still in the window.
-    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
-        .bind(ch)
-        .execute(&pool)
-        .await
-        .unwrap();
+    end_cooldown(&pool, ch).await;
     let mut tx = pool.begin().await.unwrap();
     let ProbeStep::Started { generation, .. } =
         circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
@@ -533,28 +462,14 @@ async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPo
     app.deliver(&key, ch, json!({})).await;
     // Opens; the one delivery is dead (1 attempt), so nothing is parked; the watcher moves
     // the circuit to half-open with no probe delivery.
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.circuit_state(ch).await == "half_open"
-        })
-        .await
-    );
+    app.wait_circuit(ch, "half_open", Duration::from_secs(10))
+        .await;
     app.receiver.set("ep", Behavior::Status(200, None));
     for i in 0..5 {
         app.deliver(&key, ch, json!({ "i": i })).await;
     }
-    assert_eq!(
-        app.receiver
-            .wait_for("ep", 6, Duration::from_secs(15))
-            .await,
-        6
-    );
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            app.circuit_state(ch).await == "closed"
-        })
-        .await
-    );
+    app.wait_received("ep", 6, Duration::from_secs(15)).await;
+    app.wait_circuit(ch, "closed", Duration::from_secs(5)).await;
     let probes: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM delivery_attempts WHERE channel_id = $1 AND probe",
     )
@@ -576,17 +491,11 @@ async fn with_nothing_parked_the_next_delivery_becomes_the_only_probe(pool: PgPo
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "busy").await;
+    let (key, ch) = app.tenant_with_channel("busy").await;
     app.receiver
         .set("busy", Behavior::Status(429, Some("2".into())));
     let first = app.deliver(&key, ch, json!({})).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("busy", 1, Duration::from_secs(5))
-            .await,
-        1
-    );
+    app.wait_received("busy", 1, Duration::from_secs(5)).await;
     let limited_at = app.receiver.received("busy")[0].at;
     app.receiver.set("busy", Behavior::Status(200, None));
     // The hold starts when the 429 is recorded (a request admitted before that cannot know).
@@ -609,12 +518,7 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
         }
         v
     };
-    assert_eq!(
-        app.receiver
-            .wait_for("busy", 7, Duration::from_secs(10))
-            .await,
-        7
-    );
+    app.wait_received("busy", 7, Duration::from_secs(10)).await;
     let rest = app.receiver.received("busy");
     for r in &rest[1..] {
         let after = r.at.duration_since(limited_at);
@@ -623,20 +527,28 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
             "a request {after:?} after the 429's Retry-After: 2"
         );
     }
+    let attempts = |id: Uuid| {
+        let pool = &pool;
+        async move {
+            sqlx::query_scalar::<_, i32>("SELECT attempts FROM deliveries WHERE id = $1")
+                .bind(id)
+                .fetch_one(pool)
+                .await
+                .unwrap()
+        }
+    };
     for id in &others {
-        let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM deliveries WHERE id = $1")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(attempts, 1, "waiting for Retry-After used no attempt");
+        assert_eq!(
+            attempts(*id).await,
+            1,
+            "waiting for Retry-After used no attempt"
+        );
     }
-    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM deliveries WHERE id = $1")
-        .bind(first)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(attempts, 2, "the limited delivery: its 429 and its success");
+    assert_eq!(
+        attempts(first).await,
+        2,
+        "the limited delivery: its 429 and its success"
+    );
     app.stop().await;
 }
 
@@ -724,12 +636,8 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     // endpoint hears nothing, across several of the workers' fetches (the poll is 200 ms).
     let other = app.channel(&key, "other").await;
     app.deliver_many(&key, other, 10).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("other", 10, Duration::from_secs(10))
-            .await,
-        10
-    );
+    app.wait_received("other", 10, Duration::from_secs(10))
+        .await;
     let claimed: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM jobs WHERE group_id = $1 AND (attempt > 0 OR state <> 'available')",
     )
@@ -747,12 +655,7 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
         .execute(&pool)
         .await
         .unwrap();
-    assert_eq!(
-        app.receiver
-            .wait_for("held", 20, Duration::from_secs(15))
-            .await,
-        20
-    );
+    app.wait_received("held", 20, Duration::from_secs(15)).await;
     // The receiver counts a request when it arrives: wait for the results to be recorded.
     app.wait_settled(ch).await;
     let attempts: i64 =

@@ -5,6 +5,7 @@
 use breakwater::Role;
 use breakwater_core::circuit::{self, Admission, ProbeStep};
 use breakwater_e2e::gauge::{Gauge, Hit};
+use breakwater_e2e::probe::{end_cooldown, open_circuit, probe_step};
 use breakwater_e2e::{
     audit_count, count_status, eventually, own_pool, spawn_workers, stop_all, test_settings,
     TestApp,
@@ -284,12 +285,8 @@ async fn with_nothing_waiting_the_circuit_waits_quietly_and_the_next_delivery_pr
     app.deliver(&key, empty, json!({})).await;
     app.deliver_many(&key, dead, 3).await;
     for ch in [empty, dead] {
-        assert!(
-            eventually(Duration::from_secs(15), || async {
-                app.circuit_state(ch).await == "half_open"
-            })
-            .await
-        );
+        app.wait_circuit(ch, "half_open", Duration::from_secs(15))
+            .await;
         assert_eq!(
             count_status(&pool, ch, "dead").await,
             if ch == empty { 1 } else { 3 },
@@ -340,13 +337,9 @@ async fn with_nothing_waiting_the_circuit_waits_quietly_and_the_next_delivery_pr
         app.deliver(&key, dead, json!({ "new": 1 })).await,
     ];
     for (ch, d) in [empty, dead].into_iter().zip(fresh) {
-        assert!(
-            eventually(Duration::from_secs(15), || async {
-                app.circuit_state(ch).await == "closed"
-            })
-            .await,
-            "the new delivery probed and closed the circuit"
-        );
+        // The new delivery probed and closed the circuit.
+        app.wait_circuit(ch, "closed", Duration::from_secs(15))
+            .await;
         let probe: bool = sqlx::query_scalar(
             "SELECT bool_and(probe) FROM delivery_attempts WHERE delivery_id = $1",
         )
@@ -367,23 +360,11 @@ async fn with_nothing_waiting_the_circuit_waits_quietly_and_the_next_delivery_pr
 async fn a_delivery_that_claims_an_empty_probe_role_gets_a_lease_and_a_watcher(pool: PgPool) {
     // API only: the test steps the circuit itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "x").await;
+    let (key, ch) = app.tenant_with_channel("x").await;
     let cfg = test_settings().circuit;
-    let mut tx = pool.begin().await.unwrap();
-    circuit::open_from_closed(&mut tx, ch, "test", "operator", &cfg)
-        .await
-        .unwrap()
-        .expect("opened");
-    tx.commit().await.unwrap();
-    sqlx::query("UPDATE channels SET next_probe_at = now() WHERE id = $1")
-        .bind(ch)
-        .execute(&pool)
-        .await
-        .unwrap();
-    let mut tx = pool.begin().await.unwrap();
-    let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
-    tx.commit().await.unwrap();
+    open_circuit(&pool, ch, &cfg).await;
+    end_cooldown(&pool, ch).await;
+    let step = probe_step(&pool, ch, &cfg).await;
     let ProbeStep::Started {
         generation,
         delivery_id: None,
@@ -393,12 +374,7 @@ async fn a_delivery_that_claims_an_empty_probe_role_gets_a_lease_and_a_watcher(p
         panic!("nothing parked: the role stays empty, no lease: {step:?}")
     };
     // Stepping again changes nothing and writes nothing: no lease to expire.
-    let mut tx = pool.begin().await.unwrap();
-    assert_eq!(
-        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap(),
-        ProbeStep::Done
-    );
-    tx.commit().await.unwrap();
+    assert_eq!(probe_step(&pool, ch, &cfg).await, ProbeStep::Done);
 
     // The watcher ended there (no worker runs here: end it as the worker does).
     sqlx::query("DELETE FROM jobs WHERE unique_key = $1")
@@ -448,9 +424,7 @@ async fn a_delivery_that_claims_an_empty_probe_role_gets_a_lease_and_a_watcher(p
         .execute(&mut *conn)
         .await
         .unwrap();
-    let mut tx = pool.begin().await.unwrap();
-    let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
-    tx.commit().await.unwrap();
+    let step = probe_step(&pool, ch, &cfg).await;
     assert!(
         matches!(step, ProbeStep::Started { generation: g, delivery_id: Some(_), lease: Some(_) } if g > generation),
         "{step:?}"
@@ -780,13 +754,9 @@ async fn a_probe_answered_4xx_passes_the_role_on_without_waiting_for_its_lease(p
     // The probe gets a 400 (the endpoint is up but refuses that one), everything after 200.
     gauge.script(&[400]);
     gauge.answer(200);
-    assert!(
-        eventually(Duration::from_secs(20), || async {
-            app.circuit_state(ch).await == "closed"
-        })
-        .await,
-        "the next delivery took the role at once and closed the circuit"
-    );
+    // The next delivery took the role at once and closed the circuit.
+    app.wait_circuit(ch, "closed", Duration::from_secs(20))
+        .await;
     assert!(
         eventually(Duration::from_secs(20), || async {
             count_status(&pool, ch, "delivered").await == 9

@@ -1,6 +1,6 @@
 //! Delivery end to end: a node, a receiver on loopback, the real queue.
 
-use breakwater_e2e::{eventually, wait_until, Behavior, TestApp};
+use breakwater_e2e::{wait_until, Behavior, TestApp};
 use serde_json::json;
 use sqlx::PgPool;
 use std::time::Duration;
@@ -8,22 +8,12 @@ use std::time::Duration;
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn delivered_once_with_a_signature_that_verifies(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "ok").await;
+    let (key, ch) = app.tenant_with_channel("ok").await;
     let id = app.deliver(&key, ch, json!({ "order": 42 })).await;
 
-    assert_eq!(
-        app.receiver
-            .wait_for("ok", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            app.delivery_status(id).await == "delivered"
-        })
-        .await
-    );
+    app.wait_received("ok", 1, Duration::from_secs(10)).await;
+    app.wait_delivery(id, "delivered", Duration::from_secs(5))
+        .await;
     let got = app.receiver.received("ok");
     assert_eq!(got.len(), 1);
     assert_eq!(
@@ -57,29 +47,14 @@ async fn each_attempt_is_signed_when_sent_not_when_enqueued(pool: PgPool) {
         s.worker.backoff_cap_ms = 1_500;
     })
     .await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "flaky").await;
+    let (key, ch) = app.tenant_with_channel("flaky").await;
     app.receiver.set("flaky", Behavior::Status(503, None));
     let id = app.deliver(&key, ch, json!({})).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("flaky", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("flaky", 1, Duration::from_secs(10)).await;
     app.receiver.set("flaky", Behavior::Status(200, None));
-    assert_eq!(
-        app.receiver
-            .wait_for("flaky", 2, Duration::from_secs(10))
-            .await,
-        2
-    );
-    assert!(
-        eventually(Duration::from_secs(5), || async {
-            app.delivery_status(id).await == "delivered"
-        })
-        .await
-    );
+    app.wait_received("flaky", 2, Duration::from_secs(10)).await;
+    app.wait_delivery(id, "delivered", Duration::from_secs(5))
+        .await;
 
     let got = app.receiver.received("flaky");
     assert!(
@@ -107,17 +82,11 @@ async fn each_attempt_is_signed_when_sent_not_when_enqueued(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_503_endpoint_is_retried_then_dead(pool: PgPool) {
     let app = TestApp::spawn(pool).await; // max_attempts = 3, 50 ms backoff
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "down").await;
+    let (key, ch) = app.tenant_with_channel("down").await;
     app.receiver.set("down", Behavior::Status(503, None));
     let id = app.deliver(&key, ch, json!({})).await;
 
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
     assert_eq!(app.receiver.count("down"), 3, "three attempts, no more");
     let rows: Vec<(i32, String, Option<i32>)> =
         sqlx::query_as("SELECT attempt, outcome, status_code FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt")
@@ -149,17 +118,11 @@ async fn a_503_endpoint_is_retried_then_dead(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_400_endpoint_is_dead_after_one_attempt(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "rejects").await;
+    let (key, ch) = app.tenant_with_channel("rejects").await;
     app.receiver.set("rejects", Behavior::Status(400, None));
     let id = app.deliver(&key, ch, json!({})).await;
 
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
     // Its job is final and nothing is in flight: no retry can still show up.
     app.wait_settled(ch).await;
     assert_eq!(app.receiver.count("rejects"), 1);
@@ -189,12 +152,7 @@ async fn connection_refused_is_transient(pool: PgPool) {
     assert_eq!(s, 201, "{v}");
     let ch: uuid::Uuid = v["id"].as_str().unwrap().parse().unwrap();
     let id = app.deliver(&key, ch, json!({})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
     let kinds: Vec<Option<String>> = sqlx::query_scalar(
         "SELECT error_kind FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt",
     )
@@ -211,18 +169,12 @@ async fn internal_targets_are_refused_at_send_time_unless_allowed(pool: PgPool) 
     // The channel was created while private targets were allowed; a node that forbids them
     // must not send to it (e.g. DNS or configuration changed since).
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "internal").await;
+    let (key, ch) = app.tenant_with_channel("internal").await;
     app.stop().await;
 
     let app = TestApp::spawn_with(pool, |s| s.allow_private_targets = false).await;
     let id = app.deliver(&key, ch, json!({})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
     let kind: Option<String> =
         sqlx::query_scalar("SELECT error_kind FROM delivery_attempts WHERE delivery_id = $1")
             .bind(id)
@@ -250,12 +202,8 @@ async fn a_batch_is_delivered_once_per_delivery(pool: PgPool) {
         )
         .await;
     assert_eq!(s, 202, "{v}");
-    assert_eq!(
-        app.receiver
-            .wait_for("bulk", 200, Duration::from_secs(20))
-            .await,
-        200
-    );
+    app.wait_received("bulk", 200, Duration::from_secs(20))
+        .await;
     let got = app.receiver.received("bulk");
     let ids: std::collections::HashSet<_> = got.iter().map(|r| r.webhook_id.clone()).collect();
     assert_eq!(ids.len(), 200, "no duplicates");
@@ -274,8 +222,7 @@ async fn a_batch_is_delivered_once_per_delivery(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn payloads_are_delivered_byte_for_byte(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "exact").await;
+    let (key, ch) = app.tenant_with_channel("exact").await;
     // Money amounts, huge integers, exponent forms and key order must survive untouched.
     let raw = r#"{"zeta":1,"alpha":{"b":1,"a":2},"amount":19.999999999999999999,"big":123456789012345678901234567890,"e":1E2,"neg":-0.0}"#;
     let body = format!(r#"{{"event_type":"invoice.paid","payload":{raw}}}"#);
@@ -289,12 +236,7 @@ async fn payloads_are_delivered_byte_for_byte(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(r.status(), 202);
-    assert_eq!(
-        app.receiver
-            .wait_for("exact", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("exact", 1, Duration::from_secs(10)).await;
     let got = String::from_utf8(app.receiver.received("exact")[0].body.to_vec()).unwrap();
     assert!(
         got.contains(&format!(r#""data":{raw}}}"#)),
@@ -309,30 +251,20 @@ async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_re
     pool: PgPool,
 ) {
     let app = TestApp::spawn_with(pool.clone(), |s| s.worker.max_attempts = 1).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "slow").await;
+    let (key, ch) = app.tenant_with_channel("slow").await;
     app.receiver
         .set("slow", Behavior::Delay(Duration::from_secs(3), 200));
     let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "delivering"
-        })
-        .await
-    );
+    app.wait_delivery(id, "delivering", Duration::from_secs(10))
+        .await;
     // Its node dies mid-request: the claim now names a node with no heartbeat, so the rescuer
     // takes it back; that was its last attempt, so the job is discarded.
     sqlx::query("UPDATE jobs SET attempted_by = 'a-node-that-died' WHERE state = 'executing'")
         .execute(&pool)
         .await
         .unwrap();
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await,
-        "the delivery follows its discarded job"
-    );
+    // The delivery follows its discarded job.
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
     let (status, error): (String, Option<String>) =
         sqlx::query_as("SELECT status, last_error FROM deliveries WHERE id = $1")
             .bind(id)
@@ -345,12 +277,7 @@ async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_re
         "with the reason"
     );
     // The abandoned run's late 200 is fenced off: it changes nothing.
-    assert_eq!(
-        app.receiver
-            .wait_for("slow", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("slow", 1, Duration::from_secs(10)).await;
     // Wait until the abandoned run is over: its request ended (the endpoint answers after 3 s,
     // past the tests' 2 s request timeout) and the node wrote, fenced, its result.
     wait_until(
@@ -366,11 +293,7 @@ async fn a_last_attempt_rescued_from_a_dead_node_leaves_the_delivery_dead_and_re
         .post_empty(&format!("/api/v1/deliveries/{id}/replay"), &key)
         .await;
     assert_eq!(s, 202);
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
     app.stop().await;
 }

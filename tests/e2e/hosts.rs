@@ -3,14 +3,13 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_node_thread, spawn_workers, stop_all, test_settings, wait_until, Behavior,
-    TestApp, OPERATOR_KEY,
+    audit_count, eventually, host_of, spawn_node_thread, spawn_workers, stop_all, test_settings,
+    wait_until, Behavior, TestApp, OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::HashMap;
 use std::time::Duration;
-use uuid::Uuid;
 
 /// Host settings of these tests: 3 distinct channels open a host, 0.5 s cooldown doubling to
 /// 1 s, a lease above the request timeout.
@@ -29,14 +28,6 @@ fn settings() -> breakwater::config::Settings {
     let mut s = test_settings();
     tune(&mut s);
     s
-}
-
-async fn host_of(pool: &PgPool, channel: Uuid) -> String {
-    sqlx::query_scalar("SELECT host_key FROM channels WHERE id = $1")
-        .bind(channel)
-        .fetch_one(pool)
-        .await
-        .unwrap()
 }
 
 async fn host_state(pool: &PgPool, host: &str) -> String {
@@ -60,6 +51,20 @@ async fn host_audit(pool: &PgPool, host: &str) -> Vec<(String, i64)> {
 }
 
 /// Waits (up to 30 s) until every delivery of the test is delivered.
+/// The operator forces `host`'s circuit `action` (`"open"` or `"close"`) through the API
+/// (`POST /api/v1/admin/hosts/{host}/{action}`); asserts 200 and returns the host it answers.
+async fn force_host(app: &TestApp, host: &str, action: &str) -> Value {
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/admin/hosts/{host}/{action}"),
+            OPERATOR_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 200, "{action} host {host}: {v}");
+    v
+}
+
 async fn all_delivered(pool: &PgPool) -> bool {
     eventually(Duration::from_secs(30), || async {
         let left: i64 =
@@ -263,18 +268,13 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn one_channels_failures_alone_never_open_the_host(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), tune).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let sick = app.channel(&key, "sick").await;
+    let (key, sick) = app.tenant_with_channel("sick").await;
     let fine = app.channel(&key, "fine").await;
     app.receiver.set("sick", Behavior::Status(503, None));
     app.deliver_many(&key, sick, 20).await;
-    assert!(
-        eventually(Duration::from_secs(15), || async {
-            app.circuit_state(sick).await == "open"
-        })
-        .await,
-        "the channel's own circuit opens"
-    );
+    // The channel's own circuit opens.
+    app.wait_circuit(sick, "open", Duration::from_secs(15))
+        .await;
     let host = host_of(&pool, sick).await;
     assert_eq!(host, host_of(&pool, fine).await);
     assert_eq!(host_state(&pool, &host).await, "closed");
@@ -286,12 +286,8 @@ async fn one_channels_failures_alone_never_open_the_host(pool: PgPool) {
     assert_eq!(rows, 1, "one failing channel counted once");
     // The other channel on the host keeps delivering.
     let d = app.deliver(&key, fine, json!({})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(d).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(d, "delivered", Duration::from_secs(10))
+        .await;
     assert!(host_audit(&pool, &host).await.is_empty());
     app.stop().await;
 }
@@ -334,10 +330,7 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
     assert_eq!(row["channels"], 2);
     assert_eq!(row["cap"], json!(64), "the default per-host cap");
 
-    let (s, v) = app
-        .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))
-        .await;
-    assert_eq!(s, 200, "{v}");
+    let v = force_host(&app, &host, "open").await;
     assert_eq!(v["state"], "open");
     let (s, _) = app
         .post(&format!("{path}/open"), OPERATOR_KEY, &json!({}))
@@ -382,52 +375,33 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
     );
 
     // Overrides, checked and audited.
-    let r = app
-        .http
-        .patch(format!("{}{path}", app.api))
-        .bearer_auth(OPERATOR_KEY)
-        .json(&json!({"max_in_flight": 0}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 422);
-    assert!(r.text().await.unwrap().contains("max_in_flight"));
+    let (s, v) = app
+        .patch(&path, OPERATOR_KEY, &json!({"max_in_flight": 0}))
+        .await;
+    assert_eq!(s, 422);
+    assert!(v.to_string().contains("max_in_flight"));
     // One channel alone is its own circuit's job: a host threshold below 2 is refused.
-    let r = app
-        .http
-        .patch(format!("{}{path}", app.api))
-        .bearer_auth(OPERATOR_KEY)
-        .json(&json!({"failure_threshold": 1}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 422);
-    assert!(r.text().await.unwrap().contains("failure_threshold"));
-    let r = app
-        .http
-        .patch(format!("{}{path}", app.api))
-        .bearer_auth(OPERATOR_KEY)
-        .json(&json!({"max_in_flight": 4, "failure_threshold": 5}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let v: Value = r.json().await.unwrap();
+    let (s, v) = app
+        .patch(&path, OPERATOR_KEY, &json!({"failure_threshold": 1}))
+        .await;
+    assert_eq!(s, 422);
+    assert!(v.to_string().contains("failure_threshold"));
+    let (s, v) = app
+        .patch(
+            &path,
+            OPERATOR_KEY,
+            &json!({"max_in_flight": 4, "failure_threshold": 5}),
+        )
+        .await;
+    assert_eq!(s, 200);
     assert_eq!(v["cap"], 4);
     assert_eq!(v["failure_threshold"], 5);
 
-    let (s, v) = app
-        .post(&format!("{path}/close"), OPERATOR_KEY, &json!({}))
-        .await;
-    assert_eq!(s, 200, "{v}");
+    let v = force_host(&app, &host, "close").await;
     assert_eq!(v["state"], "closed");
     for d in [da, db] {
-        assert!(
-            eventually(Duration::from_secs(10), || async {
-                app.delivery_status(d).await == "delivered"
-            })
-            .await
-        );
+        app.wait_delivery(d, "delivered", Duration::from_secs(10))
+            .await;
     }
     let (s, _) = app
         .get("/api/v1/admin/hosts/nope.example", OPERATOR_KEY)
@@ -518,17 +492,9 @@ async fn a_host_opened_with_nothing_waiting_probes_with_the_next_arrival_and_wri
     .await;
     let mut cfg = settings().hosts;
     cfg.cooldown_ms = 1;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "idle").await;
+    let (key, ch) = app.tenant_with_channel("idle").await;
     let host = host_of(&pool, ch).await;
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/admin/hosts/{host}/open"),
-            OPERATOR_KEY,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
+    force_host(&app, &host, "open").await;
     assert!(
         eventually(Duration::from_secs(5), || async {
             let mut tx = pool.begin().await.unwrap();
@@ -569,12 +535,8 @@ async fn a_host_opened_with_nothing_waiting_probes_with_the_next_arrival_and_wri
     // The next delivery that arrives is the probe; it succeeds and closes the host.
     let node = spawn_node_thread((*pool.connect_options()).clone(), settings(), Role::Worker);
     let d = app.deliver(&key, ch, json!({"first": true})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(d).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(d, "delivered", Duration::from_secs(10))
+        .await;
     assert!(
         eventually(Duration::from_secs(5), || async {
             host_state(&pool, &host).await == "closed"
@@ -605,8 +567,7 @@ async fn a_host_opened_with_nothing_waiting_probes_with_the_next_arrival_and_wri
 async fn the_reconciler_repairs_a_host_gate_that_disagrees_with_its_circuit(pool: PgPool) {
     use breakwater_core::hosts;
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "r").await;
+    let (_, ch) = app.tenant_with_channel("r").await;
     let host = host_of(&pool, ch).await;
     let parked = |pool: PgPool, host: String| async move {
         breakwater_queue::gate_state(&pool, &host)
@@ -635,24 +596,17 @@ async fn the_reconciler_repairs_a_host_gate_that_disagrees_with_its_circuit(pool
     assert_eq!((r.released, r.parked), (0, 0));
     drop(conn);
     // Leave it consistent for the doctor.
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/admin/hosts/{host}/close"),
-            OPERATOR_KEY,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
+    force_host(&app, &host, "close").await;
     app.stop().await;
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
     use breakwater_core::circuit::{self, CircuitConfig, Manual, ProbeStep};
+    use breakwater_e2e::probe::probe_step;
     // The API only: the test steps the channel's probe watcher itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "held-by-host").await;
+    let (key, ch) = app.tenant_with_channel("held-by-host").await;
     app.deliver_many(&key, ch, 3).await;
     let host = host_of(&pool, ch).await;
     let cfg = CircuitConfig {
@@ -666,23 +620,8 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
         .unwrap()
         .expect("opened");
     tx.commit().await.unwrap();
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/admin/hosts/{host}/open"),
-            OPERATOR_KEY,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
-    let probes = || async {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = 'circuit.probe_started'",
-        )
-        .bind(ch)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
+    force_host(&app, &host, "open").await;
+    let probes = || audit_count(&pool, ch, &["circuit.probe_started"]);
     // The channel's cooldown is long over (database clock), again and again: while the host is
     // held no channel probe is started — it could never be fetched through the parked host.
     for _ in 0..3 {
@@ -691,9 +630,7 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
             .execute(&pool)
             .await
             .unwrap();
-        let mut tx = pool.begin().await.unwrap();
-        let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
-        tx.commit().await.unwrap();
+        let step = probe_step(&pool, ch, &cfg).await;
         assert!(matches!(step, ProbeStep::Wait(w) if w >= Duration::from_secs(1)));
     }
     assert_eq!(
@@ -704,17 +641,8 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
     assert_eq!(app.circuit_state(ch).await, "open");
 
     // The host closes: the channel's own probe goes ahead.
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/admin/hosts/{host}/close"),
-            OPERATOR_KEY,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
-    let mut tx = pool.begin().await.unwrap();
-    let step = circuit::probe_step(&mut tx, ch, &cfg).await.unwrap();
-    tx.commit().await.unwrap();
+    force_host(&app, &host, "close").await;
+    let step = probe_step(&pool, ch, &cfg).await;
     assert!(
         matches!(
             step,

@@ -3,7 +3,8 @@
 //! see 404 and change nothing.
 
 use breakwater_e2e::{
-    active_keys, eventually, live_channels, live_jobs, Behavior, TestApp, OPERATOR_KEY,
+    active_keys, consecutive_failures, eventually, live_channels, live_jobs, Behavior, TestApp,
+    OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -47,12 +48,7 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
     let ids = app.deliver_many(&key, channel, 101).await;
 
     // One attempt in flight (the channel allows one at a time), 100 waiting.
-    assert_eq!(
-        app.receiver
-            .wait_for("slow", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("slow", 1, Duration::from_secs(10)).await;
     let in_flight: Uuid = app.receiver.received("slow")[0]
         .webhook_id
         .as_deref()
@@ -62,7 +58,7 @@ async fn deleting_a_channel_cancels_its_backlog_and_the_in_flight_result_changes
     assert_eq!(app.delivery_status(in_flight).await, "delivering");
 
     let (s, v, _) = app
-        .call("DELETE", &format!("/api/v1/channels/{channel}"), &key, None)
+        .delete(&format!("/api/v1/channels/{channel}"), &key)
         .await;
     assert_eq!(s, 204, "{v}");
 
@@ -162,10 +158,7 @@ async fn another_tenant_cannot_delete_cancel_purge_or_revoke(pool: PgPool) {
     let (a, key_a) = app.tenant("a", "default").await;
     let (_, key_b) = app.tenant("b", "default").await;
     let ch = app.channel(&key_a, "a").await;
-    let (s, paused) = app
-        .post(&format!("/api/v1/channels/{ch}/pause"), &key_a, &json!({}))
-        .await;
-    assert_eq!(s, 200, "{paused}");
+    app.pause(&key_a, ch).await;
     let waiting = app.deliver(&key_a, ch, json!({ "n": 1 })).await;
     let (s, v) = app.get("/api/v1/tenant/keys", &key_a).await;
     assert_eq!(s, 200, "{v}");
@@ -182,9 +175,7 @@ async fn another_tenant_cannot_delete_cancel_purge_or_revoke(pool: PgPool) {
         assert_eq!(ct, "application/problem+json");
     }
     // A tenant key cannot use the operator's routes.
-    let (s, _, _) = app
-        .call("DELETE", &format!("/api/v1/tenants/{a}"), &key_b, None)
-        .await;
+    let (s, _, _) = app.delete(&format!("/api/v1/tenants/{a}"), &key_b).await;
     assert_eq!(s, 403);
     let (s, _, _) = app
         .call(
@@ -200,14 +191,8 @@ async fn another_tenant_cannot_delete_cancel_purge_or_revoke(pool: PgPool) {
     let (s, _) = app.get(&format!("/api/v1/channels/{ch}"), &key_a).await;
     assert_eq!(s, 200);
     assert_eq!(app.delivery_status(waiting).await, "paused");
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{ch}/resume"), &key_a, &json!({}))
-        .await;
-    assert_eq!(s, 200);
-    assert_eq!(
-        app.receiver.wait_for("a", 1, Duration::from_secs(10)).await,
-        1
-    );
+    app.resume(&key_a, ch).await;
+    app.wait_received("a", 1, Duration::from_secs(10)).await;
     let written: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM audit_log
          WHERE action IN ('channel.deleted', 'delivery.cancelled', 'delivery.payload_purged',
@@ -225,40 +210,21 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
     let app = TestApp::spawn(pool.clone()).await;
     let (doomed, key) = app.tenant("doomed", "default").await;
     let (other, other_key) = app.tenant("other", "default").await;
-    let (s, second) = app
-        .post("/api/v1/tenant/keys", &key, &json!({ "name": "second" }))
-        .await;
-    assert_eq!(s, 201, "{second}");
+    let second = app.create_key(&key, json!({ "name": "second" })).await;
     let second = second["api_key"].as_str().unwrap().to_string();
 
     // One channel delivers, one is paused with a parked backlog.
     let live = app.channel(&key, "live").await;
     let delivered = app.deliver(&key, live, json!({})).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(delivered).await == "delivered"
-        })
-        .await
-    );
-    let parked = app.channel(&key, "parked").await;
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/channels/{parked}/pause"),
-            &key,
-            &json!({}),
-        )
+    app.wait_delivery(delivered, "delivered", Duration::from_secs(10))
         .await;
-    assert_eq!(s, 200);
+    let parked = app.channel(&key, "parked").await;
+    app.pause(&key, parked).await;
     let backlog = app.deliver_many(&key, parked, 20).await;
     let other_channel = app.channel(&other_key, "other").await;
 
     let (s, v, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/v1/tenants/{doomed}"),
-            OPERATOR_KEY,
-            None,
-        )
+        .delete(&format!("/api/v1/tenants/{doomed}"), OPERATOR_KEY)
         .await;
     assert_eq!(s, 204, "{v}");
 
@@ -333,12 +299,7 @@ async fn deleting_a_tenant_retires_every_channel_and_revokes_every_key(pool: PgP
 
     // The other tenant is untouched.
     app.deliver(&other_key, other_channel, json!({})).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("other", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("other", 1, Duration::from_secs(10)).await;
     let (s, _) = app
         .get(&format!("/api/v1/tenants/{other}"), OPERATOR_KEY)
         .await;
@@ -358,10 +319,7 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     let (tenant, first) = app.tenant("acme", "default").await;
     let (_, other) = app.tenant("other", "default").await;
 
-    let (s, created) = app
-        .post("/api/v1/tenant/keys", &first, &json!({ "name": "ci" }))
-        .await;
-    assert_eq!(s, 201, "{created}");
+    let created = app.create_key(&first, json!({ "name": "ci" })).await;
     let ci = created["api_key"].as_str().unwrap().to_string();
     let ci_id = created["id"].as_str().unwrap().to_string();
     assert!(ci.starts_with("bw_"));
@@ -429,12 +387,7 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
 
     // Another tenant cannot revoke it.
     let (s, _, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/v1/tenant/keys/{ci_id}"),
-            &other,
-            None,
-        )
+        .delete(&format!("/api/v1/tenant/keys/{ci_id}"), &other)
         .await;
     assert_eq!(s, 404);
     assert_eq!(app.get("/api/v1/tenant", &ci).await.0, 200);
@@ -445,23 +398,13 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
         .unwrap()
         .to_string();
     let (s, v, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/v1/tenant/keys/{first_id}"),
-            &ci,
-            None,
-        )
+        .delete(&format!("/api/v1/tenant/keys/{first_id}"), &ci)
         .await;
     assert_eq!(s, 204, "{v}");
     let (s, v, ct) = app.call("GET", "/api/v1/tenant", &first, None).await;
     assert_eq!((s, ct.as_str()), (401, "application/problem+json"), "{v}");
     let (s, _, _) = app
-        .call(
-            "DELETE",
-            &format!("/api/v1/tenant/keys/{first_id}"),
-            &ci,
-            None,
-        )
+        .delete(&format!("/api/v1/tenant/keys/{first_id}"), &ci)
         .await;
     assert_eq!(s, 404, "revoking twice: the key is not found");
     let (_, active) = app.get("/api/v1/tenant/keys", &ci).await;
@@ -497,20 +440,16 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
     assert_eq!(s, 200);
     assert_eq!(listed["data"].as_array().unwrap().len(), 2);
     let (s, _, _) = app
-        .call(
-            "DELETE",
+        .delete(
             &format!("/api/v1/tenants/{}/keys/{op_id}", Uuid::now_v7()),
             OPERATOR_KEY,
-            None,
         )
         .await;
     assert_eq!(s, 404, "a key is revoked through its own tenant only");
     let (s, _, _) = app
-        .call(
-            "DELETE",
+        .delete(
             &format!("/api/v1/tenants/{tenant}/keys/{op_id}"),
             OPERATOR_KEY,
-            None,
         )
         .await;
     assert_eq!(s, 204);
@@ -526,7 +465,7 @@ async fn a_tenant_holds_several_keys_and_a_revoked_key_is_refused(pool: PgPool) 
 
     // A key may revoke itself; its next request is refused.
     let (s, _, _) = app
-        .call("DELETE", &format!("/api/v1/tenant/keys/{ci_id}"), &ci, None)
+        .delete(&format!("/api/v1/tenant/keys/{ci_id}"), &ci)
         .await;
     assert_eq!(s, 204);
     assert_eq!(app.get("/api/v1/tenant", &ci).await.0, 401);
@@ -555,49 +494,20 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
 
     // Parked behind a pause: cancel one, resume, the others arrive and it never does.
     let ch = app.channel(&key, "held").await;
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{ch}/pause"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, ch).await;
     let ids = app.deliver_many(&key, ch, 3).await;
-    let (s, v, _) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{}/cancel", ids[0]),
-            &key,
-            None,
-        )
-        .await;
+    let (s, v, _) = app.cancel(&key, ids[0]).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["status"], "cancelled");
     assert_eq!(v["last_error"], "cancelled by request");
-    let (s, v, ct) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{}/cancel", ids[0]),
-            &key,
-            None,
-        )
-        .await;
+    let (s, v, ct) = app.cancel(&key, ids[0]).await;
     assert_eq!((s, ct.as_str()), (409, "application/problem+json"), "{v}");
     assert!(v["detail"].as_str().unwrap().contains("cancelled"), "{v}");
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{ch}/resume"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200);
-    assert_eq!(
-        app.receiver
-            .wait_for("held", 2, Duration::from_secs(10))
-            .await,
-        2
-    );
+    app.resume(&key, ch).await;
+    app.wait_received("held", 2, Duration::from_secs(10)).await;
     for id in &ids[1..] {
-        assert!(
-            eventually(Duration::from_secs(5), || async {
-                app.delivery_status(*id).await == "delivered"
-            })
-            .await
-        );
+        app.wait_delivery(*id, "delivered", Duration::from_secs(5))
+            .await;
     }
     app.wait_settled(ch).await;
     assert_eq!(
@@ -612,14 +522,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .iter()
         .all(|r| r.webhook_id.as_deref() != Some(cancelled_id.as_str())));
     // Delivered: 409.
-    let (s, v, _) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{}/cancel", ids[1]),
-            &key,
-            None,
-        )
-        .await;
+    let (s, v, _) = app.cancel(&key, ids[1]).await;
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("delivered"), "{v}");
 
@@ -633,20 +536,9 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
         .channel_with(&key, "slowfail", json!({ "failure_threshold": 1 }))
         .await;
     let flying = app.deliver(&key, slow, json!({})).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("slowfail", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
-    let (s, v, _) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{flying}/cancel"),
-            &key,
-            None,
-        )
+    app.wait_received("slowfail", 1, Duration::from_secs(10))
         .await;
+    let (s, v, _) = app.cancel(&key, flying).await;
     assert_eq!(s, 200, "{v}");
     assert!(
         eventually(Duration::from_secs(10), || async {
@@ -659,12 +551,7 @@ async fn a_cancelled_delivery_is_never_sent_and_its_in_flight_result_changes_not
     assert_eq!(app.delivery_status(flying).await, "cancelled");
     assert_eq!(app.circuit_state(slow).await, "closed");
     assert_eq!(live_jobs(&pool, slow).await, 0);
-    let failures: i32 =
-        sqlx::query_scalar("SELECT consecutive_failures FROM channels WHERE id = $1")
-            .bind(slow)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let failures = consecutive_failures(&pool, slow).await;
     assert_eq!(failures, 0);
     let job_state: String =
         sqlx::query_scalar("SELECT state FROM jobs WHERE unique_key = 'delivery:' || $1::text")
@@ -689,8 +576,7 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     let gone = app.channel(&key, "gone").await;
     let dead = app.deliver(&key, gone, json!({ "card": "4242" })).await;
     let held = app.channel(&key, "held").await;
-    app.post(&format!("/api/v1/channels/{held}/pause"), &key, &json!({}))
-        .await;
+    app.pause(&key, held).await;
     let waiting = app.deliver(&key, held, json!({})).await;
     assert!(
         eventually(Duration::from_secs(10), || async {
@@ -703,13 +589,8 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     let purge = |id: Uuid, k: String| {
         let app = &app;
         async move {
-            app.call(
-                "DELETE",
-                &format!("/api/v1/deliveries/{id}/payload"),
-                &k,
-                None,
-            )
-            .await
+            app.delete(&format!("/api/v1/deliveries/{id}/payload"), &k)
+                .await
         }
     };
     assert_eq!(
@@ -754,14 +635,7 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("purged"), "{v}");
     // Cancelled, then purged.
-    let (s, _, _) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{waiting}/cancel"),
-            &key,
-            None,
-        )
-        .await;
+    let (s, _, _) = app.cancel(&key, waiting).await;
     assert_eq!(s, 200);
     assert_eq!(purge(waiting, key.clone()).await.0, 204);
     app.stop().await;
@@ -775,12 +649,8 @@ async fn a_job_that_outlives_its_channels_deletion_is_cancelled_without_a_reques
     // deleted channel's parked group; the worker's gate finds the channel gone and cancels each
     // delivery and job without sending anything.
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "orphans").await;
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{ch}/pause"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200);
+    let (key, ch) = app.tenant_with_channel("orphans").await;
+    app.pause(&key, ch).await;
     let ids = app.deliver_many(&key, ch, 3).await;
     sqlx::query("UPDATE channels SET deleted_at = now() WHERE id = $1")
         .bind(ch)
@@ -814,14 +684,7 @@ async fn deleting_a_paused_channel_releases_its_job_group(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("t", "default").await;
     let channel = app.channel(&key, "ok").await;
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/channels/{channel}/pause"),
-            &key,
-            &serde_json::json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, channel).await;
     app.deliver(&key, channel, serde_json::json!({"n": 1}))
         .await;
     let parked = || async {
@@ -832,14 +695,10 @@ async fn deleting_a_paused_channel_releases_its_job_group(pool: PgPool) {
             .unwrap()
     };
     assert!(parked().await, "paused: the group is parked");
-    let r = app
-        .http
-        .delete(format!("{}/api/v1/channels/{channel}", app.api))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 204);
+    let (s, v, _) = app
+        .delete(&format!("/api/v1/channels/{channel}"), &key)
+        .await;
+    assert_eq!(s, 204, "{v}");
     assert!(!parked().await, "deleted: the group is released at once");
     app.stop().await;
 }
@@ -852,8 +711,7 @@ async fn the_active_key_cap_holds_under_concurrent_creations(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (tenant, key) = app.tenant("busy", "default").await;
     for _ in 1..90 {
-        let (s, v) = app.post("/api/v1/tenant/keys", &key, &json!({})).await;
-        assert_eq!(s, 201, "{v}");
+        app.create_key(&key, json!({})).await;
     }
     let empty = json!({});
     let statuses =
@@ -878,7 +736,7 @@ async fn channels_created_during_a_tenant_deletion_do_not_outlive_it(pool: PgPoo
         let creates =
             futures::future::join_all((0..8).map(|_| app.post("/api/v1/channels", &key, &body)));
         let tenant_path = format!("/api/v1/tenants/{tenant}");
-        let delete = app.call("DELETE", &tenant_path, OPERATOR_KEY, None);
+        let delete = app.delete(&tenant_path, OPERATOR_KEY);
         let (created, (s, v, _)) = tokio::join!(creates, delete);
         assert_eq!(s, 204, "{v}");
         for (s, v) in &created {

@@ -2,7 +2,8 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    eventually, spawn_workers, stop_all, test_settings, wait_until, Behavior, TestApp,
+    consecutive_failures, eventually, spawn_workers, stop_all, test_settings, wait_until, Behavior,
+    TestApp,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -44,12 +45,8 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
 
     let t0 = Instant::now();
     app.deliver_many(&key, ch, 400).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("limited", 400, Duration::from_secs(90))
-            .await,
-        400
-    );
+    app.wait_received("limited", 400, Duration::from_secs(90))
+        .await;
     let took = t0.elapsed();
     stop_all(nodes);
     let mut times: Vec<Instant> = app
@@ -109,12 +106,7 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
         limited >= 300,
         "held-back deliveries are counted as rate-limited: {limited}"
     );
-    let failures: i32 =
-        sqlx::query_scalar("SELECT consecutive_failures FROM channels WHERE id = $1")
-            .bind(ch)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let failures = consecutive_failures(&pool, ch).await;
     assert_eq!(failures, 0, "being rate-limited is not a failure");
     app.stop().await;
 }
@@ -174,12 +166,7 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     let sent_at = app
         .stream(&fast_key, fast, 60, Duration::from_millis(50))
         .await;
-    assert_eq!(
-        app.receiver
-            .wait_for("fast", 60, Duration::from_secs(10))
-            .await,
-        60
-    );
+    app.wait_received("fast", 60, Duration::from_secs(10)).await;
     let fast_p95 = p95(app.latencies_ms("fast", &sent_at));
     let slow_in_flight: i64 =
         sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1 AND state = 'executing'")
@@ -222,12 +209,7 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
     let sent_at = app
         .stream(&high_key, high, 50, Duration::from_millis(40))
         .await;
-    assert_eq!(
-        app.receiver
-            .wait_for("vip", 50, Duration::from_secs(10))
-            .await,
-        50
-    );
+    app.wait_received("vip", 50, Duration::from_secs(10)).await;
     let high_p95 = p95(app.latencies_ms("vip", &sent_at));
     let bulk_done = app.receiver.count("bulk");
     println!("high tier beside a 5000 bulk backlog: p95 {high_p95} ms; bulk delivered so far {bulk_done}");
@@ -337,10 +319,7 @@ async fn a_frozen_transaction_on_one_channel_blocks_nobody_else(pool: PgPool) {
             "a request to the locked channel gets 503 with Retry-After, not {status}"
         );
     }
-    assert_eq!(
-        app.receiver.wait_for("b", 1, Duration::from_secs(10)).await,
-        1
-    );
+    app.wait_received("b", 1, Duration::from_secs(10)).await;
     // Once the transaction ends, A takes deliveries again, and nothing half-done was left.
     sqlx::query("ROLLBACK").execute(&mut *frozen).await.unwrap();
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE channel_id = $1")
@@ -350,18 +329,14 @@ async fn a_frozen_transaction_on_one_channel_blocks_nobody_else(pool: PgPool) {
         .unwrap();
     assert_eq!(n, 0, "a refused enqueue left nothing behind");
     app.deliver_many(&key_a, a, 3).await;
-    assert_eq!(
-        app.receiver.wait_for("a", 3, Duration::from_secs(10)).await,
-        3
-    );
+    app.wait_received("a", 3, Duration::from_secs(10)).await;
     app.stop().await;
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "limited").await;
+    let (key, ch) = app.tenant_with_channel("limited").await;
     let (app_ref, key_ref) = (&app, &key);
     let patch = |body: serde_json::Value| async move {
         assert_eq!(app_ref.patch_channel(key_ref, ch, body).await.0, 200);
@@ -378,12 +353,8 @@ async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(
     // 1/h: the first of 3 goes, the other two hold turns an hour and two hours out.
     patch(json!({ "rate_limit": "1/h" })).await;
     app.deliver_many(&key, ch, 3).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("limited", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
+    app.wait_received("limited", 1, Duration::from_secs(10))
+        .await;
     assert!(eventually(Duration::from_secs(10), || async { held().await == 2 }).await);
     // 10/s, then 30 more: all 33 arrive at the new rate (32 × 100 ms ≈ 3.2 s), none waits an hour.
     patch(json!({ "rate_limit": "10/s" })).await;
@@ -393,32 +364,20 @@ async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(
         "the old turns are dropped with the old limit"
     );
     app.deliver_many(&key, ch, 30).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("limited", 33, Duration::from_secs(8))
-            .await,
-        33,
-        "every waiting delivery follows the new limit"
-    );
+    // Every waiting delivery follows the new limit.
+    app.wait_received("limited", 33, Duration::from_secs(8))
+        .await;
 
     // Removing the limit releases the waiting ones at once.
     patch(json!({ "rate_limit": "1/h" })).await;
     app.deliver_many(&key, ch, 3).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("limited", 34, Duration::from_secs(10))
-            .await,
-        34
-    );
+    app.wait_received("limited", 34, Duration::from_secs(10))
+        .await;
     assert!(eventually(Duration::from_secs(10), || async { held().await == 2 }).await);
     patch(json!({ "rate_limit": null })).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("limited", 36, Duration::from_secs(3))
-            .await,
-        36,
-        "no limit: nothing waits"
-    );
+    // No limit: nothing waits.
+    app.wait_received("limited", 36, Duration::from_secs(3))
+        .await;
     app.stop().await;
 }
 

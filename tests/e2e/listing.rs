@@ -3,7 +3,7 @@
 //! refused with 422, and the retention pruner deleting old finished rows while leaving new and
 //! live ones.
 
-use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{count_status, eventually, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::HashSet;
@@ -58,8 +58,7 @@ async fn all_pages(app: &TestApp, path: &str, key: &str, limit: u32) -> Vec<Vec<
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn fifteen_deliveries_of_one_batch_page_as_10_then_5_then_the_end(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "orders").await;
+    let (key, ch) = app.tenant_with_channel("orders").await;
     let batch = app.deliver_many(&key, ch, 15).await;
 
     // One transaction: all 15 share one created_at, so only the id orders them.
@@ -104,28 +103,16 @@ async fn fifteen_deliveries_of_one_batch_page_as_10_then_5_then_the_end(pool: Pg
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn status_filter_and_bad_paging_input_are_checked(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "orders").await;
+    let (key, ch) = app.tenant_with_channel("orders").await;
     let delivered = app.deliver_many(&key, ch, 3).await;
     assert!(
         eventually(Duration::from_secs(20), || async {
-            app.receiver.count("orders") >= 3
-                && sqlx::query_scalar::<_, i64>(
-                    "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'delivered'",
-                )
-                .bind(ch)
-                .fetch_one(&app.pool)
-                .await
-                .unwrap()
-                    == 3
+            app.receiver.count("orders") >= 3 && count_status(&app.pool, ch, "delivered").await == 3
         })
         .await,
         "the first three are delivered"
     );
-    let (s, v) = app
-        .post(&format!("/api/v1/channels/{ch}/pause"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200, "{v}");
+    app.pause(&key, ch).await;
     let held = app.deliver_many(&key, ch, 2).await;
 
     let path = format!("/api/v1/channels/{ch}/deliveries");
@@ -293,8 +280,7 @@ async fn retention_prunes_old_finished_rows_and_leaves_new_and_live_ones(pool: P
         s.worker.request_timeout_ms = 30_000;
     })
     .await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ok_ch = app.channel(&key, "ok").await;
+    let (key, ok_ch) = app.tenant_with_channel("ok").await;
     let held_ch = app.channel(&key, "held").await;
     let slow_ch = app.channel(&key, "slow").await;
     app.receiver
@@ -325,14 +311,7 @@ async fn retention_prunes_old_finished_rows_and_leaves_new_and_live_ones(pool: P
         6
     );
     // Two parked behind a pause (live: pending work, however old).
-    let (s, v) = app
-        .post(
-            &format!("/api/v1/channels/{held_ch}/pause"),
-            &key,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200, "{v}");
+    app.pause(&key, held_ch).await;
     let held = app.deliver_many(&key, held_ch, 2).await;
     // One in flight: its job executing while the endpoint takes its time.
     let slow = app.deliver(&key, slow_ch, json!({ "slow": true })).await;

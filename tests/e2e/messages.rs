@@ -77,14 +77,7 @@ async fn a_message_reaches_exactly_the_channels_whose_filter_matches(pool: PgPoo
     let paused = channel_with_filter(&app, &key, "paused", json!(["order.created"])).await;
     // Another tenant's channel with no filter: never touched by acme's messages.
     let foreign = channel_with_filter(&app, &other_key, "foreign", Value::Null).await;
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/channels/{paused}/pause"),
-            &key,
-            &json!({}),
-        )
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, paused).await;
 
     let (s, v) = send(
         &app,
@@ -116,10 +109,7 @@ async fn a_message_reaches_exactly_the_channels_whose_filter_matches(pool: PgPoo
     // Each subscribed endpoint gets the event once, signed with its own secret, with the message
     // id as webhook-id and the same body everywhere.
     for ep in ["orders", "everything"] {
-        assert_eq!(
-            app.receiver.wait_for(ep, 1, Duration::from_secs(10)).await,
-            1
-        );
+        app.wait_received(ep, 1, Duration::from_secs(10)).await;
     }
     let (a, b) = (
         app.receiver.received("orders"),
@@ -136,20 +126,9 @@ async fn a_message_reaches_exactly_the_channels_whose_filter_matches(pool: PgPoo
 
     // The paused channel holds its delivery until resumed, then gets it.
     assert_eq!(app.receiver.count("paused"), 0);
-    let (s, _) = app
-        .post(
-            &format!("/api/v1/channels/{paused}/resume"),
-            &key,
-            &json!({}),
-        )
+    app.resume(&key, paused).await;
+    app.wait_received("paused", 1, Duration::from_secs(10))
         .await;
-    assert_eq!(s, 200);
-    assert_eq!(
-        app.receiver
-            .wait_for("paused", 1, Duration::from_secs(10))
-            .await,
-        1
-    );
 
     // The message shows each channel's delivery, all delivered in the end.
     assert!(
@@ -284,10 +263,7 @@ async fn purging_a_message_deliverys_payload_purges_the_message_once_all_are_fin
     let (tenant, key) = app.tenant("acme", "default").await;
     let sent = channel_with_filter(&app, &key, "sent", Value::Null).await;
     let held = channel_with_filter(&app, &key, "held", Value::Null).await;
-    let (s, _) = app
-        .post(&format!("/api/v1/channels/{held}/pause"), &key, &json!({}))
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, held).await;
     let (s, v) = send(
         &app,
         &key,
@@ -322,13 +298,8 @@ async fn purging_a_message_deliverys_payload_purges_the_message_once_all_are_fin
     let purge = |id: Uuid| {
         let (app, key) = (&app, key.clone());
         async move {
-            app.call(
-                "DELETE",
-                &format!("/api/v1/deliveries/{id}/payload"),
-                &key,
-                None,
-            )
-            .await
+            app.delete(&format!("/api/v1/deliveries/{id}/payload"), &key)
+                .await
         }
     };
 
@@ -346,14 +317,7 @@ async fn purging_a_message_deliverys_payload_purges_the_message_once_all_are_fin
     assert_eq!(m["payload"]["card"], "4111-1111", "{m}");
 
     // Once it is cancelled, every delivery of the message is final: purged, both marked.
-    let (s, _, _) = app
-        .call(
-            "POST",
-            &format!("/api/v1/deliveries/{waiting}/cancel"),
-            &key,
-            None,
-        )
-        .await;
+    let (s, _, _) = app.cancel(&key, waiting).await;
     assert_eq!(s, 200);
     let (s, p, _) = purge(delivered).await;
     assert_eq!(s, 204, "{p}");
@@ -421,10 +385,7 @@ async fn a_repeated_idempotency_key_replays_the_message_once(pool: PgPool) {
         "exactly one created it"
     );
     for ep in ["a", "b"] {
-        assert_eq!(
-            app.receiver.wait_for(ep, 1, Duration::from_secs(10)).await,
-            1
-        );
+        app.wait_received(ep, 1, Duration::from_secs(10)).await;
     }
 
     // A replay after delivery answers with the current statuses.
@@ -466,10 +427,7 @@ async fn a_repeated_idempotency_key_replays_the_message_once(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 202);
-    assert_eq!(
-        app.receiver.wait_for("a", 2, Duration::from_secs(10)).await,
-        2
-    );
+    app.wait_received("a", 2, Duration::from_secs(10)).await;
     // One message, one delivery per channel (and the direct one): nothing else to send.
     let (messages, deliveries): (i64, i64) =
         sqlx::query_as("SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM deliveries)")
@@ -727,12 +685,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_the_grace_period_only(poo
     // Inside the grace period: two signatures, new first; a receiver holding either verifies.
     let ch: Uuid = channel.parse().unwrap();
     app.deliver(&key, ch, json!({ "n": 1 })).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("rot", 1, Duration::from_secs(5))
-            .await,
-        1
-    );
+    app.wait_received("rot", 1, Duration::from_secs(5)).await;
     let during = app.receiver.received("rot").remove(0);
     let sig = during.webhook_signature.clone().unwrap();
     assert_eq!(sig.split(' ').count(), 2, "v1,<new> v1,<old>: {sig}");
@@ -758,12 +711,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_the_grace_period_only(poo
     )
     .await;
     app.deliver(&key, ch, json!({ "n": 2 })).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("rot", 2, Duration::from_secs(5))
-            .await,
-        2
-    );
+    app.wait_received("rot", 2, Duration::from_secs(5)).await;
     let after = app.receiver.received("rot").remove(1);
     let sig = after.webhook_signature.clone().unwrap();
     assert!(
@@ -816,8 +764,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_the_grace_period_only(poo
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_redirect_is_a_retried_failure_never_followed_and_logged(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "moved").await;
+    let (key, ch) = app.tenant_with_channel("moved").await;
     let elsewhere = format!("{}/secret-path?token=abc", app.receiver.url("elsewhere"));
     app.receiver.set(
         "moved",
@@ -827,13 +774,9 @@ async fn a_redirect_is_a_retried_failure_never_followed_and_logged(pool: PgPool)
         ]),
     );
     let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "delivered"
-        })
-        .await,
-        "delivered on a later attempt"
-    );
+    // Delivered on a later attempt.
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
     assert_eq!(app.receiver.count("moved"), 2);
     assert_eq!(
         app.receiver.count("elsewhere"),
@@ -908,10 +851,7 @@ async fn a_fan_out_counts_as_one_request_against_the_ingress_limit(pool: PgPool)
     assert!(r.headers().contains_key("retry-after"));
     // Each of the two messages reached every channel.
     for ep in ["a", "b", "c"] {
-        assert_eq!(
-            app.receiver.wait_for(ep, 2, Duration::from_secs(10)).await,
-            2
-        );
+        app.wait_received(ep, 2, Duration::from_secs(10)).await;
         assert!(app
             .receiver
             .received(ep)

@@ -5,6 +5,7 @@
 //! Counters are per process and these tests compare them with exact numbers: nextest (the
 //! README's runner) gives each test its own process.
 
+use breakwater_e2e::http::get_text;
 use breakwater_e2e::{eventually, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::{Connection, PgPool};
@@ -259,8 +260,7 @@ async fn metrics_show_deliveries_breaker_probes_queues_and_rate_limits_without_i
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn operator_queue_view_shows_depth_in_flight_and_parked(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let slow = app.channel(&key, "slow").await;
+    let (key, slow) = app.tenant_with_channel("slow").await;
     app.receiver.set("slow", Behavior::Hang);
 
     let (s, v) = app.get("/api/v1/admin/queues", "").await;
@@ -457,12 +457,8 @@ async fn logs_and_spans_carry_ids_and_outcomes_but_never_secrets_or_payloads(poo
 
     let marker = "payload-marker-7f3a9c";
     let ok = app.deliver(&key, channel, json!({ "card": marker })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(ok).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(ok, "delivered", Duration::from_secs(10))
+        .await;
     // A failing endpoint too: error paths log more.
     app.receiver.set("hooks", Behavior::Status(503, None));
     let failing = app.deliver(&key, channel, json!({ "card": marker })).await;
@@ -492,13 +488,9 @@ async fn logs_and_spans_carry_ids_and_outcomes_but_never_secrets_or_payloads(poo
     assert_eq!(s, 201, "{c}");
     let down: Uuid = c["id"].as_str().unwrap().parse().unwrap();
     app.deliver_many(&key, down, 6).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.circuit_state(down).await == "open"
-        })
-        .await,
-        "five connect errors open the circuit"
-    );
+    // Five connect errors open the circuit.
+    app.wait_circuit(down, "open", Duration::from_secs(10))
+        .await;
     app.stop().await;
     let leaked: i64 = sqlx::query_scalar(
         "SELECT (SELECT count(*) FROM delivery_attempts WHERE error LIKE '%' || $1 || '%')
@@ -547,10 +539,7 @@ async fn scrapes_read_the_cluster_gauges_at_most_once_per_interval(pool: PgPool)
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app.named_channel(&key, "held", json!({})).await;
-    let (s, _) = app
-        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, ch).await;
     app.deliver_many(&key, ch, 5).await;
     let parked =
         |s: &BTreeMap<String, f64>| value(s, "breakwater_deliveries_parked{tier=\"default\"}");
@@ -594,20 +583,8 @@ async fn metrics_on_their_own_address_behind_a_token(pool: PgPool) {
     .await;
     let metrics = app.metrics.clone().expect("a metrics address");
     let get = |url: String, token: Option<&'static str>| {
-        let mut r = app.http.get(url);
-        if let Some(t) = token {
-            r = r.bearer_auth(t);
-        }
-        async move {
-            let r = r.send().await.unwrap();
-            let status = r.status().as_u16();
-            let ct = r
-                .headers()
-                .get("content-type")
-                .map(|v| v.to_str().unwrap().to_string())
-                .unwrap_or_default();
-            (status, ct, r.text().await.unwrap())
-        }
+        let http = app.http.clone();
+        async move { get_text(&http, &url, token).await }
     };
     let (s, _, _) = get(format!("{}/metrics", app.api), Some("scrape-token-1")).await;
     assert_eq!(s, 404, "the API's address has no /metrics");

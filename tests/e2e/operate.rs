@@ -3,8 +3,8 @@
 
 use breakwater::Role;
 use breakwater_e2e::{
-    all_parked, eventually, live_jobs_of_kind, spawn_workers, stop_all, test_settings, wait_until,
-    Behavior, TestApp, OPERATOR_KEY,
+    all_parked, consecutive_failures, eventually, live_jobs_of_kind, spawn_workers, stop_all,
+    test_settings, wait_until, Behavior, TestApp, OPERATOR_KEY,
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -27,8 +27,7 @@ async fn audit_rows(
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "maint").await;
+    let (key, ch) = app.tenant_with_channel("maint").await;
 
     let (s, v) = app
         .post_empty(
@@ -48,20 +47,9 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
     );
 
     let ids = app.deliver_many(&key, ch, 50).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND status = 'paused'",
-            )
-            .bind(ch)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            n == 50
-        })
-        .await,
-        "new deliveries are accepted and parked"
-    );
+    // New deliveries are accepted and parked.
+    app.wait_deliveries(ch, "paused", 50, Duration::from_secs(10))
+        .await;
     // Every job is parked (scheduled a minute ahead, never attempted): no node can fetch one
     // before the resume, and none did so far.
     wait_until(
@@ -86,12 +74,8 @@ async fn pause_holds_every_request_and_resume_delivers_each_once(pool: PgPool) {
         .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
         .await;
     assert_eq!(s, 200, "resuming again is a no-op");
-    assert_eq!(
-        app.receiver
-            .wait_for("maint", 50, Duration::from_secs(10))
-            .await,
-        50
-    );
+    app.wait_received("maint", 50, Duration::from_secs(10))
+        .await;
     app.wait_settled(ch).await;
     let got: std::collections::HashSet<String> = app
         .receiver
@@ -179,12 +163,8 @@ async fn three_nodes_send_one_signed_alert_per_transition(pool: PgPool) {
     );
 
     app.receiver.set("dead", Behavior::Status(200, None));
-    assert!(
-        eventually(Duration::from_secs(15), || async {
-            app.circuit_state(ch).await == "closed"
-        })
-        .await
-    );
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
     assert!(
         eventually(Duration::from_secs(10), || async {
             !app.alerts_of("oncall", "channel.circuit_closed").is_empty()
@@ -251,12 +231,7 @@ async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool
     let (_, other_key) = app.tenant("beta", "default").await;
     let fine = app.channel(&other_key, "fine").await;
     app.deliver_many(&other_key, fine, 30).await;
-    assert_eq!(
-        app.receiver
-            .wait_for("fine", 30, Duration::from_secs(10))
-            .await,
-        30
-    );
+    app.wait_received("fine", 30, Duration::from_secs(10)).await;
     assert!(
         app.receiver
             .wait_for("oncall", 3, Duration::from_secs(10))
@@ -288,16 +263,10 @@ async fn a_failing_alert_endpoint_is_retried_and_blocks_no_delivery(pool: PgPool
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app.channel(&key, "ep").await;
+    let (key, ch) = app.tenant_with_channel("ep").await;
     app.receiver.set("ep", Behavior::Status(400, None));
     let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "dead"
-        })
-        .await
-    );
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
 
     app.receiver.set("ep", Behavior::Status(200, None));
     let (s, v) = app
@@ -311,12 +280,8 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
         s, 409,
         "a delivery that is not dead is not replayed again: {v}"
     );
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.delivery_status(id).await == "delivered"
-        })
-        .await
-    );
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
     app.wait_settled(ch).await;
     let ok = app
         .receiver
@@ -376,12 +341,8 @@ async fn a_closing_probe_replays_the_windows_dead_letters_once(pool: PgPool) {
     );
     // …and recovers: the probe closes the circuit and replays the three dead letters.
     app.receiver.set("ep", Behavior::Status(200, None));
-    assert!(
-        eventually(Duration::from_secs(15), || async {
-            app.circuit_state(ch).await == "closed"
-        })
-        .await
-    );
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
     let app_ref = &app;
     for id in &dead {
         let id = *id;
@@ -478,12 +439,7 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
         .post_empty(&format!("/api/v1/admin/channels/{cb}/close"), OPERATOR_KEY)
         .await;
     assert_eq!((s, v["circuit"]["state"].as_str()), (200, Some("closed")));
-    assert_eq!(
-        app.receiver
-            .wait_for("b", 10, Duration::from_secs(10))
-            .await,
-        10
-    );
+    app.wait_received("b", 10, Duration::from_secs(10)).await;
 
     // Operator pause / resume of any tenant's channel.
     let (s, _) = app
@@ -517,17 +473,8 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     assert_eq!(v["circuit"]["failure_threshold"], 2);
     app.receiver.set("a", Behavior::Status(503, None));
     app.deliver_many(&a, ca, 5).await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            app.circuit_state(ca).await == "open"
-        })
-        .await
-    );
-    let fails: i32 = sqlx::query_scalar("SELECT consecutive_failures FROM channels WHERE id = $1")
-        .bind(ca)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    app.wait_circuit(ca, "open", Duration::from_secs(10)).await;
+    let fails = consecutive_failures(&pool, ca).await;
     assert_eq!(fails, 2, "opened at the operator's threshold");
 
     // The operator reads the whole audit log; each tenant only its own.
@@ -603,14 +550,10 @@ async fn a_tier_change_moves_waiting_jobs_without_duplicates(pool: PgPool) {
 async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: PgPool) {
     // API only: no worker runs, so anything parked was parked by the enqueue itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let paused = app.channel(&key, "p").await;
+    let (key, paused) = app.tenant_with_channel("p").await;
     let open = app.channel(&key, "o").await;
     let closed = app.channel(&key, "c").await;
-    let (s, _) = app
-        .post_empty(&format!("/api/v1/channels/{paused}/pause"), &key)
-        .await;
-    assert_eq!(s, 200);
+    app.pause(&key, paused).await;
     let (s, _) = app
         .post_empty(&format!("/api/v1/admin/channels/{open}/open"), OPERATOR_KEY)
         .await;

@@ -11,6 +11,31 @@ pub async fn send(req: RequestBuilder) -> Response {
     req.send().await.expect("request")
 }
 
+/// The response's content type (empty when it has none).
+pub fn content_type(resp: &Response) -> String {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `GET {url}` with a bearer `token` (if any); returns the status, the content type and the
+/// body as text.
+pub async fn get_text(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> (u16, String, String) {
+    let mut req = http.get(url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let r = send(req).await;
+    let ct = content_type(&r);
+    (r.status().as_u16(), ct, r.text().await.expect("body"))
+}
+
 /// `POST {api}{path}` with `key` (if any) and a JSON body; the raw response.
 pub async fn post(app: &TestApp, path: &str, key: Option<&str>, body: &Value) -> Response {
     let mut req = app.http.post(format!("{}{path}", app.api)).json(body);
@@ -46,12 +71,7 @@ pub async fn get(app: &TestApp, path: &str, key: Option<&str>) -> Response {
 /// `title` and `type` are non-empty. Returns the body.
 pub async fn assert_problem(resp: Response, status: u16) -> Value {
     let got = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = content_type(&resp);
     let url = resp.url().clone();
     let text = resp.text().await.expect("body");
     assert_eq!(got, status, "{url}: status; body: {text}");

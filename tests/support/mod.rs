@@ -21,11 +21,13 @@ pub mod db;
 pub mod gauge;
 pub mod http;
 pub mod nodes;
+pub mod probe;
 pub mod routes;
 pub mod wait;
 
 pub use db::{
-    active_keys, all_parked, audit_count, count_status, live_channels, live_jobs, live_jobs_of_kind,
+    active_keys, all_parked, audit_count, consecutive_failures, count_status, host_of,
+    live_channels, live_jobs, live_jobs_of_kind,
 };
 pub use nodes::{spawn_node_thread, spawn_workers, stop_all, ThreadNode};
 pub use wait::{eventually, eventually_every, wait_until};
@@ -188,6 +190,23 @@ impl TestApp {
         )
     }
 
+    /// Creates another API key of the calling tenant (`POST /api/v1/tenant/keys` with `key` and
+    /// `body`, e.g. `{"name": "ci"}`); asserts 201 and returns the created key (its `api_key`,
+    /// shown this once, and `id`, `prefix`, `name` …).
+    pub async fn create_key(&self, key: &str, body: Value) -> Value {
+        let (s, v) = self.post("/api/v1/tenant/keys", key, &body).await;
+        assert_eq!(s, 201, "create key: {v}");
+        v
+    }
+
+    /// Creates tenant `acme` (tier `default`) with one channel to receiver endpoint `endpoint`
+    /// (its secret registered with the receiver); returns (api key, channel id).
+    pub async fn tenant_with_channel(&self, endpoint: &str) -> (String, Uuid) {
+        let (_, key) = self.tenant("acme", "default").await;
+        let channel = self.channel(&key, endpoint).await;
+        (key, channel)
+    }
+
     /// Creates a channel to receiver endpoint `endpoint` and registers its secret with the
     /// receiver; returns the channel id.
     pub async fn channel(&self, key: &str, endpoint: &str) -> Uuid {
@@ -270,13 +289,26 @@ impl TestApp {
         }
         let r = req.send().await.expect("request");
         let status = r.status().as_u16();
-        let ct = r
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let ct = http::content_type(&r);
         (status, r.json().await.unwrap_or(Value::Null), ct)
+    }
+
+    /// `DELETE {api}{path}` with a bearer key; returns the status, the JSON body and the content
+    /// type, as [`TestApp::call`].
+    pub async fn delete(&self, path: &str, key: &str) -> (u16, Value, String) {
+        self.call("DELETE", path, key, None).await
+    }
+
+    /// Cancels delivery `id` (`POST /api/v1/deliveries/{id}/cancel` with `key`); returns the
+    /// status, the JSON body and the content type, as [`TestApp::call`].
+    pub async fn cancel(&self, key: &str, id: Uuid) -> (u16, Value, String) {
+        self.call(
+            "POST",
+            &format!("/api/v1/deliveries/{id}/cancel"),
+            key,
+            None,
+        )
+        .await
     }
 
     /// `PATCH {api}{path}` with a bearer key and a JSON body; returns status and JSON body.
@@ -373,19 +405,8 @@ impl TestApp {
     /// `GET {api}/metrics` without a key: the status, the content type, the text and the series
     /// as `name{labels}` → value.
     pub async fn scrape(&self) -> (u16, String, String, std::collections::BTreeMap<String, f64>) {
-        let r = self
-            .http
-            .get(format!("{}/metrics", self.api))
-            .send()
-            .await
-            .expect("scrape /metrics");
-        let status = r.status().as_u16();
-        let ct = r
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let text = r.text().await.expect("the metrics text");
+        let (status, ct, text) =
+            http::get_text(&self.http, &format!("{}/metrics", self.api), None).await;
         let series = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -420,6 +441,65 @@ impl TestApp {
             || async { live_jobs(&self.pool, channel).await == 0 && self.in_flight().await == 0.0 },
         )
         .await;
+    }
+
+    /// Waits up to `timeout` until the receiver has got `n` requests at `endpoint`, and asserts
+    /// that it has exactly `n` then (not more).
+    pub async fn wait_received(&self, endpoint: &str, n: usize, timeout: Duration) {
+        let got = self.receiver.wait_for(endpoint, n, timeout).await;
+        assert_eq!(got, n, "requests at {endpoint} within {timeout:?}");
+    }
+
+    /// Waits up to `timeout` until `channel`'s circuit state column is `state` (`"open"`,
+    /// `"half_open"`, `"closed"`, `"paused"`); panics when it is not by then.
+    pub async fn wait_circuit(&self, channel: Uuid, state: &str, timeout: Duration) {
+        wait_until(
+            timeout,
+            &format!("channel {channel}'s circuit is {state}"),
+            || async { self.circuit_state(channel).await == state },
+        )
+        .await;
+    }
+
+    /// Waits up to `timeout` until delivery `id`'s status column is `status` (`"delivered"`,
+    /// `"dead"` …); panics when it is not by then.
+    pub async fn wait_delivery(&self, id: Uuid, status: &str, timeout: Duration) {
+        wait_until(timeout, &format!("delivery {id} is {status}"), || async {
+            self.delivery_status(id).await == status
+        })
+        .await;
+    }
+
+    /// Waits up to `timeout` until `n` deliveries of `channel` have `status` ([`count_status`]);
+    /// panics when they do not by then.
+    pub async fn wait_deliveries(&self, channel: Uuid, status: &str, n: i64, timeout: Duration) {
+        wait_until(
+            timeout,
+            &format!("{n} deliveries of channel {channel} are {status}"),
+            || async { count_status(&self.pool, channel, status).await == n },
+        )
+        .await;
+    }
+
+    /// Pauses `channel` as its tenant (`POST /api/v1/channels/{channel}/pause` with `key`);
+    /// asserts 200 and returns the channel it answers.
+    pub async fn pause(&self, key: &str, channel: Uuid) -> Value {
+        self.manual(key, channel, "pause").await
+    }
+
+    /// Resumes `channel` as its tenant (`POST /api/v1/channels/{channel}/resume` with `key`);
+    /// asserts 200 and returns the channel it answers.
+    pub async fn resume(&self, key: &str, channel: Uuid) -> Value {
+        self.manual(key, channel, "resume").await
+    }
+
+    /// `POST /api/v1/channels/{channel}/{action}` with `key` and no body, asserting 200.
+    async fn manual(&self, key: &str, channel: Uuid, action: &str) -> Value {
+        let (s, v) = self
+            .post_empty(&format!("/api/v1/channels/{channel}/{action}"), key)
+            .await;
+        assert_eq!(s, 200, "{action} channel {channel}: {v}");
+        v
     }
 
     /// The channel's circuit state column.

@@ -1,24 +1,17 @@
 //! Cancelling jobs, against a real Postgres (a fresh database per test).
 
 use breakwater_queue::{
-    cancel, cancel_groups, cancel_keys, complete, enqueue, fetch, group_state, park_group,
-    GroupLimits, NewJob,
+    cancel, cancel_groups, cancel_keys, complete, enqueue, fetch, group_state, park_group, NewJob,
 };
 use chrono::Utc;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+mod support;
+use support::uncapped;
 
-fn limits() -> GroupLimits {
-    GroupLimits {
-        initial: 1_000,
-        floor: 1,
-        ceiling: 1_000,
-        ..GroupLimits::default()
-    }
-}
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 async fn state(pool: &PgPool, id: i64) -> String {
     sqlx::query_scalar("SELECT state FROM jobs WHERE id = $1")
@@ -34,7 +27,7 @@ async fn cancel_groups_ends_waiting_and_parked_jobs_and_leaves_running_ones(pool
     let (g, parked, other) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let job = |n: i64, group: Uuid| NewJob::new("q", "test", json!({ "n": n })).group(group);
     let running = enqueue(&mut conn, &job(0, g)).await.unwrap().unwrap();
-    let claimed = fetch(&pool, "q", "n1", 1, &limits()).await.unwrap();
+    let claimed = fetch(&pool, "q", "n1", 1, &uncapped()).await.unwrap();
     assert_eq!(claimed[0].id, running);
     let due = enqueue(&mut conn, &job(1, g)).await.unwrap().unwrap();
     let later = enqueue(
@@ -69,7 +62,7 @@ async fn cancel_groups_ends_waiting_and_parked_jobs_and_leaves_running_ones(pool
         .await
         .unwrap());
     assert_eq!(group_state(&pool, g).await.unwrap().unwrap().in_flight, 0);
-    let next = fetch(&pool, "q", "n1", 10, &limits()).await.unwrap();
+    let next = fetch(&pool, "q", "n1", 10, &uncapped()).await.unwrap();
     assert_eq!(
         next.iter().map(|j| j.id).collect::<Vec<_>>(),
         vec![untouched]
@@ -90,7 +83,7 @@ async fn cancel_keys_frees_the_key_and_cancel_fences_a_claim(pool: PgPool) {
     assert_eq!(state(&pool, a).await, "cancelled");
     // A cancelled job is not live: the key can be used again.
     let a2 = enqueue(&mut conn, &keyed("a")).await.unwrap().unwrap();
-    let claimed = fetch(&pool, "q", "n1", 1, &limits()).await.unwrap();
+    let claimed = fetch(&pool, "q", "n1", 1, &uncapped()).await.unwrap();
     assert_eq!(claimed[0].id, a2);
     // An executing job is not a waiting one: cancel_keys leaves it to its handler.
     assert_eq!(

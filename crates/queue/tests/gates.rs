@@ -2,12 +2,12 @@
 //! a real Postgres (a fresh database per test).
 
 use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
-use breakwater_queue::runner::{run_pool, PoolConfig};
+use breakwater_queue::runner::PoolConfig;
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch,
     fetch_batch_from, gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group,
     parked_gates, recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate,
-    set_max_in_flight, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob, Wakers,
+    set_max_in_flight, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob,
     PRIORITY_URGENT,
 };
 use serde_json::json;
@@ -19,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 mod support;
-use support::{spawn_nodes, Counters, Gauge};
+use support::{
+    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
+    spawn_nodes, uncapped, Counters,
+};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -27,16 +30,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 /// own cap is not capped, and unless parked not counted).
 fn limits(gate_ceiling: Option<u32>) -> GroupLimits {
     GroupLimits {
-        initial: 1_000,
-        floor: 1,
-        ceiling: 1_000,
         gate_ceiling,
-        ..GroupLimits::default()
+        ..uncapped()
     }
-}
-
-fn job(n: i64) -> NewJob {
-    NewJob::new("q", "test", json!({ "n": n }))
 }
 
 /// `n` new groups in gate `gate` (in share `share`, or each its own), `per` jobs each.
@@ -154,31 +150,11 @@ async fn a_gate_without_cap_and_not_parked_is_never_written_by_claims_or_results
     gated_groups(&pool, "shared-host", Some(Uuid::new_v4()), 5, 30).await;
     gated_groups(&pool, "shared-host", Some(Uuid::new_v4()), 5, 30).await;
     let before = gate_version(&pool, "shared-host").await;
-    let mut loops = Vec::new();
-    for f in 0..4 {
-        let pool = pool.clone();
-        loops.push(tokio::spawn(async move {
-            let mut n = 0;
-            loop {
-                let batch = fetch(&pool, "q", &format!("n{f}"), 4, &limits(None))
-                    .await
-                    .unwrap();
-                if batch.is_empty() {
-                    return n;
-                }
-                for j in &batch {
-                    assert_eq!(j.gate_key.as_deref(), Some("shared-host"));
-                    complete(&pool, j.id, j.claim_token).await.unwrap();
-                }
-                n += batch.len();
-            }
-        }));
-    }
-    let mut done = 0;
-    for l in loops {
-        done += l.await.unwrap();
-    }
-    assert_eq!(done, 300, "every job flowed once");
+    let fetched = drain_concurrently(&pool, 4, 4, &limits(None), |_| async {}).await;
+    assert_eq!(fetched.len(), 300, "every job flowed once");
+    assert!(fetched
+        .iter()
+        .all(|j| j.gate_key.as_deref() == Some("shared-host")));
     assert_eq!(
         gate_version(&pool, "shared-host").await,
         before,
@@ -344,40 +320,15 @@ async fn the_gate_cap_holds_across_three_nodes_and_many_groups(pool: PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn concurrent_fetchers_never_overshoot_the_gate_cap(pool: PgPool) {
     let groups = gated_groups(&pool, "host-a", None, 10, 20).await;
-    let lim = limits(Some(4));
-    let mut handles = Vec::new();
-    for f in 0..5 {
-        let (pool, lim, groups) = (pool.clone(), lim.clone(), groups.clone());
-        handles.push(tokio::spawn(async move {
-            let mut n = 0;
-            loop {
-                let batch = fetch(&pool, "q", &format!("n{f}"), 3, &lim).await.unwrap();
-                let running = executing_in(&pool, &groups).await;
-                assert!(running <= 4, "{running} executing: the gate's cap is 4");
-                if batch.is_empty() {
-                    let left: i64 =
-                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'")
-                            .fetch_one(&pool)
-                            .await
-                            .unwrap();
-                    if left == 0 {
-                        return n;
-                    }
-                    tokio::task::yield_now().await;
-                    continue;
-                }
-                for j in &batch {
-                    complete(&pool, j.id, j.claim_token).await.unwrap();
-                }
-                n += batch.len();
-            }
-        }));
-    }
-    let mut total = 0;
-    for h in handles {
-        total += h.await.unwrap();
-    }
-    assert_eq!(total, 200, "every job once");
+    let fetched = drain_concurrently(&pool, 5, 3, &limits(Some(4)), move |pool| {
+        let groups = groups.clone();
+        async move {
+            let running = executing_in(&pool, &groups).await;
+            assert!(running <= 4, "{running} executing: the gate's cap is 4");
+        }
+    })
+    .await;
+    assert_eq!(fetched.len(), 200, "every job once");
     assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
 }
 
@@ -632,10 +583,7 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_1000
 ) {
     let mut conn = pool.acquire().await.unwrap();
     let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..30)
-        .map(|n| job(n).group(healthy[n as usize % 3]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &healthy, 30).await;
     let lim = GroupLimits {
         initial: 4,
         floor: 1,
@@ -677,40 +625,9 @@ async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_gate_of_1000
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_capped_gates_backlog_flows_on_finished_jobs_not_on_the_poll(pool: PgPool) {
     gated_groups(&pool, "host-a", None, 5, 6).await;
-    let counters = Counters::default();
-    let handler = Arc::new(Gauge {
-        pool: pool.clone(),
-        counters: counters.clone(),
-        hold: Duration::from_millis(30),
-    });
-    // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
-    // the capped gate can make the runner fetch again.
-    let cfg = PoolConfig {
-        concurrency: 20,
-        ..pool_config(0, Duration::from_secs(600), limits(Some(2)))
-    };
-    let stop = CancellationToken::new();
-    let runner = tokio::spawn(run_pool(
-        pool.clone(),
-        cfg,
-        handler,
-        Wakers::default(),
-        stop.clone(),
-    ));
-    let flowed = tokio::time::timeout(Duration::from_secs(20), async {
-        while counters.done() < 30 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    stop.cancel();
-    runner.await.unwrap();
-    assert!(
-        flowed.is_ok(),
-        "only {} of 30 ran: the runner waited for its poll",
-        counters.done()
-    );
-    assert!(counters.max() <= 2, "the gate's cap held");
+    let cfg = pool_config(0, Duration::from_secs(600), limits(Some(2)));
+    assert_backlog_flows_on_finished_jobs(&pool, cfg, Duration::from_millis(30), "the gate's cap")
+        .await;
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

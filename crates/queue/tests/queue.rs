@@ -17,23 +17,12 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 mod support;
-use support::{spawn_nodes, Counters, Gauge};
+use support::{
+    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
+    spawn_nodes, uncapped, Counters,
+};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
-
-/// Group bounds for tests that are not about caps: high enough never to bind.
-fn limits() -> GroupLimits {
-    GroupLimits {
-        initial: 1_000,
-        floor: 1,
-        ceiling: 1_000,
-        ..GroupLimits::default()
-    }
-}
-
-fn job(n: i64) -> NewJob {
-    NewJob::new("q", "test", json!({ "n": n }))
-}
 
 async fn state_of(pool: &PgPool, id: i64) -> (String, i32, i16) {
     sqlx::query_as("SELECT state, attempt, priority FROM jobs WHERE id = $1")
@@ -67,15 +56,15 @@ async fn fetch_is_priority_first_then_oldest(pool: PgPool) {
         .await
         .unwrap();
 
-    let first = fetch(&pool, "q", "n1", 1, &limits()).await.unwrap();
+    let first = fetch(&pool, "q", "n1", 1, &uncapped()).await.unwrap();
     assert_eq!(first.iter().map(|j| j.id).collect::<Vec<_>>(), vec![p1a]);
-    let rest = fetch(&pool, "q", "n1", 10, &limits()).await.unwrap();
+    let rest = fetch(&pool, "q", "n1", 10, &uncapped()).await.unwrap();
     assert_eq!(
         rest.iter().map(|j| j.id).collect::<Vec<_>>(),
         vec![p1b, p2, p3]
     );
     assert!(rest.iter().all(|j| j.attempt == 1));
-    assert!(fetch(&pool, "q", "n1", 10, &limits())
+    assert!(fetch(&pool, "q", "n1", 10, &uncapped())
         .await
         .unwrap()
         .is_empty());
@@ -94,7 +83,7 @@ async fn concurrent_fetchers_never_get_the_same_job(pool: PgPool) {
         handles.push(tokio::spawn(async move {
             let mut got = Vec::new();
             loop {
-                let batch = fetch(&pool, "q", &format!("node{f}"), 7, &limits())
+                let batch = fetch(&pool, "q", &format!("node{f}"), 7, &uncapped())
                     .await
                     .unwrap();
                 if batch.is_empty() {
@@ -118,7 +107,7 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let id = enqueue(&mut conn, &job(1)).await.unwrap().unwrap();
     for _ in 0..3 {
-        let j = fetch(&pool, "q", "n", 1, &limits())
+        let j = fetch(&pool, "q", "n", 1, &uncapped())
             .await
             .unwrap()
             .pop()
@@ -132,7 +121,7 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     assert_eq!((state.as_str(), attempt), ("available", 0));
 
     // A snooze into the future leaves the job off the fetch path until it is due.
-    let j = fetch(&pool, "q", "n", 1, &limits())
+    let j = fetch(&pool, "q", "n", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -146,7 +135,7 @@ async fn snooze_keeps_the_attempt_count(pool: PgPool) {
     )
     .await
     .unwrap());
-    assert!(fetch(&pool, "q", "n", 1, &limits())
+    assert!(fetch(&pool, "q", "n", 1, &uncapped())
         .await
         .unwrap()
         .is_empty());
@@ -161,7 +150,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .unwrap()
         .unwrap();
 
-    let j = fetch(&pool, "q", "n", 1, &limits())
+    let j = fetch(&pool, "q", "n", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -182,7 +171,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         "scheduled {wait} ms ahead"
     );
     assert!(
-        fetch(&pool, "q", "n", 1, &limits())
+        fetch(&pool, "q", "n", 1, &uncapped())
             .await
             .unwrap()
             .is_empty(),
@@ -196,7 +185,7 @@ async fn retry_backs_off_then_discards_after_max_attempts(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(promote_due(&mut conn, 100).await.unwrap(), 1);
-    let j = fetch(&pool, "q", "n", 1, &limits())
+    let j = fetch(&pool, "q", "n", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -257,7 +246,7 @@ async fn unique_key_allows_one_live_job(pool: PgPool) {
     );
 
     // Once the job is final, the key is free again.
-    let j = fetch(&pool, "q", "n", 1, &limits())
+    let j = fetch(&pool, "q", "n", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -339,12 +328,12 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     let b = enqueue(&mut conn, &job(2)).await.unwrap().unwrap();
     heartbeat(&pool, "dead-node").await.unwrap();
     heartbeat(&pool, "live-node").await.unwrap();
-    let ja = fetch(&pool, "q", "dead-node", 1, &limits())
+    let ja = fetch(&pool, "q", "dead-node", 1, &uncapped())
         .await
         .unwrap()
         .pop()
         .unwrap();
-    let jb = fetch(&pool, "q", "live-node", 1, &limits())
+    let jb = fetch(&pool, "q", "live-node", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -375,7 +364,7 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     );
 
     // The rescued job runs again elsewhere; the dead node's late result changes nothing.
-    let again = fetch(&pool, "q", "live-node", 1, &limits())
+    let again = fetch(&pool, "q", "live-node", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -397,7 +386,7 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     assert_eq!(state_of(&pool, a).await.0, "completed");
     // A claim older than the longest a run may take is abandoned even though its node beats.
     let old_claim = enqueue(&mut conn, &job(3)).await.unwrap().unwrap();
-    let stuck = fetch(&pool, "q", "live-node", 1, &limits())
+    let stuck = fetch(&pool, "q", "live-node", 1, &uncapped())
         .await
         .unwrap()
         .pop()
@@ -442,7 +431,7 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
     .unwrap();
     assert_eq!(untouched, 50);
     for _ in 0..3 {
-        let fetched = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
+        let fetched = fetch(&pool, "q", "n", 100, &uncapped()).await.unwrap();
         assert!(
             fetched.iter().all(|j| j.group_id != Some(g)),
             "parked jobs are never fetched"
@@ -457,9 +446,9 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
         .await
         .unwrap()
         .unwrap();
-    let got = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
+    let got = fetch(&pool, "q", "n", 100, &uncapped()).await.unwrap();
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![probe]);
-    assert!(fetch(&pool, "q", "n", 100, &limits())
+    assert!(fetch(&pool, "q", "n", 100, &uncapped())
         .await
         .unwrap()
         .is_empty());
@@ -475,7 +464,7 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
     .unwrap();
     park_group(&mut conn, g).await.unwrap();
     promote_due(&mut conn, 100).await.unwrap();
-    assert!(fetch(&pool, "q", "n", 100, &limits())
+    assert!(fetch(&pool, "q", "n", 100, &uncapped())
         .await
         .unwrap()
         .is_empty());
@@ -486,7 +475,7 @@ async fn a_parked_group_is_never_fetched_until_released_except_its_one_probe(poo
     );
 
     assert_eq!(release_group(&mut conn, g).await.unwrap(), 50);
-    let released = fetch(&pool, "q", "n", 100, &limits()).await.unwrap();
+    let released = fetch(&pool, "q", "n", 100, &uncapped()).await.unwrap();
     assert_eq!(released.len(), 50);
     assert!(released.iter().all(|j| j.priority == 1));
 }
@@ -541,7 +530,7 @@ fn pool_config(grace: Duration) -> PoolConfig {
         poll_interval: Duration::from_millis(50),
         shutdown_grace: grace,
         backoff: Backoff::default(),
-        limits: limits(),
+        limits: uncapped(),
     }
 }
 
@@ -733,48 +722,19 @@ async fn a_group_never_exceeds_its_cap_and_finished_jobs_free_their_slots(pool: 
 async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let groups: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..200)
-        .map(|n| job(n).group(groups[n as usize % 5]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
-    let mut handles = Vec::new();
-    for f in 0..4 {
-        let pool = pool.clone();
-        handles.push(tokio::spawn(async move {
-            let mut ids = Vec::new();
-            loop {
-                let batch = fetch(&pool, "q", &format!("n{f}"), 5, &capped(2)).await.unwrap();
-                if batch.is_empty() {
-                    let left: i64 =
-                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state <> 'completed'")
-                            .fetch_one(&pool)
-                            .await
-                            .unwrap();
-                    if left == 0 {
-                        return ids;
-                    }
-                    tokio::task::yield_now().await;
-                    continue;
-                }
-                // The cap holds at every moment: no group has more than 2 executing.
-                let worst: Option<i64> = sqlx::query_scalar(
-                    "SELECT max(n) FROM (SELECT count(*) AS n FROM jobs WHERE state = 'executing' GROUP BY group_id) x",
-                )
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-                assert!(worst.unwrap_or(0) <= 2, "a group over its cap: {worst:?}");
-                for j in &batch {
-                    complete(&pool, j.id, j.claim_token).await.unwrap();
-                }
-                ids.extend(batch.into_iter().map(|j| j.id));
-            }
-        }));
-    }
-    let mut all: Vec<i64> = Vec::new();
-    for h in handles {
-        all.extend(h.await.unwrap());
-    }
+    enqueue_round_robin(&mut conn, &groups, 200).await;
+    let fetched = drain_concurrently(&pool, 4, 5, &capped(2), |pool| async move {
+        // The cap holds at every moment: no group has more than 2 executing.
+        let worst: Option<i64> = sqlx::query_scalar(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM jobs WHERE state = 'executing' GROUP BY group_id) x",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert!(worst.unwrap_or(0) <= 2, "a group over its cap: {worst:?}");
+    })
+    .await;
+    let all: Vec<i64> = fetched.iter().map(|j| j.id).collect();
     let distinct: HashSet<i64> = all.iter().copied().collect();
     assert_eq!((all.len(), distinct.len()), (200, 200));
 }
@@ -783,10 +743,7 @@ async fn concurrent_fetchers_drain_every_job_once_within_the_caps(pool: PgPool) 
 async fn a_fetch_reads_no_more_index_rows_beside_a_parked_or_capped_10000_job_group(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
     let healthy: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
-    let jobs: Vec<NewJob> = (0..30)
-        .map(|n| job(n).group(healthy[n as usize % 3]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &healthy, 30).await;
     let lim = capped(4);
     let rows = |plan: serde_json::Value| index_rows(&plan);
     let p0 = explain_fetch(&mut conn, "q", "n", 4, &lim).await.unwrap();
@@ -833,18 +790,15 @@ async fn fair_share_puts_a_quiet_share_ahead_of_a_burst(pool: PgPool) {
     }
     let b = Uuid::new_v4();
     define_group(&pool, b, Some(tenant_b)).await.unwrap();
-    let jobs: Vec<NewJob> = (0..1000)
-        .map(|n| job(n).group(a_groups[n as usize % 5]))
-        .collect();
-    enqueue_many(&mut conn, &jobs).await.unwrap();
+    enqueue_round_robin(&mut conn, &a_groups, 1000).await;
     // A is already running some of its burst when B's single job arrives.
-    let first = fetch(&pool, "q", "n", 10, &limits()).await.unwrap();
+    let first = fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap();
     assert_eq!(first.len(), 10);
     let b_job = enqueue(&mut conn, &job(5000).group(b))
         .await
         .unwrap()
         .unwrap();
-    let next = fetch(&pool, "q", "n", 3, &limits()).await.unwrap();
+    let next = fetch(&pool, "q", "n", 3, &uncapped()).await.unwrap();
     assert_eq!(next.len(), 3);
     assert!(
         next.iter().any(|j| j.id == b_job),
@@ -877,40 +831,9 @@ async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: Pg
     let g = Uuid::new_v4();
     let jobs: Vec<NewJob> = (0..30).map(|n| job(n).group(g)).collect();
     enqueue_many(&mut conn, &jobs).await.unwrap();
-    let counters = Counters::default();
-    let handler = Arc::new(Gauge {
-        pool: pool.clone(),
-        counters: counters.clone(),
-        hold: Duration::from_millis(60),
-    });
-    // A poll far longer than the test and no wake-ups (nothing listens): only finished jobs of
-    // the capped group can make the runner fetch again.
     let cfg = PoolConfig {
-        concurrency: 20,
-        poll_interval: Duration::from_secs(600),
         limits: capped(2),
         ..pool_config(Duration::from_secs(1))
     };
-    let stop = CancellationToken::new();
-    let runner = tokio::spawn(run_pool(
-        pool.clone(),
-        cfg,
-        handler,
-        Wakers::default(),
-        stop.clone(),
-    ));
-    let flowed = tokio::time::timeout(Duration::from_secs(20), async {
-        while counters.done() < 30 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    stop.cancel();
-    runner.await.unwrap();
-    assert!(
-        flowed.is_ok(),
-        "only {} of 30 ran: the runner waited for its poll",
-        counters.done()
-    );
-    assert!(counters.max() <= 2, "the cap held");
+    assert_backlog_flows_on_finished_jobs(&pool, cfg, Duration::from_millis(60), "the cap").await;
 }

@@ -30,8 +30,7 @@ async fn health_is_public_and_unknown_routes_are_404_problems(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn missing_or_wrong_credentials_are_401(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let tenants_before = count(&app.pool, "tenants").await;
 
     let url = |p: &str| format!("{}{p}", app.api);
@@ -98,8 +97,7 @@ async fn missing_or_wrong_credentials_are_401(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn keys_used_on_the_other_sides_routes_are_403(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
 
     // A tenant key cannot create tenants.
     let body = assert_problem(

@@ -10,8 +10,7 @@ use uuid::Uuid;
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn invalid_deliveries_are_422_and_insert_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let path = enqueue_path(channel);
 
     for (bad, field) in [
@@ -83,8 +82,7 @@ async fn invalid_deliveries_are_422_and_insert_nothing(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn oversized_payloads_are_413(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let path = enqueue_path(channel);
     let payload = |kib: usize| json!({ "data": "x".repeat(kib * 1024) });
 
@@ -141,8 +139,7 @@ async fn oversized_payloads_are_413(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let other_channel = app.channel(&key, "acme2").await;
     let enqueue = |channel: Uuid, key: String, idem: &'static str, event_type: &'static str| {
         let req = app
@@ -225,8 +222,7 @@ async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn batch_enqueues_in_order_and_is_all_or_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let path = format!("{}/batch", enqueue_path(channel));
 
     let batch = json!({ "deliveries": [

@@ -11,8 +11,7 @@ use uuid::Uuid;
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
 
     // Bodies that are not JSON, including ones where a shape error (wrong type, unknown
     // field) comes before the syntax error: syntax is judged first, so these are all 400.
@@ -102,11 +101,28 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     app.stop().await;
 }
 
+/// Enqueues a delivery of `payload` to `channel` (202) and returns the payload its delivery
+/// reads back (200).
+async fn stored_payload(app: &TestApp, key: &str, channel: Uuid, payload: &Value) -> Value {
+    let body = json!({ "event_type": "a.b", "payload": payload });
+    let accepted = assert_ok(
+        post(app, &enqueue_path(channel), Some(key), &body).await,
+        202,
+    )
+    .await;
+    let id = accepted["id"].as_str().unwrap();
+    let read = assert_ok(
+        get(app, &format!("/api/v1/deliveries/{id}"), Some(key)).await,
+        200,
+    )
+    .await;
+    read["payload"].clone()
+}
+
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn text_the_database_cannot_store_is_refused_not_a_500(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let channel = app.channel(&key, "acme").await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
     let url = app.receiver.url("nul");
 
     // Postgres text cannot hold U+0000: names, event types and idempotency keys with it are
@@ -138,40 +154,12 @@ async fn text_the_database_cannot_store_is_refused_not_a_500(pool: PgPool) {
         json!({ "a\u{0}b": 1 }),
         json!(["\u{0}"]),
     ] {
-        let accepted = assert_ok(
-            post(
-                &app,
-                &enqueue_path(channel),
-                Some(&key),
-                &json!({ "event_type": "a.b", "payload": payload }),
-            )
-            .await,
-            202,
-        )
-        .await;
-        let id = accepted["id"].as_str().unwrap();
-        let read = assert_ok(
-            get(&app, &format!("/api/v1/deliveries/{id}"), Some(&key)).await,
-            200,
-        )
-        .await;
-        assert_eq!(read["payload"], payload);
+        assert_eq!(stored_payload(&app, &key, channel, &payload).await, payload);
     }
 
     // A backslash-u sequence spelled out in a string is ordinary text and is accepted.
-    let ok = json!({ "event_type": "a.b", "payload": { "s": "\\u0000" } });
-    let accepted = assert_ok(
-        post(&app, &enqueue_path(channel), Some(&key), &ok).await,
-        202,
-    )
-    .await;
-    let id = accepted["id"].as_str().unwrap();
-    let read = assert_ok(
-        get(&app, &format!("/api/v1/deliveries/{id}"), Some(&key)).await,
-        200,
-    )
-    .await;
-    assert_eq!(read["payload"], ok["payload"]);
+    let ok = json!({ "s": "\\u0000" });
+    assert_eq!(stored_payload(&app, &key, channel, &ok).await, ok);
     app.stop().await;
 }
 
