@@ -8,11 +8,15 @@
 
 /// The two directions between a state enum and its `text` column value, from one table of
 /// `Variant => "text"` pairs: `as_str` (the column value) and `parse` (the variant of a column
-/// value; any other text is [`Error::Invalid`] naming `$field`, "unknown `$what` …"). The
+/// value; any other text is [`Error::Invalid`] naming `$field`, "unknown `$what` …"), and `ALL`,
+/// every variant in the table's order. The
 /// enum's sqlx and serde derives must spell the same texts (`rename_all = "snake_case"`).
 macro_rules! column_text {
     ($ty:ident, field $field:literal, what $what:literal, { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $ty {
+            /// Every value, in declaration order (the order metrics and refusals list them).
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
             /// The column value.
             pub fn as_str(self) -> &'static str {
                 match self {

@@ -62,14 +62,14 @@ pub(crate) trait ListFilter: Copy + 'static {
 }
 
 impl ListFilter for CircuitState {
-    const ALL: &'static [Self] = &CircuitState::ALL;
+    const ALL: &'static [Self] = CircuitState::ALL;
     fn text(self) -> &'static str {
         self.as_str()
     }
 }
 
 impl ListFilter for HostState {
-    const ALL: &'static [Self] = &[HostState::Closed, HostState::Open, HostState::HalfOpen];
+    const ALL: &'static [Self] = HostState::ALL;
     fn text(self) -> &'static str {
         self.as_str()
     }

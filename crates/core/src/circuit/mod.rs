@@ -155,9 +155,6 @@ column_text!(State, field "circuit_state", what "circuit state", {
 });
 
 impl State {
-    /// Every state, in the order the metrics list them.
-    pub const ALL: [State; 4] = [State::Closed, State::Open, State::HalfOpen, State::Paused];
-
     /// Whether a delivery enqueued to a channel in this state starts parked (status `paused`,
     /// its job held by the channel's parked job group): open or paused. A half-open channel's
     /// new deliveries start `pending`; its gate parks every one but the probe on pickup.
