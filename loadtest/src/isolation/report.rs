@@ -282,7 +282,7 @@ pub(super) fn build(
     };
     let all_parked_s = samples
         .iter()
-        .find(|s| s.dead_available == 0 && s.dead_scheduled > 0)
+        .find(|s| s.backlog_all_parked())
         .map(|s| s.t_s);
 
     let transitions: Vec<Value> = audit
@@ -345,6 +345,7 @@ pub(super) fn build(
         "breaker_open_tx_started_after_ms": breaker_opened_after_ms,
         "breaker_opened_after_first_attempt_ms": opened_at.zip(first_attempt_us).map(|(o, f)| ms_between(f, o)),
         "backlog_all_parked_after_s": all_parked_s,
+        "backlog_all_parked_definition": "from the first backlog batch request to the first queue sample (queue_samples: one a second, the first when the last batch is accepted) in which every waiting job of the dead channel(s) is parked (its group or its gate parked, by breakwater_queue::parked_count: dead_parked) and none of theirs is executing; null if no sample saw that (slow; or a breaker that opened only after the loaded stream's drain)",
         "transitions": transitions,
         "circuit_at_end": circuit_end,
         "prune": prune_run.map(|run| {

@@ -8,17 +8,35 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// One monitor sample of the queue.
+/// One monitor sample of the queue: the dead channels' jobs and the healthy channel's, by state,
+/// all of one moment (one snapshot).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub(super) struct Sample {
+    /// Seconds since the first backlog batch request, to 0.1 s.
     pub t_s: f64,
     pub dead_available: i64,
     pub dead_executing: i64,
     pub dead_scheduled: i64,
+    /// The dead channels' waiting jobs that are parked, by the queue's own definition (their
+    /// group is parked, or its gate is): the sum of [`breakwater_queue::parked_count`] over the
+    /// dead channels. Parked jobs stay `available` (or `scheduled`) in the parked group.
+    pub dead_parked: i64,
     pub healthy_available: i64,
     pub healthy_executing: i64,
 }
 
+impl Sample {
+    /// Whether the dead channels' backlog is parked whole: they have waiting jobs, every one of
+    /// them is parked, and none of theirs is executing.
+    pub fn backlog_all_parked(&self) -> bool {
+        let waiting = self.dead_available + self.dead_scheduled;
+        waiting > 0 && self.dead_parked == waiting && self.dead_executing == 0
+    }
+}
+
+/// Samples the queue once a second until `stop` (or an hour): the dead channels' (groups
+/// `dead`) and the healthy channel's jobs; `t_s` counts from `origin_us`. A sample that fails to
+/// read is left out.
 pub(super) async fn monitor(
     pool: PgPool,
     dead: Vec<Uuid>,
@@ -36,31 +54,48 @@ pub(super) async fn monitor(
             _ = tick.tick() => {}
         }
         let t_s = (now_us() as f64 - origin_us as f64) / 1e6;
-        let r: Result<(i64, i64, i64, i64, i64), _> = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE group_id = ANY($1) AND state = 'available'),
-                    count(*) FILTER (WHERE group_id = ANY($1) AND state = 'executing'),
-                    count(*) FILTER (WHERE group_id = ANY($1) AND state = 'scheduled'),
-                    count(*) FILTER (WHERE group_id = $2 AND state = 'available'),
-                    count(*) FILTER (WHERE group_id = $2 AND state = 'executing')
-             FROM jobs WHERE (group_id = ANY($1) OR group_id = $2)
-               AND state IN ('available', 'executing', 'scheduled')",
-        )
-        .bind(&dead)
-        .bind(healthy)
-        .fetch_one(&pool)
-        .await;
-        if let Ok((a, e, s, ha, he)) = r {
-            out.push(Sample {
-                t_s: (t_s * 10.0).round() / 10.0,
-                dead_available: a,
-                dead_executing: e,
-                dead_scheduled: s,
-                healthy_available: ha,
-                healthy_executing: he,
-            });
+        if let Ok(s) = sample(&pool, &dead, healthy, (t_s * 10.0).round() / 10.0).await {
+            out.push(s);
         }
     }
     out
+}
+
+/// Reads one [`Sample`] in one read-only `REPEATABLE READ` transaction, so that its counts by
+/// state and its parked counts (one [`breakwater_queue::parked_count`] per dead channel) are of
+/// the same snapshot, and "every waiting job is parked" is not a mix of two moments.
+async fn sample(pool: &PgPool, dead: &[Uuid], healthy: Uuid, t_s: f64) -> anyhow::Result<Sample> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let (a, e, s, ha, he): (i64, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE group_id = ANY($1) AND state = 'available'),
+                count(*) FILTER (WHERE group_id = ANY($1) AND state = 'executing'),
+                count(*) FILTER (WHERE group_id = ANY($1) AND state = 'scheduled'),
+                count(*) FILTER (WHERE group_id = $2 AND state = 'available'),
+                count(*) FILTER (WHERE group_id = $2 AND state = 'executing')
+         FROM jobs WHERE (group_id = ANY($1) OR group_id = $2)
+           AND state IN ('available', 'executing', 'scheduled')",
+    )
+    .bind(dead)
+    .bind(healthy)
+    .fetch_one(&mut *tx)
+    .await?;
+    let mut parked = 0;
+    for &group in dead {
+        parked += breakwater_queue::parked_count(&mut *tx, group).await?;
+    }
+    tx.commit().await?;
+    Ok(Sample {
+        t_s,
+        dead_available: a,
+        dead_executing: e,
+        dead_scheduled: s,
+        dead_parked: parked,
+        healthy_available: ha,
+        healthy_executing: he,
+    })
 }
 
 /// Polls the channels' circuit states every 10 ms until one leaves `closed` (or `stop`, or an
@@ -115,4 +150,32 @@ pub(super) async fn watch_host(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sample;
+
+    #[test]
+    fn the_backlog_is_all_parked_when_every_waiting_job_is_and_none_executes() {
+        let s = |available, scheduled, executing, parked| Sample {
+            t_s: 0.0,
+            dead_available: available,
+            dead_executing: executing,
+            dead_scheduled: scheduled,
+            dead_parked: parked,
+            healthy_available: 0,
+            healthy_executing: 0,
+        };
+        // Parked jobs stay available in their parked group.
+        assert!(s(10, 0, 0, 10).backlog_all_parked());
+        assert!(s(7, 3, 0, 10).backlog_all_parked());
+        // Not yet parked, parked but a probe (or a request from before the opening) still
+        // executing, only part of it parked (a dead host's channels before their gate is).
+        assert!(!s(10, 0, 0, 0).backlog_all_parked());
+        assert!(!s(9, 0, 1, 9).backlog_all_parked());
+        assert!(!s(10, 0, 0, 4).backlog_all_parked());
+        // Nothing waiting: no backlog to be parked.
+        assert!(!s(0, 0, 0, 0).backlog_all_parked());
+    }
 }
