@@ -4,7 +4,6 @@
 
 use super::Options;
 use crate::api::TenantKey;
-use crate::clock::now_us;
 use crate::receiver::DeadEndpoint;
 use crate::Stage;
 use anyhow::Context;
@@ -73,11 +72,10 @@ impl Cast {
         if o.prune_rows > 0 {
             let tc = api.create_tenant("lt-old-tenant", tier.as_str()).await?;
             let old_ch = api.create_channel(&tc, "old", &healthy.url("old")).await?;
-            eprintln!(
-                "[{:>7.1}s] seeding {} old finished deliveries (with attempts and jobs)",
-                now_us() as f64 / 1e6,
+            o.run.log(&format!(
+                "seeding {} old finished deliveries (with attempts and jobs)",
                 o.prune_rows
-            );
+            ));
             seed_s = crate::prune::seed_old(pool, tc.id.parse()?, old_ch.parse()?, o.prune_rows)
                 .await
                 .context("seeding old rows")?;
