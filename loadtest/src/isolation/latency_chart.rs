@@ -41,35 +41,17 @@ pub(super) fn write(
     baseline_sum: Summary,
     healthy_sum: Summary,
 ) -> anyhow::Result<()> {
-    let Measured {
-        ref base,
-        ref loaded,
-        ref wall,
-        backlog_start_us,
-        backlog_end_us,
-        open_seen_us,
-        host_seen,
-        multi,
-        ..
-    } = *m;
-    let Seen {
-        ref audit,
-        ref attempts,
-        ref host_audit,
-        ref arrivals,
-        ..
-    } = *seen;
     std::fs::create_dir_all(dir)?;
     let base_panel = panel(
         sink,
         PHASE_BASELINE,
-        base,
+        &m.base,
         format!("baseline (no backlog): p95 {:.1} ms", baseline_sum.p95_ms),
     );
     let mut loaded_panel = panel(
         sink,
         PHASE_LOADED,
-        loaded,
+        &m.loaded,
         format!(
             "with {} dead-channel backlog ({}): p95 {:.1} ms",
             o.backlog,
@@ -77,26 +59,26 @@ pub(super) fn write(
             healthy_sum.p95_ms
         ),
     );
-    let rel = |us: i64| (us - loaded.start_us as i64) as f64 / 1e6;
+    let rel = |us: i64| (us - m.loaded.start_us as i64) as f64 / 1e6;
     loaded_panel.markers = vec![
         Marker {
-            t_s: rel(backlog_start_us as i64),
+            t_s: rel(m.backlog_start_us as i64),
             label: "backlog.enqueue_started".into(),
         },
         Marker {
-            t_s: rel(backlog_end_us as i64),
+            t_s: rel(m.backlog_end_us as i64),
             label: "backlog.enqueued".into(),
         },
     ];
-    if let Some(t) = open_seen_us {
+    if let Some(t) = m.open_seen_us {
         loaded_panel.markers.push(Marker {
             t_s: rel(t as i64),
             label: "circuit.open_seen".into(),
         });
     }
-    if multi {
+    if m.multi {
         // Dozens of channel transitions would bury the chart: the host's only.
-        if let Some((t, _)) = host_seen {
+        if let Some((t, _)) = m.host_seen {
             loaded_panel.markers.push(Marker {
                 t_s: rel(t as i64),
                 label: "host.open_seen".into(),
@@ -104,20 +86,26 @@ pub(super) fn write(
         }
         loaded_panel
             .markers
-            .extend(host_audit.iter().map(|a| Marker {
-                t_s: rel(wall.to_us(a.1)),
+            .extend(seen.host_audit.iter().map(|a| Marker {
+                t_s: rel(m.wall.to_us(a.1)),
                 label: a.0.clone(),
             }));
     } else {
-        loaded_panel.markers.extend(audit.iter().map(|a| Marker {
-            t_s: rel(wall.to_us(a.1)),
-            label: a.0.clone(),
-        }));
+        loaded_panel
+            .markers
+            .extend(seen.audit.iter().map(|a| Marker {
+                t_s: rel(m.wall.to_us(a.1)),
+                label: a.0.clone(),
+            }));
     }
-    loaded_panel.x_min = rel(backlog_start_us as i64).floor().min(0.0);
+    loaded_panel.x_min = rel(m.backlog_start_us as i64).floor().min(0.0);
     loaded_panel.dead_requests = match o.dead_mode {
-        DeadMode::Refuse => attempts.iter().map(|a| rel(wall.to_us(a.0))).collect(),
-        _ => arrivals.iter().map(|&a| rel(a as i64)).collect(),
+        DeadMode::Refuse => seen
+            .attempts
+            .iter()
+            .map(|a| rel(m.wall.to_us(a.0)))
+            .collect(),
+        _ => seen.arrivals.iter().map(|&a| rel(a as i64)).collect(),
     };
     let x_max = base_panel.x_max.max(loaded_panel.x_max);
     let mut panels = [base_panel, loaded_panel];

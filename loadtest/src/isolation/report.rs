@@ -54,37 +54,30 @@ impl Seen {
         dead: &DeadEndpoint,
     ) -> anyhow::Result<Self> {
         let (ta, dead_ch) = (&cast.dead_tenants[0], &cast.dead_chs[0]);
-        let Measured {
-            ref dead_uuids,
-            healthy_uuid,
-            ref host_key,
-            multi,
-            ..
-        } = *m;
         let audit: Vec<AuditRow> = sqlx::query_as(
             "SELECT action, at, from_state, to_state, (details->>'parked')::int8
              FROM audit_log WHERE channel_id = ANY($1) ORDER BY at, id",
         )
-        .bind(dead_uuids)
+        .bind(&m.dead_uuids)
         .fetch_all(pool)
         .await?;
         let attempts: Vec<(DateTime<Utc>, i32, bool, Uuid)> = sqlx::query_as(
             "SELECT started_at, duration_ms, probe, channel_id FROM delivery_attempts
              WHERE channel_id = ANY($1) ORDER BY started_at",
         )
-        .bind(dead_uuids)
+        .bind(&m.dead_uuids)
         .fetch_all(pool)
         .await?;
         let statuses: Vec<(String, i64)> = sqlx::query_as(
             "SELECT status, count(*) FROM deliveries WHERE channel_id = ANY($1) GROUP BY status ORDER BY status",
         )
-        .bind(dead_uuids)
+        .bind(&m.dead_uuids)
         .fetch_all(pool)
         .await?;
         let healthy_attempts: (i64, i64) = sqlx::query_as(
             "SELECT count(*), count(*) FILTER (WHERE outcome <> 'success') FROM delivery_attempts WHERE channel_id = $1",
         )
-        .bind(healthy_uuid)
+        .bind(m.healthy_uuid)
         .fetch_one(pool)
         .await?;
         let circuit_end = api
@@ -93,7 +86,7 @@ impl Seen {
             .map(|v| v["circuit"].clone())
             .unwrap_or(Value::Null);
         // The dead host's rows (issue 13): only with several dead channels or tenants.
-        let host_audit: Vec<HostAuditRow> = match (host_key, multi) {
+        let host_audit: Vec<HostAuditRow> = match (&m.host_key, m.multi) {
             (Some(k), true) => {
                 sqlx::query_as(
                     "SELECT action, at, from_state, to_state, (details->>'jobs')::int8,
@@ -184,46 +177,25 @@ pub(super) fn build(
     m: &Measured,
     seen: &Seen,
 ) -> anyhow::Result<Value> {
-    let Measured {
-        ref base,
-        ref loaded,
-        ref wall,
-        backlog_start_us,
-        backlog_end_us,
-        loaded_end_us,
-        end_us,
-        enqueued,
-        ref samples,
-        open_seen_us,
-        prune_run,
-        seed_s,
-        multi,
-        ..
-    } = *m;
-    let Seen {
-        ref audit,
-        ref attempts,
-        ref statuses,
-        healthy_attempts,
-        ref circuit_end,
-        ref arrivals,
-        ..
-    } = *seen;
     // Latency.
     let healthy_sum = sink.with(PHASE_LOADED, |p| summarize(&p.hist));
     let baseline_sum = sink.with(PHASE_BASELINE, |p| summarize(&p.hist));
-    let (lost_base, dup_base) = lost(sink, PHASE_BASELINE, base);
-    let (lost_loaded, dup_loaded) = lost(sink, PHASE_LOADED, loaded);
+    let (lost_base, dup_base) = lost(sink, PHASE_BASELINE, &m.base);
+    let (lost_loaded, dup_loaded) = lost(sink, PHASE_LOADED, &m.loaded);
 
     // The breaker.
-    let opened_at = audit
+    let opened_at = seen
+        .audit
         .iter()
         .find(|a| a.0 == "circuit.opened")
-        .map(|a| wall.to_us(a.1));
-    let first_attempt_us = attempts.first().map(|a| wall.to_us(a.0));
-    let breaker_opened_after_ms = opened_at.map(|t| ms_between(backlog_start_us as i64, t));
+        .map(|a| m.wall.to_us(a.1));
+    let first_attempt_us = seen.attempts.first().map(|a| m.wall.to_us(a.0));
+    let breaker_opened_after_ms = opened_at.map(|t| ms_between(m.backlog_start_us as i64, t));
     let (dead_requests, source) = match dead.in_flight() {
-        None => (attempts.len() as u64, "delivery_attempts (nothing listens)"),
+        None => (
+            seen.attempts.len() as u64,
+            "delivery_attempts (nothing listens)",
+        ),
         Some(g) => (g.total(), "dead receiver"),
     };
     let dead_max_in_flight = dead.in_flight().map(InFlight::max);
@@ -232,14 +204,15 @@ pub(super) fn build(
     // channel row; so at most one per worker of the tier, cluster-wide), then one request per
     // probe, and probes come at most once per cooldown (doubling).
     let threshold = u64::try_from(settings.circuit.failure_threshold).unwrap_or(0);
-    let probe_requests = audit
+    let probe_requests = seen
+        .audit
         .iter()
         .filter(|a| a.0 == "circuit.probe_started")
         .count() as u64;
     let non_probe_requests = dead_requests.saturating_sub(probe_requests);
     let in_flight_at_open = non_probe_requests.saturating_sub(threshold);
     let in_flight_cap = service::tier_pool(settings, tier) as u64 * o.service.nodes as u64;
-    let span_ms = opened_at.map_or(0.0, |o| ms_between(o, end_us as i64));
+    let span_ms = opened_at.map_or(0.0, |o| ms_between(o, m.end_us as i64));
     let probes_budget = probes_allowed(
         span_ms,
         settings.circuit.cooldown_ms,
@@ -249,27 +222,31 @@ pub(super) fn build(
     // A slow endpoint never fails, so its circuit never opens and no budget applies.
     let within_budget = (o.dead_mode != DeadMode::Slow).then_some(dead_requests <= budget);
     // When the dead endpoint saw its last non-probe request, relative to the opening.
-    let probe_starts: Vec<DateTime<Utc>> = attempts.iter().filter(|a| a.2).map(|a| a.0).collect();
+    let probe_starts: Vec<DateTime<Utc>> =
+        seen.attempts.iter().filter(|a| a.2).map(|a| a.0).collect();
     let last_non_probe_us = match o.dead_mode {
-        DeadMode::Refuse => attempts
+        DeadMode::Refuse => seen
+            .attempts
             .iter()
             .filter(|a| !a.2)
-            .map(|a| wall.to_us(a.0))
+            .map(|a| m.wall.to_us(a.0))
             .max(),
-        _ => arrivals
+        _ => seen
+            .arrivals
             .iter()
             .filter(|&&t| {
                 !probe_starts
                     .iter()
-                    .any(|p| (wall.to_us(*p) - t as i64).abs() < 50_000)
+                    .any(|p| (m.wall.to_us(*p) - t as i64).abs() < 50_000)
             })
             .map(|&t| t as i64)
             .max(),
     };
-    let in_flight_db = attempts
+    let in_flight_db = seen
+        .attempts
         .iter()
         .filter(|(s, d, p, _)| {
-            let s = wall.to_us(*s);
+            let s = m.wall.to_us(*s);
             !*p && opened_at.is_some_and(|o| s <= o && s + i64::from(*d) * 1000 > o)
         })
         .count();
@@ -280,12 +257,13 @@ pub(super) fn build(
     } else {
         None
     };
-    let all_parked_s = samples
+    let all_parked_s = m
+        .samples
         .iter()
         .find(|s| s.backlog_all_parked())
         .map(|s| s.t_s);
 
-    let transitions: Vec<Value> = audit
+    let transitions: Vec<Value> = seen.audit
         .iter()
         .map(|(action, at, from, to, parked)| {
             json!({
@@ -293,15 +271,16 @@ pub(super) fn build(
                 "from": from,
                 "to": to,
                 "parked_in_bulk": parked,
-                "after_backlog_start_ms": ms_between(backlog_start_us as i64, wall.to_us(*at)),
-                "after_loaded_stream_start_ms": ms_between(loaded.start_us as i64, wall.to_us(*at)),
+                "after_backlog_start_ms": ms_between(m.backlog_start_us as i64, m.wall.to_us(*at)),
+                "after_loaded_stream_start_ms": ms_between(m.loaded.start_us as i64, m.wall.to_us(*at)),
             })
         })
         .collect();
 
     // The dead host (issue 13): only with several dead channels or tenants.
-    let dead_host =
-        multi.then(|| dead_host::report(o, settings, m, seen, dead_requests, in_flight_cap));
+    let dead_host = m
+        .multi
+        .then(|| dead_host::report(o, settings, m, seen, dead_requests, in_flight_cap));
 
     let mut report = json!({
         "scenario": "isolation",
@@ -315,20 +294,20 @@ pub(super) fn build(
         "baseline": baseline_sum,
         "healthy_p95_over_baseline_p95": ratio,
         "slow": {
-            "baseline": slow(sink, PHASE_BASELINE, base),
-            "healthy": slow(sink, PHASE_LOADED, loaded),
+            "baseline": slow(sink, PHASE_BASELINE, &m.base),
+            "healthy": slow(sink, PHASE_LOADED, &m.loaded),
         },
         "latency_definition": "harness clock at the enqueue request's send (in the payload) → harness clock at the receiver; includes the API request",
         "api_enqueue": {
-            "baseline": summarize(&base.api_hist),
-            "healthy": summarize(&loaded.api_hist),
+            "baseline": summarize(&m.base.api_hist),
+            "healthy": summarize(&m.loaded.api_hist),
         },
         "dead_slow_ms": (o.dead_mode == DeadMode::Slow).then_some(o.slow.as_millis() as u64),
         "dead_endpoint_requests": dead_requests,
         "dead_endpoint_requests_source": source,
         "dead_max_in_flight": dead_max_in_flight,
         "dead_max_in_flight_definition": "the most requests the dead endpoint held at once (counted from arrival until its answer or the connection's close); null for refuse",
-        "dead_endpoint_attempts_recorded": attempts.len(),
+        "dead_endpoint_attempts_recorded": seen.attempts.len(),
         "dead_endpoint_budget": {
             "failure_threshold": threshold,
             "in_flight_at_open": in_flight_at_open,
@@ -340,21 +319,21 @@ pub(super) fn build(
             "within": within_budget,
             "last_non_probe_request_after_open_ms": opened_at.zip(last_non_probe_us).map(|(o, l)| ms_between(o, l)),
         },
-        "breaker_opened_after_ms": open_seen_us.map(|t| ms_between(backlog_start_us as i64, t as i64)),
+        "breaker_opened_after_ms": m.open_seen_us.map(|t| ms_between(m.backlog_start_us as i64, t as i64)),
         "breaker_opened_definition": "from the first backlog batch request to the first 10-ms poll that saw the channel's circuit_state leave closed (the opening committed)",
         "breaker_open_tx_started_after_ms": breaker_opened_after_ms,
         "breaker_opened_after_first_attempt_ms": opened_at.zip(first_attempt_us).map(|(o, f)| ms_between(f, o)),
         "backlog_all_parked_after_s": all_parked_s,
         "backlog_all_parked_definition": "from the first backlog batch request to the first queue sample (queue_samples: one a second, the first when the last batch is accepted) in which every waiting job of the dead channel(s) is parked (its group or its gate parked, by breakwater_queue::parked_count: dead_parked) and none of theirs is executing; null if no sample saw that (slow; or a breaker that opened only after the loaded stream's drain)",
         "transitions": transitions,
-        "circuit_at_end": circuit_end,
-        "prune": prune_run.map(|run| {
+        "circuit_at_end": seen.circuit_end,
+        "prune": m.prune_run.map(|run| {
             crate::prune::report(
                 o.prune_rows,
-                seed_s,
+                m.seed_s,
                 &settings.retention,
                 &run,
-                loaded_end_us,
+                m.loaded_end_us,
                 sink,
                 baseline_sum,
             )
@@ -362,14 +341,14 @@ pub(super) fn build(
         "lost": lost_total,
         "lost_detail": {"baseline": lost_base, "healthy": lost_loaded},
         "duplicates": dup_base + dup_loaded,
-        "enqueue_errors": base.errors + loaded.errors,
-        "generator_skipped": base.skipped + loaded.skipped,
-        "healthy_attempts": {"total": healthy_attempts.0, "failed": healthy_attempts.1},
-        "backlog_enqueued": enqueued,
-        "backlog_enqueue_ms": ms_between(backlog_start_us as i64, backlog_end_us as i64),
-        "backlog_status": statuses.iter().map(|(s, n)| (s.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
-        "backlog_accounted": statuses.iter().map(|s| s.1).sum::<i64>() as u64 == enqueued,
-        "queue_samples": samples,
+        "enqueue_errors": m.base.errors + m.loaded.errors,
+        "generator_skipped": m.base.skipped + m.loaded.skipped,
+        "healthy_attempts": {"total": seen.healthy_attempts.0, "failed": seen.healthy_attempts.1},
+        "backlog_enqueued": m.enqueued,
+        "backlog_enqueue_ms": ms_between(m.backlog_start_us as i64, m.backlog_end_us as i64),
+        "backlog_status": seen.statuses.iter().map(|(s, n)| (s.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "backlog_accounted": seen.statuses.iter().map(|s| s.1).sum::<i64>() as u64 == m.enqueued,
+        "queue_samples": m.samples,
         "throughput_per_s": Value::Null,
         "goals": {
             "required_p95_under_1s": healthy_sum.p95_ms < 1000.0,
