@@ -1,9 +1,10 @@
 //! CI smoke test of the harness: a small isolation scenario (backlog 500, 10 s streams, dead
 //! endpoint answering 503, 3 000 old rows pruned during the loaded stream) end to end, on its
 //! own database. It checks that the harness works (every accepted healthy delivery arrived, the
-//! breaker opened, the dead endpoint stayed within its budget, the pruner deleted every seeded
-//! row, the report and chart were written), not the latency goals: those are benchmarks,
-//! recorded in BENCHMARKS.md, not assertions on a shared CI machine.
+//! breaker opened and the monitor saw the backlog parked, the dead endpoint stayed within its
+//! budget, the pruner deleted every seeded row, the report and chart were written), not the
+//! latency goals: those are benchmarks, recorded in BENCHMARKS.md, not assertions on a shared
+//! CI machine.
 
 use breakwater_loadtest::isolation::{run, Options};
 use breakwater_loadtest::receiver::DeadMode;
@@ -52,6 +53,10 @@ async fn small_isolation_scenario_runs_end_to_end() {
     assert!(
         r["breaker_opened_after_ms"].as_f64().is_some(),
         "the dead channel's breaker never opened: {r:#}"
+    );
+    assert!(
+        r["backlog_all_parked_after_s"].as_f64().is_some(),
+        "no queue sample saw the dead channel's backlog parked whole: {r:#}"
     );
     assert_eq!(r["backlog_enqueued"], 500);
     assert_eq!(r["backlog_accounted"], true, "{r:#}");

@@ -67,21 +67,34 @@ pub enum Finding {
     },
 }
 
+/// The unique key of delivery `d`'s job, as SQL (the key [`crate::deliveries::delivery_job`]
+/// gives it), for the queue's fragments.
+const JOB_KEY: &str = "'delivery:' || d.id";
+
+/// The condition on delivery `d` of a [`Finding::Stranded`]: waiting, with no live job. Checked
+/// by [`check`], and again by the repair under the delivery's row lock.
+fn stranded_sql() -> String {
+    format!(
+        "d.status IN ('pending', 'delivering', 'paused', 'failed')
+         AND NOT {}",
+        breakwater_queue::live_job_exists_sql(JOB_KEY)
+    )
+}
+
 /// Every broken invariant, at most `limit` of each kind. Reads only; safe on production.
 pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
+    let waiting_jobs = breakwater_queue::WAITING_JOBS_SQL;
     find(
         conn,
-        "SELECT d.id, d.status,
-                (SELECT j.state FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
-                 ORDER BY j.id DESC LIMIT 1)
-         FROM deliveries d
-         WHERE d.status IN ('pending', 'delivering', 'paused', 'failed')
-           AND NOT EXISTS (
-               SELECT 1 FROM jobs j
-               WHERE j.unique_key = 'delivery:' || d.id
-                 AND j.state IN ('available', 'scheduled', 'executing'))
-         LIMIT $1",
+        &format!(
+            "SELECT d.id, d.status, {last_state}
+             FROM deliveries d
+             WHERE {stranded}
+             LIMIT $1",
+            last_state = breakwater_queue::last_job_state_sql(JOB_KEY),
+            stranded = stranded_sql(),
+        ),
         limit,
         &mut out,
         |(delivery_id, status, last_job_state): (Uuid, Status, Option<JobState>)| {
@@ -95,11 +108,13 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
     .await?;
     find(
         conn,
-        "SELECT d.id, d.status, j.id
-         FROM jobs j
-         JOIN deliveries d ON j.unique_key = 'delivery:' || d.id
-         WHERE j.state IN ('available', 'scheduled') AND d.status IN ('delivered', 'dead', 'cancelled')
-         LIMIT $1",
+        &format!(
+            "SELECT d.id, d.status, j.id
+             FROM {waiting_jobs} j
+             JOIN deliveries d ON j.unique_key = {JOB_KEY}
+             WHERE d.status IN ('delivered', 'dead', 'cancelled')
+             LIMIT $1"
+        ),
         limit,
         &mut out,
         |(delivery_id, status, job_id): (Uuid, Status, i64)| Finding::Orphaned {
@@ -111,10 +126,12 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
     .await?;
     find(
         conn,
-        "SELECT d.id FROM deliveries d
-         JOIN jobs j ON j.unique_key = 'delivery:' || d.id
-         WHERE d.status = 'delivering' AND j.state IN ('available', 'scheduled')
-         LIMIT $1",
+        &format!(
+            "SELECT d.id FROM deliveries d
+             JOIN {waiting_jobs} j ON j.unique_key = {JOB_KEY}
+             WHERE d.status = 'delivering'
+             LIMIT $1"
+        ),
         limit,
         &mut out,
         |(delivery_id,): (Uuid,)| Finding::NotDelivering { delivery_id },
@@ -147,7 +164,7 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
 /// finding by `finding`, appended to `out`.
 async fn find<T>(
     conn: &mut PgConnection,
-    sql: &'static str,
+    sql: &str,
     limit: i64,
     out: &mut Vec<Finding>,
     finding: impl FnMut(T) -> Finding,
@@ -182,13 +199,12 @@ pub async fn repair(
                 breakwater_queue::cancel_waiting_job(&mut *tx, *job_id).await?
             }
             Finding::NotDelivering { delivery_id } => {
-                sqlx::query(
+                sqlx::query(&format!(
                     "UPDATE deliveries d SET status = 'pending', updated_at = now()
                      WHERE d.id = $1 AND d.status = 'delivering'
-                       AND NOT EXISTS (SELECT 1 FROM jobs j
-                                       WHERE j.unique_key = 'delivery:' || d.id
-                                         AND j.state = 'executing')",
-                )
+                       AND NOT {}",
+                    breakwater_queue::executing_job_exists_sql(JOB_KEY)
+                ))
                 .bind(delivery_id)
                 .execute(&mut *tx)
                 .await?
@@ -216,15 +232,14 @@ async fn repair_stranded(
     max_attempts: i32,
 ) -> Result<bool> {
     // Re-check under the delivery's row lock.
-    let row: Option<(Uuid, String, bool)> = sqlx::query_as(
+    let row: Option<(Uuid, String, bool)> = sqlx::query_as(&format!(
         "SELECT d.channel_id, t.tier,
                 EXISTS (SELECT 1 FROM channels c WHERE c.id = d.channel_id AND c.deleted_at IS NOT NULL)
          FROM deliveries d JOIN tenants t ON t.id = d.tenant_id
-         WHERE d.id = $1 AND d.status IN ('pending', 'delivering', 'paused', 'failed')
-           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.unique_key = 'delivery:' || d.id
-                           AND j.state IN ('available', 'scheduled', 'executing'))
+         WHERE d.id = $1 AND {}
          FOR UPDATE OF d",
-    )
+        stranded_sql()
+    ))
     .bind(delivery_id)
     .fetch_optional(&mut *tx)
     .await?;

@@ -1,10 +1,13 @@
 //! Checks and repairs of the queue's own bookkeeping, and the few statements other crates need
 //! on `jobs` and `job_groups` that are not part of a job's life cycle: moving waiting jobs to
 //! another queue, cancelling one waiting job by id, reading the newest job of a unique key, and
-//! the SQL fragment that counts a group's waiting jobs inside a caller's statement.
+//! the SQL fragments for a caller's statement over many rows at once (a group's waiting count, a
+//! key's newest job state, whether a key has a live or an executing job, the waiting jobs).
 //!
 //! Every statement on the queue's tables lives in this crate (issue 14: SQL with its table's
-//! owner); callers pass ids, never SQL on `jobs`.
+//! owner); callers pass ids, never SQL on `jobs`. Where a caller's statement must read `jobs`
+//! row by row (a check over every delivery), it splices in a fragment from here, so every
+//! job-state predicate ("waiting", "live", "executing", "newest") is still written here.
 
 use crate::{JobState, Result};
 use sqlx::PgExecutor;
@@ -120,10 +123,44 @@ pub fn waiting_count_sql(group_id: &str) -> String {
 /// live (`available`, `scheduled` or `executing`), for a caller's statement over many keys. The
 /// same "live" as the unique index; `unique_key` must be trusted SQL, never user input.
 pub fn live_job_exists_sql(unique_key: &str) -> String {
+    key_job_exists_sql(
+        unique_key,
+        "j.state IN ('available', 'scheduled', 'executing')",
+    )
+}
+
+/// A SQL condition that holds while the job with unique key `unique_key` (a SQL expression) is
+/// executing (claimed by a worker and not yet finished), for a caller's statement over many
+/// keys. `unique_key` must be trusted SQL, never user input.
+pub fn executing_job_exists_sql(unique_key: &str) -> String {
+    key_job_exists_sql(unique_key, "j.state = 'executing'")
+}
+
+/// `EXISTS` a job `j` with unique key `unique_key` (a SQL expression) that meets `state` (a
+/// condition on `j.state`): the one shape of the two conditions above.
+fn key_job_exists_sql(unique_key: &str, state: &str) -> String {
     format!(
         "EXISTS (
                   SELECT 1 FROM jobs j
                   WHERE j.unique_key = {unique_key}
-                    AND j.state IN ('available', 'scheduled', 'executing'))"
+                    AND {state})"
     )
 }
+
+/// A SQL expression (a scalar subquery, `text`: a [`JobState`] name; NULL if the key never had
+/// a job) giving the state of the newest job (highest id) with unique key `unique_key` (a SQL
+/// expression), live or final, for a caller's statement over many keys. The same job as
+/// [`last_job`] reads; `unique_key` must be trusted SQL, never user input.
+pub fn last_job_state_sql(unique_key: &str) -> String {
+    format!(
+        "(SELECT j.state FROM jobs j WHERE j.unique_key = {unique_key}
+                 ORDER BY j.id DESC LIMIT 1)"
+    )
+}
+
+/// A SQL relation (a subquery, for a caller's `FROM` or `JOIN` with an alias of its own) of the
+/// waiting (`available` or `scheduled`) jobs, with columns `id` (`bigint`) and `unique_key`
+/// (`text`, NULL for a job without one): the jobs [`cancel_waiting_job`] would cancel. At most
+/// one per unique key (the unique index's "live").
+pub const WAITING_JOBS_SQL: &str = "(SELECT j.id, j.unique_key FROM jobs j
+          WHERE j.state IN ('available', 'scheduled'))";

@@ -1,0 +1,388 @@
+//! The isolation report: what the database and the dead endpoint saw once the run was measured
+//! ([`Seen`]), and `result.json`'s fields computed from it and from the run ([`build`]).
+
+use super::cast::Cast;
+use super::dead_host::{self, HostAuditRow};
+use super::{latency_chart, Measured, Options};
+use crate::api::Api;
+use crate::receiver::{DeadEndpoint, DeadMode, InFlight, Sink, PHASE_BASELINE, PHASE_LOADED};
+use crate::service;
+use crate::stats::summarize;
+use crate::stream::StreamResult;
+use breakwater::config::Settings;
+use breakwater_core::Tier;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// action, at, from_state, to_state, details.parked.
+pub(super) type AuditRow = (
+    String,
+    DateTime<Utc>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
+/// What the database and the dead endpoint saw, read once the run was measured.
+pub(super) struct Seen {
+    /// The dead channels' audit rows, oldest first.
+    pub audit: Vec<AuditRow>,
+    /// The dead channels' attempts, oldest first: started_at, duration_ms, probe, channel_id.
+    pub attempts: Vec<(DateTime<Utc>, i32, bool, Uuid)>,
+    /// The dead channels' deliveries by status: (status, count), by status.
+    pub statuses: Vec<(String, i64)>,
+    /// The healthy channel's attempts: (all, failed).
+    pub healthy_attempts: (i64, i64),
+    /// The first dead channel's `circuit` as the API shows it at the end (null if unread).
+    pub circuit_end: Value,
+    /// The dead host's audit rows, oldest first (a dead-host run only; else none).
+    pub host_audit: Vec<HostAuditRow>,
+    /// [`DeadEndpoint::arrivals`], read after the rows.
+    pub arrivals: Vec<u64>,
+}
+
+impl Seen {
+    /// Reads the rows of the dead channels (and host), the healthy channel's attempts and the
+    /// first dead channel's circuit (through the API), then the dead endpoint's arrivals.
+    pub(super) async fn read(
+        pool: &PgPool,
+        api: &Api,
+        cast: &Cast,
+        m: &Measured,
+        dead: &DeadEndpoint,
+    ) -> anyhow::Result<Self> {
+        let (ta, dead_ch) = (&cast.dead_tenants[0], &cast.dead_chs[0]);
+        let audit: Vec<AuditRow> = sqlx::query_as(
+            "SELECT action, at, from_state, to_state, (details->>'parked')::int8
+             FROM audit_log WHERE channel_id = ANY($1) ORDER BY at, id",
+        )
+        .bind(&m.dead_uuids)
+        .fetch_all(pool)
+        .await?;
+        let attempts: Vec<(DateTime<Utc>, i32, bool, Uuid)> = sqlx::query_as(
+            "SELECT started_at, duration_ms, probe, channel_id FROM delivery_attempts
+             WHERE channel_id = ANY($1) ORDER BY started_at",
+        )
+        .bind(&m.dead_uuids)
+        .fetch_all(pool)
+        .await?;
+        let statuses: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM deliveries WHERE channel_id = ANY($1) GROUP BY status ORDER BY status",
+        )
+        .bind(&m.dead_uuids)
+        .fetch_all(pool)
+        .await?;
+        let healthy_attempts: (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE outcome <> 'success') FROM delivery_attempts WHERE channel_id = $1",
+        )
+        .bind(m.healthy_uuid)
+        .fetch_one(pool)
+        .await?;
+        let circuit_end = api
+            .channel(ta, dead_ch)
+            .await
+            .map(|v| v["circuit"].clone())
+            .unwrap_or(Value::Null);
+        // The dead host's rows (issue 13): only with several dead channels or tenants.
+        let host_audit: Vec<HostAuditRow> = match (&m.host_key, m.multi) {
+            (Some(k), true) => {
+                sqlx::query_as(
+                    "SELECT action, at, from_state, to_state, (details->>'jobs')::int8,
+                            (details->>'channels')::int8, (details->>'tenants')::int8
+                     FROM audit_log WHERE action LIKE 'host.%' AND details->>'host_key' = $1
+                     ORDER BY at, id",
+                )
+                .bind(k)
+                .fetch_all(pool)
+                .await?
+            }
+            _ => Vec::new(),
+        };
+        let arrivals = dead.arrivals();
+        Ok(Self {
+            audit,
+            attempts,
+            statuses,
+            healthy_attempts,
+            circuit_end,
+            host_audit,
+            arrivals,
+        })
+    }
+}
+
+/// Accepted but never received, for one stream.
+fn lost(sink: &Sink, phase: u8, s: &StreamResult) -> (u64, u64) {
+    sink.with(phase, |p| {
+        let lost = s
+            .accepted
+            .iter()
+            .filter(|&&seq| p.seen.get(seq as usize).copied().unwrap_or(0) == 0)
+            .count() as u64;
+        (lost, p.duplicates)
+    })
+}
+
+/// How many deliveries of a stream took over 100 ms and over 1 s, and the enqueue time (s since
+/// the stream started) of the last one over 100 ms: how long the disturbance lasted.
+fn slow(sink: &Sink, phase: u8, s: &StreamResult) -> Value {
+    sink.with(phase, |p| {
+        let over = |ms: u64| p.timeline.iter().filter(|t| t.1 > ms * 1000).count();
+        let last = p
+            .timeline
+            .iter()
+            .filter(|t| t.1 > 100_000)
+            .map(|&(at, lat)| (at - lat) as f64 - s.start_us as f64)
+            .fold(f64::NAN, f64::max);
+        json!({
+            "over_100ms": over(100),
+            "over_1s": over(1000),
+            "last_over_100ms_enqueued_at_s": (!last.is_nan()).then(|| (last / 1e5).round() / 10.0),
+        })
+    })
+}
+
+/// Milliseconds from `from_us` to `to_us` (harness-clock µs), rounded to 0.1 ms.
+pub(crate) fn ms_between(from_us: i64, to_us: i64) -> f64 {
+    ((to_us - from_us) as f64 / 100.0).round() / 10.0
+}
+
+/// The number of probe times (cooldown, then doubling, capped) that fall within `span_ms` of
+/// the opening: each may cost the dead endpoint one request.
+pub fn probes_allowed(span_ms: f64, cooldown_ms: i64, max_cooldown_ms: i64) -> u64 {
+    let mut t = 0.0;
+    let mut c = cooldown_ms.max(1) as f64;
+    let mut n = 0;
+    while n < 10_000 {
+        t += c;
+        if t > span_ms {
+            break;
+        }
+        n += 1;
+        c = (c * 2.0).min(max_cooldown_ms.max(1) as f64);
+    }
+    n
+}
+
+/// The report (`result.json`, before [`crate::on_fresh_db`] adds what it ran on) of the run `m`
+/// and what was seen after it (`seen`); with `o.run.out`, also writes the chart there.
+pub(super) fn build(
+    o: &Options,
+    tier: Tier,
+    settings: &Settings,
+    sink: &Sink,
+    dead: &DeadEndpoint,
+    m: &Measured,
+    seen: &Seen,
+) -> anyhow::Result<Value> {
+    // Latency.
+    let healthy_sum = sink.with(PHASE_LOADED, |p| summarize(&p.hist));
+    let baseline_sum = sink.with(PHASE_BASELINE, |p| summarize(&p.hist));
+    let (lost_base, dup_base) = lost(sink, PHASE_BASELINE, &m.base);
+    let (lost_loaded, dup_loaded) = lost(sink, PHASE_LOADED, &m.loaded);
+
+    // The breaker.
+    let opened_at = seen
+        .audit
+        .iter()
+        .find(|a| a.0 == "circuit.opened")
+        .map(|a| m.wall.to_us(a.1));
+    let first_attempt_us = seen.attempts.first().map(|a| m.wall.to_us(a.0));
+    let breaker_opened_after_ms = opened_at.map(|t| ms_between(m.backlog_start_us as i64, t));
+    let (dead_requests, source) = match dead.in_flight() {
+        None => (
+            seen.attempts.len() as u64,
+            "delivery_attempts (nothing listens)",
+        ),
+        Some(g) => (g.total(), "dead receiver"),
+    };
+    let dead_max_in_flight = dead.in_flight().map(InFlight::max);
+    // The budget: `threshold` failures, then whatever was in flight when the breaker opened
+    // (a worker that was admitted before the opening committed sends once, then blocks on the
+    // channel row; so at most one per worker of the tier, cluster-wide), then one request per
+    // probe, and probes come at most once per cooldown (doubling).
+    let threshold = u64::try_from(settings.circuit.failure_threshold).unwrap_or(0);
+    let probe_requests = seen
+        .audit
+        .iter()
+        .filter(|a| a.0 == "circuit.probe_started")
+        .count() as u64;
+    let non_probe_requests = dead_requests.saturating_sub(probe_requests);
+    let in_flight_at_open = non_probe_requests.saturating_sub(threshold);
+    let in_flight_cap = service::tier_pool(settings, tier) as u64 * o.service.nodes as u64;
+    let span_ms = opened_at.map_or(0.0, |o| ms_between(o, m.end_us as i64));
+    let probes_budget = probes_allowed(
+        span_ms,
+        settings.circuit.cooldown_ms,
+        settings.circuit.max_cooldown_ms,
+    );
+    let budget = threshold + in_flight_at_open.min(in_flight_cap) + probes_budget;
+    // A slow endpoint never fails, so its circuit never opens and no budget applies.
+    let within_budget = (o.dead_mode != DeadMode::Slow).then_some(dead_requests <= budget);
+    // When the dead endpoint saw its last non-probe request, relative to the opening.
+    let probe_starts: Vec<DateTime<Utc>> =
+        seen.attempts.iter().filter(|a| a.2).map(|a| a.0).collect();
+    let last_non_probe_us = match o.dead_mode {
+        DeadMode::Refuse => seen
+            .attempts
+            .iter()
+            .filter(|a| !a.2)
+            .map(|a| m.wall.to_us(a.0))
+            .max(),
+        _ => seen
+            .arrivals
+            .iter()
+            .filter(|&&t| {
+                !probe_starts
+                    .iter()
+                    .any(|p| (m.wall.to_us(*p) - t as i64).abs() < 50_000)
+            })
+            .map(|&t| t as i64)
+            .max(),
+    };
+    let in_flight_db = seen
+        .attempts
+        .iter()
+        .filter(|(s, d, p, _)| {
+            let s = m.wall.to_us(*s);
+            !*p && opened_at.is_some_and(|o| s <= o && s + i64::from(*d) * 1000 > o)
+        })
+        .count();
+
+    let lost_total = lost_base + lost_loaded;
+    let ratio = if baseline_sum.p95_ms > 0.0 {
+        Some((healthy_sum.p95_ms / baseline_sum.p95_ms * 100.0).round() / 100.0)
+    } else {
+        None
+    };
+    let all_parked_s = m
+        .samples
+        .iter()
+        .find(|s| s.backlog_all_parked())
+        .map(|s| s.t_s);
+
+    let transitions: Vec<Value> = seen.audit
+        .iter()
+        .map(|(action, at, from, to, parked)| {
+            json!({
+                "action": action,
+                "from": from,
+                "to": to,
+                "parked_in_bulk": parked,
+                "after_backlog_start_ms": ms_between(m.backlog_start_us as i64, m.wall.to_us(*at)),
+                "after_loaded_stream_start_ms": ms_between(m.loaded.start_us as i64, m.wall.to_us(*at)),
+            })
+        })
+        .collect();
+
+    // The dead host (issue 13): only with several dead channels or tenants.
+    let dead_host = m
+        .multi
+        .then(|| dead_host::report(o, settings, m, seen, dead_requests, in_flight_cap));
+
+    let mut report = json!({
+        "scenario": "isolation",
+        "backlog": o.backlog,
+        "dead_mode": o.dead_mode.as_str(),
+        "nodes": o.service.nodes,
+        "tier": tier.as_str(),
+        "rate_per_s": o.rate,
+        "duration_s": o.duration.as_secs_f64(),
+        "healthy": healthy_sum,
+        "baseline": baseline_sum,
+        "healthy_p95_over_baseline_p95": ratio,
+        "slow": {
+            "baseline": slow(sink, PHASE_BASELINE, &m.base),
+            "healthy": slow(sink, PHASE_LOADED, &m.loaded),
+        },
+        "latency_definition": "harness clock at the enqueue request's send (in the payload) → harness clock at the receiver; includes the API request",
+        "api_enqueue": {
+            "baseline": summarize(&m.base.api_hist),
+            "healthy": summarize(&m.loaded.api_hist),
+        },
+        "dead_slow_ms": (o.dead_mode == DeadMode::Slow).then_some(o.slow.as_millis() as u64),
+        "dead_endpoint_requests": dead_requests,
+        "dead_endpoint_requests_source": source,
+        "dead_max_in_flight": dead_max_in_flight,
+        "dead_max_in_flight_definition": "the most requests the dead endpoint held at once (counted from arrival until its answer or the connection's close); null for refuse",
+        "dead_endpoint_attempts_recorded": seen.attempts.len(),
+        "dead_endpoint_budget": {
+            "failure_threshold": threshold,
+            "in_flight_at_open": in_flight_at_open,
+            "in_flight_at_open_cap": in_flight_cap,
+            "in_flight_at_open_by_attempt_times": in_flight_db,
+            "probes_allowed": probes_budget,
+            "probe_requests": probe_requests,
+            "budget": budget,
+            "within": within_budget,
+            "last_non_probe_request_after_open_ms": opened_at.zip(last_non_probe_us).map(|(o, l)| ms_between(o, l)),
+        },
+        "breaker_opened_after_ms": m.open_seen_us.map(|t| ms_between(m.backlog_start_us as i64, t as i64)),
+        "breaker_opened_definition": "from the first backlog batch request to the first 10-ms poll that saw the channel's circuit_state leave closed (the opening committed)",
+        "breaker_open_tx_started_after_ms": breaker_opened_after_ms,
+        "breaker_opened_after_first_attempt_ms": opened_at.zip(first_attempt_us).map(|(o, f)| ms_between(f, o)),
+        "backlog_all_parked_after_s": all_parked_s,
+        "backlog_all_parked_definition": "from the first backlog batch request to the first queue sample (queue_samples: one a second, the first when the last batch is accepted) in which every waiting job of the dead channel(s) is parked (its group or its gate parked, by breakwater_queue::parked_count: dead_parked) and none of theirs is executing; null if no sample saw that (slow; or a breaker that opened only after the loaded stream's drain)",
+        "transitions": transitions,
+        "circuit_at_end": seen.circuit_end,
+        "prune": m.prune_run.map(|run| {
+            crate::prune::report(
+                o.prune_rows,
+                m.seed_s,
+                &settings.retention,
+                &run,
+                m.loaded_end_us,
+                sink,
+                baseline_sum,
+            )
+        }),
+        "lost": lost_total,
+        "lost_detail": {"baseline": lost_base, "healthy": lost_loaded},
+        "duplicates": dup_base + dup_loaded,
+        "enqueue_errors": m.base.errors + m.loaded.errors,
+        "generator_skipped": m.base.skipped + m.loaded.skipped,
+        "healthy_attempts": {"total": seen.healthy_attempts.0, "failed": seen.healthy_attempts.1},
+        "backlog_enqueued": m.enqueued,
+        "backlog_enqueue_ms": ms_between(m.backlog_start_us as i64, m.backlog_end_us as i64),
+        "backlog_status": seen.statuses.iter().map(|(s, n)| (s.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "backlog_accounted": seen.statuses.iter().map(|s| s.1).sum::<i64>() as u64 == m.enqueued,
+        "queue_samples": m.samples,
+        "throughput_per_s": Value::Null,
+        "goals": {
+            "required_p95_under_1s": healthy_sum.p95_ms < 1000.0,
+            "goal_p95_under_100ms": healthy_sum.p95_ms < 100.0,
+            "goal_p95_within_1_5x_baseline": ratio.is_some_and(|r| r <= 1.5),
+            "lost_zero": lost_total == 0,
+            "dead_requests_within_budget": within_budget,
+        },
+        "service_settings": {
+            "pool_high": settings.worker.pool_high,
+            "pool_default": settings.worker.pool_default,
+            "pool_bulk": settings.worker.pool_bulk,
+            "connect_timeout_ms": settings.worker.connect_timeout_ms,
+            "request_timeout_ms": settings.worker.request_timeout_ms,
+            "promote_interval_ms": settings.worker.promote_interval_ms,
+            "poll_interval_ms": settings.worker.poll_interval_ms,
+            "max_connections_per_node": settings.database.max_connections,
+            "failure_threshold": settings.circuit.failure_threshold,
+            "cooldown_ms": settings.circuit.cooldown_ms,
+            "max_cooldown_ms": settings.circuit.max_cooldown_ms,
+        },
+    });
+
+    if let Some(h) = &dead_host {
+        report["dead_channels"] = json!(o.dead_channels);
+        report["dead_tenants"] = json!(o.dead_tenants);
+        // With a dead host, the budget that applies is the host's (the channel budget above
+        // assumes one channel).
+        report["goals"]["dead_requests_within_budget"] = h["budget"]["within"].clone();
+        report["dead_host"] = h.clone();
+    }
+
+    if let Some(dir) = &o.run.out {
+        latency_chart::write(dir, o, sink, m, seen, baseline_sum, healthy_sum)?;
+    }
+    Ok(report)
+}
