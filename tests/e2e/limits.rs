@@ -333,6 +333,78 @@ async fn a_frozen_transaction_on_one_channel_blocks_nobody_else(pool: PgPool) {
     app.stop().await;
 }
 
+/// An enqueue wakes the workers (`NOTIFY`), so its `COMMIT` takes Postgres's one
+/// notification-queue lock, which every committing transaction that notified holds in turn
+/// through its WAL flush. Waiting for that queue is not waiting for a row another transaction
+/// holds: the API's `lock_timeout` (250 ms) must not turn it into a 503. (It did: a burst of
+/// commits in the isolation benchmark's timeout mode gave a healthy tenant's enqueues 503s.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn an_enqueue_waits_its_turn_to_commit_behind_other_notifying_commits(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (key, ch) = app.tenant_with_channel("ep").await;
+
+    // Eight transactions that notify, then hold the notification lock about 100 ms each through
+    // their commit (`commit_delay`: the WAL flush waits that long before it writes;
+    // `commit_siblings = 0`: whatever else runs), queued one behind another: ~800 ms in all.
+    // Each on a connection of its own (the test pool has fewer).
+    let holds: Vec<_> = (0..8)
+        .map(|_| {
+            let options = pool.connect_options();
+            tokio::spawn(async move {
+                let mut conn: sqlx::PgConnection =
+                    sqlx::Connection::connect_with(&*options).await.unwrap();
+                let mut tx = sqlx::Connection::begin(&mut conn).await.unwrap();
+                for sql in [
+                    "SELECT pg_notify('bw_test_hold', 'x')",
+                    "SET LOCAL commit_delay = 100000",
+                    "SET LOCAL commit_siblings = 0",
+                    // A catalog write, so the commit has WAL to flush.
+                    "CREATE TEMP TABLE hold (a int) ON COMMIT DROP",
+                ] {
+                    sqlx::query(sql).execute(&mut *tx).await.unwrap();
+                }
+                tx.commit().await.unwrap();
+            })
+        })
+        .collect();
+    // Until five of them wait for the lock: it stays busy for about 500 ms more.
+    wait_until(
+        Duration::from_secs(10),
+        "five commits wait for the notification lock",
+        || async {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM pg_locks
+                 WHERE locktype = 'object' AND classid = 'pg_database'::regclass AND objid = 0
+                   AND NOT granted",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+                >= 5
+        },
+    )
+    .await;
+
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/channels/{ch}/deliveries"),
+            &key,
+            &json!({ "event_type": "t", "payload": {} }),
+        )
+        .await;
+    assert_eq!(s, 202, "the enqueue waits for its turn to commit: {v}");
+    for h in holds {
+        h.await.unwrap();
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE channel_id = $1")
+        .bind(ch)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1, "the accepted delivery is stored");
+    app.stop().await;
+}
+
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_changed_rate_limit_applies_at_once_to_the_deliveries_already_waiting(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;

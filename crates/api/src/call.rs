@@ -9,6 +9,7 @@ use crate::extract::RequestId;
 use crate::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use sqlx::{PgConnection, Postgres, Transaction};
 use uuid::Uuid;
 
 /// One call: the caller's key `K`, the state, the request's id. As an extractor it answers 401
@@ -51,14 +52,57 @@ impl<K> Call<K> {
         &self.actor
     }
 
+    /// Begins the transaction of a call that writes ([`CallTx`]).
+    pub(crate) async fn begin(&self) -> Result<CallTx, ApiError> {
+        Ok(CallTx(self.state.pool().begin().await?))
+    }
+
     /// Begins the transaction of a state-changing call, tagged with the request's id so that
     /// every audit row written in it carries it.
-    pub(crate) async fn begin_audited(
-        &self,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, ApiError> {
-        let mut tx = self.state.pool().begin().await?;
+    pub(crate) async fn begin_audited(&self) -> Result<CallTx, ApiError> {
+        let mut tx = self.begin().await?;
         breakwater_core::audit::begin_request(&mut *tx, &self.request.0).await?;
         Ok(tx)
+    }
+}
+
+/// The transaction of one API call ([`Call::begin`], [`Call::begin_audited`]): core's functions
+/// take it as a `PgConnection` (`&mut tx`), and [`CallTx::commit`] is not held to the API's
+/// `lock_timeout`.
+///
+/// Why: the API's sessions carry `lock_timeout` (`database.api_lock_timeout_ms`, 250 ms) so that
+/// a request never waits long for a row another transaction holds (it answers 503 instead). A
+/// transaction that wakes workers (`NOTIFY`: every enqueue, a release, a tier move) also takes
+/// Postgres's one notification-queue lock at `COMMIT`, which every committing transaction that
+/// notified holds in turn through its commit's WAL flush. A burst of such commits, or a slow
+/// disk, can queue one longer than the lock timeout, and its `COMMIT` then failed with 55P03: a
+/// 503 for a healthy tenant's enqueue that waited for no row at all (seen in the isolation
+/// benchmark's timeout mode). The commit waits its turn instead, bounded by `statement_timeout`;
+/// every row lock the transaction took before it was still held to the lock timeout.
+pub(crate) struct CallTx(Transaction<'static, Postgres>);
+
+impl CallTx {
+    /// Commits, waiting for Postgres's commit-time locks (the notification queue's) however long
+    /// `statement_timeout` allows, not only `lock_timeout`.
+    pub(crate) async fn commit(mut self) -> Result<(), ApiError> {
+        sqlx::query("SET LOCAL lock_timeout = 0")
+            .execute(&mut *self.0)
+            .await?;
+        self.0.commit().await?;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for CallTx {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CallTx {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.0
     }
 }
 

@@ -167,12 +167,17 @@ impl From<breakwater_core::Error> for ApiError {
             // A row lock not granted within the API's lock_timeout (55P03), a statement past
             // its statement_timeout (57014), or no free connection: busy, not broken. The
             // request changed nothing (its transaction rolled back); try again shortly.
+            // Logged once here with the cause, which the 503's body does not tell.
             E::Database(sqlx::Error::Database(db))
                 if matches!(db.code().as_deref(), Some("55P03" | "57014")) =>
             {
+                tracing::warn!(code = ?db.code(), error = %db.message(), "database busy: 503");
                 ApiError::unavailable()
             }
-            E::Database(sqlx::Error::PoolTimedOut) => ApiError::unavailable(),
+            E::Database(sqlx::Error::PoolTimedOut) => {
+                tracing::warn!("no free database connection in time: 503");
+                ApiError::unavailable()
+            }
             other => ApiError::internal(other),
         }
     }

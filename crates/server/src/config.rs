@@ -42,7 +42,9 @@ pub struct DatabaseConfig {
     /// transaction (a paused process, a stuck client) is ended and its locks released.
     pub idle_in_transaction_timeout_ms: u64,
     /// The API's `lock_timeout`, ms: a request waits no longer for a row another transaction
-    /// holds; it answers 503 with `Retry-After` and changes nothing.
+    /// holds; it answers 503 with `Retry-After` and changes nothing. A request's `COMMIT` is not
+    /// held to it (it may queue for Postgres's notification lock behind other commits; the API's
+    /// `CallTx::commit`), only to `statement_timeout_ms`.
     pub api_lock_timeout_ms: u64,
 }
 

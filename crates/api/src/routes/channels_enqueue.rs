@@ -101,7 +101,7 @@ async fn enqueue(
     channel_id: Uuid,
     items: &[NewDelivery],
 ) -> Result<Vec<Enqueued>, ApiError> {
-    let mut tx = call.state.pool().begin().await?;
+    let mut tx = call.begin().await?;
     let channel = channels::get(&mut *tx, call.tenant_id(), channel_id).await?;
     let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit

@@ -112,7 +112,7 @@ pub(crate) async fn send(
         channels: body.channels,
     };
     messages::validate(&message)?;
-    let mut tx = call.state.pool().begin().await?;
+    let mut tx = call.begin().await?;
     let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     let sent = messages::send(
         &mut tx,
