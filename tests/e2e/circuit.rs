@@ -519,6 +519,9 @@ async fn retry_after_holds_the_whole_channel_without_spending_attempts(pool: PgP
         v
     };
     app.wait_received("busy", 7, Duration::from_secs(10)).await;
+    // The receiver answered all six; their attempts are on the rows once the worker recorded them.
+    app.wait_deliveries(ch, "delivered", 6, Duration::from_secs(10))
+        .await;
     let rest = app.receiver.received("busy");
     for r in &rest[1..] {
         let after = r.at.duration_since(limited_at);
