@@ -657,3 +657,59 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
     assert_eq!(app.circuit_state(ch).await, "half_open");
     app.stop().await;
 }
+
+/// A whole-host outage's usual end state: every channel on the host has opened its own circuit
+/// too, so when the host goes half-open no closed channel has a delivery waiting to be its probe
+/// (the host's probe is chosen among closed channels). Each channel's own probe then tests the
+/// host as well; its success closes both, and the whole backlog is delivered once. (Before, the
+/// channels' probes waited for the host and the host for a closed channel: stuck for good, found
+/// by a new-user trial.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_host_whose_every_channel_is_open_is_tested_by_a_channel_probe(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), tune).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let endpoints = ["h1", "h2", "h3"];
+    let mut channels = Vec::new();
+    for ep in endpoints {
+        let ch = app
+            .channel_with(&key, ep, json!({ "cooldown_ms": 500 }))
+            .await;
+        let (s, v) = app
+            .post(
+                &format!("/api/v1/admin/channels/{ch}/open"),
+                OPERATOR_KEY,
+                &json!({}),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        channels.push(ch);
+    }
+    let host = host_of(&pool, channels[0]).await;
+    assert_eq!(host_of(&pool, channels[2]).await, host, "one host");
+    force_host(&app, &host, "open").await;
+    for &ch in &channels {
+        app.deliver_many(&key, ch, 4).await;
+    }
+    // The endpoints answer 200 all along: only the probes decide.
+    assert!(
+        all_delivered(&pool).await,
+        "every parked delivery is delivered once the probes find the host and channels healthy"
+    );
+    assert_eq!(host_state(&pool, &host).await, "closed");
+    for &ch in &channels {
+        app.wait_circuit(ch, "closed", Duration::from_secs(10))
+            .await;
+    }
+    for ep in endpoints {
+        assert_eq!(app.receiver.count(ep), 4, "{ep}: each delivery once");
+    }
+    let both: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'host.closed' AND details->>'host_key' = $1",
+    )
+    .bind(&host)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(both, 1, "the host closed once, by a probe");
+    app.stop().await;
+}

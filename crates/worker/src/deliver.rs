@@ -149,7 +149,7 @@ async fn admit(
             breakwater_queue::snooze(conn, job.id, job.claim_token, wait, None).await?;
         }
         Admission::Gone => cancel_orphan(job, conn, t.delivery_id).await?,
-        Admission::ClaimProbe(_) | Admission::ClaimHostProbe(_) => {
+        Admission::Claim { .. } => {
             breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
         }
     }

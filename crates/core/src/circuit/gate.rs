@@ -54,13 +54,40 @@ pub enum Admission {
     /// The channel asked for a pause (Retry-After): snooze this long (database clock); no
     /// request, no attempt.
     Wait(Duration),
-    /// Half-open with no probe chosen: try to become the probe.
-    ClaimProbe(i64),
-    /// The channel lets it go and its host is half-open with no probe chosen: try to become the
-    /// host probe (generation of the host circuit).
-    ClaimHostProbe(i64),
+    /// A probe role is free: try to become the probe of the channel's half-open circuit, of its
+    /// host's, or of both (a channel whose host is half-open too: one request tests both), the
+    /// roles won together or not at all. Won: sent as [`Admission::Send`] with its roles, no
+    /// rate limit; lost: parked.
+    Claim {
+        /// The channel circuit's probe role.
+        channel: ProbeRole,
+        /// The host circuit's probe role ([`crate::hosts`]).
+        host: ProbeRole,
+    },
     /// The channel no longer exists, or was deleted.
     Gone,
+}
+
+/// A delivery's part in one circuit's half-open test (the channel's or the host's), with the
+/// generation the test runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeRole {
+    /// Not the probe (the circuit is closed, or another delivery holds the role).
+    None,
+    /// This delivery already holds the role.
+    Holds(i64),
+    /// The role is free: this delivery claims it.
+    Claims(i64),
+}
+
+impl ProbeRole {
+    /// The generation of a role held or claimed.
+    pub fn generation(self) -> Option<i64> {
+        match self {
+            ProbeRole::None => None,
+            ProbeRole::Holds(g) | ProbeRole::Claims(g) => Some(g),
+        }
+    }
 }
 
 /// The pure decision for delivery `delivery_id` given its channel's gate row: the channel's
@@ -78,7 +105,7 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
     );
     match (decide_channel(g, delivery_id), host) {
         (a, HostGate::Pass) => a,
-        (Admission::Send { .. } | Admission::ClaimProbe(_), HostGate::Park) => Admission::Park,
+        (Admission::Send { .. } | Admission::Claim { .. }, HostGate::Park) => Admission::Park,
         (
             Admission::Send {
                 probe_generation,
@@ -95,8 +122,26 @@ pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
                 host_probe: Some(h),
             }
         }
-        (Admission::Send { .. }, HostGate::Claim(h)) => Admission::ClaimHostProbe(h),
-        (Admission::ClaimProbe(_), _) => Admission::Park,
+        (
+            Admission::Send {
+                probe_generation, ..
+            },
+            HostGate::Claim(h),
+        ) => Admission::Claim {
+            channel: probe_generation.map_or(ProbeRole::None, ProbeRole::Holds),
+            host: ProbeRole::Claims(h),
+        },
+        // The channel's role is free and its host is half-open too: with no closed channel on
+        // the host waiting, nothing else would ever test the host (its probe is chosen among
+        // closed channels), so this delivery tests both.
+        (Admission::Claim { channel, .. }, HostGate::Probe(h)) => Admission::Claim {
+            channel,
+            host: ProbeRole::Holds(h),
+        },
+        (Admission::Claim { channel, .. }, HostGate::Claim(h)) => Admission::Claim {
+            channel,
+            host: ProbeRole::Claims(h),
+        },
         (other, _) => other,
     }
 }
@@ -125,7 +170,10 @@ fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
                 rate: None,
                 host_probe: None,
             },
-            None => Admission::ClaimProbe(g.circuit_generation),
+            None => Admission::Claim {
+                channel: ProbeRole::Claims(g.circuit_generation),
+                host: ProbeRole::None,
+            },
             Some(_) => Admission::Park,
         },
         State::Open | State::Paused => Admission::Park,
@@ -154,8 +202,9 @@ pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option
 /// this delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery
 /// becomes the probe. A channel probe's claim starts its lease (`cfg.probe_lease_ms`, database
 /// clock) and schedules the probe watcher for its end, in one transaction: a claimed probe whose
-/// node dies is taken over (module doc, "The probe role with nothing waiting"). Never returns
-/// [`Admission::ClaimProbe`] or [`Admission::ClaimHostProbe`].
+/// node dies is taken over (module doc, "The probe role with nothing waiting"). A delivery that
+/// claims both its channel's role and its host's wins both or neither. Never returns
+/// [`Admission::Claim`].
 pub async fn admit(
     conn: &mut PgConnection,
     channel_id: Uuid,
@@ -176,49 +225,45 @@ pub async fn admit(
     .fetch_optional(&mut *conn)
     .await?;
     match decide(gate.as_ref(), delivery_id) {
-        Admission::ClaimProbe(generation) => {
+        Admission::Claim { channel, host } => {
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            let deadline: Option<DateTime<Utc>> = sqlx::query_scalar(
-                "UPDATE channels
-                 SET probe_delivery_id = $2,
-                     probe_deadline = now() + ($4::float8 * interval '1 millisecond')
-                 WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $3
-                   AND probe_delivery_id IS NULL AND deleted_at IS NULL
-                 RETURNING probe_deadline",
-            )
-            .bind(channel_id)
-            .bind(delivery_id)
-            .bind(generation)
-            .bind(cfg.probe_lease_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let won = deadline.is_some();
-            if won {
+            let mut won = true;
+            let mut deadline = None;
+            if let ProbeRole::Claims(generation) = channel {
+                deadline = sqlx::query_scalar(
+                    "UPDATE channels
+                     SET probe_delivery_id = $2,
+                         probe_deadline = now() + ($4::float8 * interval '1 millisecond')
+                     WHERE id = $1 AND circuit_state = 'half_open' AND circuit_generation = $3
+                       AND probe_delivery_id IS NULL AND deleted_at IS NULL
+                     RETURNING probe_deadline",
+                )
+                .bind(channel_id)
+                .bind(delivery_id)
+                .bind(generation)
+                .bind(cfg.probe_lease_ms)
+                .fetch_optional(&mut *tx)
+                .await?;
+                won = deadline.is_some();
+            }
+            if let (true, ProbeRole::Claims(generation)) = (won, host) {
+                won =
+                    crate::hosts::claim_probe(&mut tx, channel_id, delivery_id, generation).await?;
+            }
+            if !won {
+                // Both roles or neither: a channel role won here is given back with the rest.
+                tx.rollback().await?;
+                return Ok(Admission::Park);
+            }
+            if deadline.is_some() {
                 schedule_probe(&mut tx, channel_id, deadline).await?;
             }
             tx.commit().await?;
-            Ok(if won {
-                Admission::Send {
-                    probe_generation: Some(generation),
-                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
-                    rate: None,
-                    host_probe: None,
-                }
-            } else {
-                Admission::Park
-            })
-        }
-        Admission::ClaimHostProbe(generation) => {
-            let won = crate::hosts::claim_probe(conn, channel_id, delivery_id, generation).await?;
-            Ok(if won {
-                Admission::Send {
-                    probe_generation: None,
-                    consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
-                    rate: None,
-                    host_probe: Some(generation),
-                }
-            } else {
-                Admission::Park
+            Ok(Admission::Send {
+                probe_generation: channel.generation(),
+                consecutive_failures: gate.map_or(0, |g| g.consecutive_failures),
+                rate: None,
+                host_probe: host.generation(),
             })
         }
         other => Ok(other),

@@ -79,9 +79,13 @@ const HOST_HELD_RECHECK: Duration = Duration::from_secs(1);
 /// lease of `cfg.probe_lease_ms` — or, with nothing parked, leaves the role empty and the lease
 /// unset for the next delivery that arrives (module doc, "The probe role with nothing waiting").
 /// A half-open circuit with an empty role is never claimed again here, so it writes no audit row
-/// per lease period. While the channel's host circuit is open or half-open (the host's whole gate
-/// is parked, so no channel probe could be fetched) it claims nothing and waits for the host's
-/// next step. Entering `half_open` from `open` restarts the trial count. In the caller's
+/// per lease period. While the channel's host circuit is open, or half-open with its probe
+/// chosen (the host's whole gate is parked, so no channel probe could be fetched), it claims
+/// nothing and waits for the host's next step. A host half-open with its probe role free found
+/// no closed channel with a delivery waiting (its probe is chosen among those) and lets the next
+/// one through: then the channel probes, and its probe tests the host too ([`admit`]) — else a
+/// host whose every waiting delivery sits behind its own channel's open circuit would never be
+/// tested again. Entering `half_open` from `open` restarts the trial count. In the caller's
 /// transaction. Returns the step and, when a claim was made, the transition to count once the
 /// caller commits.
 pub async fn probe_watch(
@@ -102,7 +106,9 @@ pub async fn probe_watch(
            AND ((c.circuit_state = 'open' AND c.next_probe_at <= now())
              OR (c.circuit_state = 'half_open' AND c.probe_deadline <= now()))
            AND NOT EXISTS (SELECT 1 FROM host_circuits h
-                           WHERE h.host_key = c.host_key AND h.state <> 'closed')
+                           WHERE h.host_key = c.host_key
+                             AND (h.state = 'open'
+                               OR (h.state = 'half_open' AND h.probe_delivery_id IS NOT NULL)))
          RETURNING c.tenant_id, c.circuit_generation, before.circuit_state, c.probe_failures,
                    c.trial_successes",
     )
@@ -115,7 +121,9 @@ pub async fn probe_watch(
                     h.state IS NOT NULL AS host_held,
                     coalesce(h.next_probe_at, h.probe_deadline) AS host_next
              FROM channels c
-             LEFT JOIN host_circuits h ON h.host_key = c.host_key AND h.state <> 'closed'
+             LEFT JOIN host_circuits h ON h.host_key = c.host_key
+                  AND (h.state = 'open'
+                    OR (h.state = 'half_open' AND h.probe_delivery_id IS NOT NULL))
              WHERE c.id = $1 AND c.deleted_at IS NULL",
         )
         .bind(channel_id)
@@ -124,8 +132,9 @@ pub async fn probe_watch(
         let until =
             |at: DateTime<Utc>, now: DateTime<Utc>| (at - now).to_std().unwrap_or(Duration::ZERO);
         let step = match row {
-            // The channel's host circuit is open or half-open: the whole host is parked, so a
-            // channel probe could not be fetched (its lease would only expire, again and again).
+            // The channel's host circuit is open, or half-open with its probe chosen: the whole
+            // host is parked, so a channel probe could not be fetched (its lease would only
+            // expire, again and again).
             // The channel's own probe waits, quietly, until the host's next step.
             Some((s, next, deadline, now, true, host_next))
                 if (s == State::Open && next.is_some_and(|n| n <= now))

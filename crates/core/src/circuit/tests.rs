@@ -68,7 +68,10 @@ fn half_open_sends_only_the_probe() {
     );
     assert_eq!(
         decide(Some(&gate("half_open", None, None)), d),
-        Admission::ClaimProbe(7)
+        Admission::Claim {
+            channel: ProbeRole::Claims(7),
+            host: ProbeRole::None
+        }
     );
 }
 
@@ -130,7 +133,10 @@ fn a_delivery_goes_only_if_both_the_channel_and_its_host_let_it() {
     );
     assert_eq!(
         decide(Some(&with_host("closed", "half_open", None)), d),
-        Admission::ClaimHostProbe(9)
+        Admission::Claim {
+            channel: ProbeRole::None,
+            host: ProbeRole::Claims(9)
+        }
     );
     assert!(matches!(
         decide(Some(&with_host("closed", "half_open", Some(d))), d),
@@ -147,14 +153,70 @@ fn a_delivery_goes_only_if_both_the_channel_and_its_host_let_it() {
         ),
         Admission::Park
     );
-    // A half-open channel does not claim its own probe while its host holds it.
+    // A half-open channel does not claim its own probe while its host is open, or half-open
+    // testing with another delivery.
     assert_eq!(
         decide(Some(&with_host("half_open", "open", None)), d),
         Admission::Park
     );
     assert_eq!(
+        decide(
+            Some(&with_host("half_open", "half_open", Some(Uuid::new_v4()))),
+            d
+        ),
+        Admission::Park
+    );
+    assert_eq!(
         decide(Some(&with_host("half_open", "closed", None)), d),
-        Admission::ClaimProbe(7)
+        Admission::Claim {
+            channel: ProbeRole::Claims(7),
+            host: ProbeRole::None
+        }
+    );
+}
+
+#[test]
+fn with_its_host_half_open_and_free_a_channels_probe_tests_both() {
+    let d = Uuid::new_v4();
+    let with_host = |probe: Option<Uuid>, host_probe: Option<Uuid>| GateRow {
+        host_state: Some(crate::hosts::State::HalfOpen),
+        host_generation: Some(9),
+        host_probe_delivery_id: host_probe,
+        ..gate("half_open", probe, None)
+    };
+    // Neither role chosen: claims both.
+    assert_eq!(
+        decide(Some(&with_host(None, None)), d),
+        Admission::Claim {
+            channel: ProbeRole::Claims(7),
+            host: ProbeRole::Claims(9)
+        }
+    );
+    // The channel's probe (woken by its watcher), the host's role free: claims the host's.
+    assert_eq!(
+        decide(Some(&with_host(Some(d), None)), d),
+        Admission::Claim {
+            channel: ProbeRole::Holds(7),
+            host: ProbeRole::Claims(9)
+        }
+    );
+    // Already the host's probe, the channel's role free: claims the channel's.
+    assert_eq!(
+        decide(Some(&with_host(None, Some(d))), d),
+        Admission::Claim {
+            channel: ProbeRole::Claims(7),
+            host: ProbeRole::Holds(9)
+        }
+    );
+    // Both held: sent as both probes, no rate limit.
+    assert_eq!(
+        decide(Some(&with_host(Some(d), Some(d))), d),
+        Admission::Send {
+            probe_generation: Some(7),
+            consecutive_failures: 2,
+            rate: None,
+            host_probe: Some(9)
+        }
     );
 }
 
