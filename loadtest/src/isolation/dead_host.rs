@@ -22,8 +22,21 @@ pub(super) type HostAuditRow = (
     Option<i64>,
 );
 
-/// The dead host's request budget (issue 13), from the code (`crates/core/src/hosts.rs`, the
-/// fetch's gate cap): `threshold` distinct channels' failures open the host; every request
+/// The most distinct channels whose failures a host may need before it opens
+/// (`crates/core/src/hosts/results.rs`): `threshold`, and on a host several tenants use, failing
+/// channels of at least two tenants — in the worst order every one of the largest tenant's
+/// `channels` (channel `i` → tenant `i mod tenants`) fails first, then one of another tenant.
+pub fn failures_to_open(threshold: u64, channels: u64, tenants: u64) -> u64 {
+    if tenants > 1 {
+        threshold.max(channels.div_ceil(tenants) + 1)
+    } else {
+        threshold
+    }
+}
+
+/// The dead host's request budget (issue 13), from the code (`crates/core/src/hosts/`, the
+/// fetch's gate cap): `failures` distinct channels' failures open the host
+/// ([`failures_to_open`]); every request
 /// admitted before the opening committed may still be sent, and at most `in_flight_cap` are in
 /// flight at once (the host gate's cluster-wide cap, `hosts.max_in_flight`, and never more than
 /// the tier's pools); after the opening, the host is parked and only host probes go, at most
@@ -31,12 +44,12 @@ pub(super) type HostAuditRow = (
 ///
 /// This is the issue's "threshold + in flight" with the in-flight part at its cap, **not a hard
 /// bound**: failures are counted one at a time under the host row's lock, so more than
-/// `threshold` requests can finish before the opening commits (a burst of timeouts), and each
+/// `failures` requests can finish before the opening commits (a burst of timeouts), and each
 /// slot they free can be refilled by the fetch until the park commits. The report gives the
 /// parts (`attempts_completed_before_host_open`, `in_flight_at_host_open_by_attempt_times`) so
 /// an excess can be read off.
-pub fn host_budget(threshold: u64, in_flight_cap: u64, host_probes: u64) -> u64 {
-    threshold + in_flight_cap + host_probes
+pub fn host_budget(failures: u64, in_flight_cap: u64, host_probes: u64) -> u64 {
+    failures + in_flight_cap + host_probes
 }
 
 /// The report's `dead_host` object, from the run `m`, what was seen after it (`seen`), the dead
@@ -102,7 +115,8 @@ pub(super) fn report(
         .map_or(in_flight_cap, |c| c.min(in_flight_cap));
     let host_span_ms = host_open_at.map_or(0.0, |o| ms_between(o, m.end_us as i64));
     let host_probes_allowed = probes_allowed(host_span_ms, hs.cooldown_ms, hs.max_cooldown_ms);
-    let budget = host_budget(threshold, cap, host_probes_allowed);
+    let failures = failures_to_open(threshold, o.dead_channels as u64, o.dead_tenants as u64);
+    let budget = host_budget(failures, cap, host_probes_allowed);
     let within = (o.dead_mode != DeadMode::Slow).then_some(dead_requests <= budget);
     let host_transitions: Vec<Value> = seen
         .host_audit
@@ -150,6 +164,8 @@ pub(super) fn report(
         },
         "budget": {
             "host_failure_threshold": threshold,
+            "failures_to_open": failures,
+            "failures_to_open_definition": "the most distinct channels whose failures the host may need: the threshold, and on a host several tenants use, channels of two tenants (worst order: all of the largest tenant's first, then one more)",
             "in_flight_cap": cap,
             "in_flight_cap_definition": "min(hosts.max_in_flight, the tier's pool × nodes): the host gate's cluster-wide cap",
             "host_probes_allowed": host_probes_allowed,

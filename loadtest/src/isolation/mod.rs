@@ -31,7 +31,7 @@ mod report;
 mod summary;
 mod watch;
 
-pub use dead_host::host_budget;
+pub use dead_host::{failures_to_open, host_budget};
 pub use options::Options;
 pub(crate) use report::ms_between;
 pub use report::probes_allowed;
@@ -361,5 +361,9 @@ mod tests {
         };
         assert!(t.multi());
         assert_eq!(host_budget(3, 128, 1), 132);
+        // 50 channels of 5 tenants: up to 10 of one tenant, then one of another.
+        assert_eq!(failures_to_open(3, 50, 5), 11);
+        assert_eq!(failures_to_open(3, 50, 1), 3);
+        assert_eq!(failures_to_open(3, 4, 2), 3);
     }
 }

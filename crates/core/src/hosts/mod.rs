@@ -2,7 +2,8 @@
 //! the endpoint's host (or its registrable domain) — kept in `host_circuits`.
 //!
 //! ```text
-//!  closed ──(transient failures from ≥ failure_threshold DISTINCT channels within failure_window_ms)──▶ open
+//!  closed ──(transient failures from ≥ failure_threshold DISTINCT channels within failure_window_ms,
+//!           of ≥ 2 tenants when several use the host)──▶ open
 //!  open ──(host probe watcher, after the cooldown)──▶ half_open ──(host probe answers)──▶ closed
 //!                                                     half_open ──(host probe fails)──▶ open (cooldown ×2, capped)
 //!  operator: force open (from closed / half_open), force close (from open / half_open)
@@ -20,7 +21,9 @@
 //! failed_at = now())` into `host_failures` under the host row's lock (`FOR UPDATE`: failures of
 //! one host are counted one at a time, so of several racing on the threshold exactly one sees it
 //! crossed), then counts the host's rows newer than `failure_window_ms`: distinct channels, so
-//! one channel's failures alone never open the host (that is the channel circuit's job). A
+//! one channel's failures alone never open the host (that is the channel circuit's job); and on
+//! a host several tenants use, the failing channels must belong to at least two tenants, so one
+//! tenant's failing endpoints never park the other tenants on a host that answers them. A
 //! success of a channel that had failures (`consecutive_failures > 0`, known from the gate read:
 //! no extra statement in the common case) deletes its row. Failures while the host is not closed
 //! are not counted.

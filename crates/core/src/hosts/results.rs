@@ -52,7 +52,8 @@ pub async fn record_result(
 }
 
 /// Counts one transient failure of channel `channel_id` against its host and opens the host
-/// when distinct failing channels in the window reach the threshold.
+/// when distinct failing channels in the window reach the threshold and, on a host several
+/// tenants use, they belong to at least two tenants.
 pub(super) async fn record_failure(
     tx: &mut PgConnection,
     channel_id: Uuid,
@@ -91,8 +92,27 @@ pub(super) async fn record_failure(
     if distinct < threshold as i64 {
         return Ok(None);
     }
+    // A host several tenants use opens only on failures of at least two of them: one tenant's
+    // endpoints alone (failing paths of a host that answers everyone else) must not park every
+    // other tenant on it. A host only one tenant uses opens on its channels' failures.
+    let (failing_tenants, tenants): (i64, i64) = sqlx::query_as(
+        "SELECT count(DISTINCT c.tenant_id) FILTER (WHERE f.channel_id IS NOT NULL),
+                count(DISTINCT c.tenant_id)
+         FROM channels c
+         LEFT JOIN host_failures f
+                ON f.host_key = $1 AND f.channel_id = c.id
+               AND f.failed_at > now() - ($2::float8 * interval '1 millisecond')
+         WHERE c.host_key = $1 AND c.deleted_at IS NULL",
+    )
+    .bind(&key)
+    .bind(cfg.failure_window_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    if failing_tenants < tenants.min(2) {
+        return Ok(None);
+    }
     let why = format!(
-        "transient failures from {distinct} distinct channels within {} ms (threshold {threshold}); last: {reason}",
+        "transient failures from {distinct} distinct channels of {failing_tenants} tenant(s) within {} ms (threshold {threshold}); last: {reason}",
         cfg.failure_window_ms
     );
     open(
