@@ -1,11 +1,34 @@
 //! Extractors whose rejections are problem+json.
 
 use crate::error::ApiError;
+use crate::AppState;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::time::Duration;
+
+/// `read` (a read of the request body), or 408 `request_timeout` once the API's
+/// `body_read_timeout_ms` has passed: a client that sends part of a body and stops (slow loris)
+/// does not hold a connection and a task for good.
+pub(crate) async fn within_body_deadline<T>(
+    state: &AppState,
+    read: impl Future<Output = T>,
+) -> Result<T, ApiError> {
+    let limit = Duration::from_millis(state.settings().config.body_read_timeout_ms);
+    tokio::time::timeout(limit, read).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} ms",
+                limit.as_millis()
+            ),
+        )
+    })
+}
 
 /// A JSON body whose rejections become problems: missing `Content-Type: application/json` →
 /// 415, body over the route's limit → 413, malformed JSON anywhere in the body → 400, and only
@@ -18,10 +41,10 @@ use serde::de::DeserializeOwned;
 /// `{"failure_threshold": null, "cooldown_ms": null}`), which no client means.
 pub struct Json<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let is_json = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
@@ -39,8 +62,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "send the body as JSON with Content-Type: application/json",
             ));
         }
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
+        let bytes = within_body_deadline(state, axum::body::Bytes::from_request(req, state))
+            .await?
             .map_err(|r| {
                 if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(

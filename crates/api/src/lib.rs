@@ -41,6 +41,15 @@ pub struct ApiConfig {
     pub ingress_per_second: u32,
     /// Requests a key may make at once above that rate (default 2000).
     pub ingress_burst: u32,
+    /// How long a client may take to send a request's headers, ms (HTTP/1.1; from the
+    /// connection's start or the end of its previous request); then the connection is closed.
+    /// Default 10 000. Bounds a client that opens connections and never finishes a request
+    /// (slow loris), which otherwise kept each connection open for good.
+    pub header_read_timeout_ms: u64,
+    /// How long a request's body may take to arrive in full once the handler reads it, ms; then
+    /// 408 `request_timeout` and the connection is closed. Default 30 000 (a 16 MiB batch at
+    /// about 0.5 MB/s).
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for ApiConfig {
@@ -51,6 +60,8 @@ impl Default for ApiConfig {
             max_batch_body_bytes: 16 * 1024 * 1024,
             ingress_per_second: 1_000,
             ingress_burst: 2_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
         }
     }
 }

@@ -205,6 +205,12 @@ impl Settings {
                 "api.max_payload_bytes and api.max_batch_size must be greater than 0".into(),
             );
         }
+        if self.api.header_read_timeout_ms == 0 || self.api.body_read_timeout_ms == 0 {
+            return Err(
+                "api.header_read_timeout_ms and api.body_read_timeout_ms must be greater than 0"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod http;
 pub mod receiver;
 pub mod telemetry;
 pub mod throwaway;
@@ -119,6 +120,7 @@ pub async fn start_node(
             &mut tasks,
             listener,
             metrics.app(),
+            Duration::from_millis(settings.api.header_read_timeout_ms),
             shutdown.clone(),
             "metrics",
         )?);
@@ -152,6 +154,7 @@ pub async fn start_node(
             &mut tasks,
             listener,
             breakwater_api::app(state),
+            Duration::from_millis(settings.api.header_read_timeout_ms),
             shutdown.clone(),
             "API",
         )?);
@@ -195,21 +198,21 @@ pub async fn start_node(
 }
 
 /// Serves `app` on `listener` as a task of `tasks` until `shutdown` fires (graceful: requests in
-/// flight finish), and logs "`what` listening" with the address. `what` (`"API"`, `"metrics"`)
-/// also names the server in the task's error. Returns the bound address.
+/// flight finish), giving each client `header_read_timeout` to send a request's headers
+/// ([`http::serve`]), and logs "`what` listening" with the address (`what`: `"API"`,
+/// `"metrics"`). Returns the bound address.
 fn spawn_server(
     tasks: &mut JoinSet<anyhow::Result<()>>,
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    header_read_timeout: Duration,
     shutdown: CancellationToken,
     what: &'static str,
 ) -> anyhow::Result<SocketAddr> {
     let addr = listener.local_addr()?;
     tasks.spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .with_context(|| format!("{what} server failed"))
+        http::serve(listener, app, header_read_timeout, shutdown).await;
+        Ok(())
     });
     tracing::info!(%addr, "{what} listening");
     Ok(addr)

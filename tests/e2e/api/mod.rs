@@ -12,6 +12,7 @@ mod auth;
 mod enqueue;
 mod isolation;
 mod malformed;
+mod slow_clients;
 mod tenants_channels;
 
 /// Rows in `table`.

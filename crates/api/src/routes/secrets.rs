@@ -2,7 +2,7 @@
 
 use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{Json, Path};
+use crate::extract::{within_body_deadline, Json, Path};
 use crate::openapi::{ById, JsonBody, TenantAuth};
 use crate::AppState;
 use axum::extract::{FromRequest, Request};
@@ -32,18 +32,31 @@ pub(crate) struct Rotate {
 /// [`Json`] (415 without a JSON content type, 400 malformed, 422 wrong shape).
 pub(crate) struct OptionalJson<T>(T);
 
-impl<S: Send + Sync, T: serde::de::DeserializeOwned + Default> FromRequest<S> for OptionalJson<T> {
+impl<T: serde::de::DeserializeOwned + Default> FromRequest<AppState> for OptionalJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let (parts, body) = req.into_parts();
-        let bytes = axum::body::to_bytes(body, 64 * 1024).await.map_err(|_| {
-            ApiError::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "request body is larger than this route accepts",
-            )
-        })?;
+        let bytes = within_body_deadline(state, axum::body::to_bytes(body, 64 * 1024))
+            .await?
+            .map_err(|e| {
+                // A body over the limit is a 413; any other failure to read it, a 400.
+                let too_large = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                if too_large {
+                    ApiError::new(
+                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        "request body is larger than this route accepts",
+                    )
+                } else {
+                    ApiError::new(
+                        axum::http::StatusCode::BAD_REQUEST,
+                        "bad_request",
+                        format!("the request body could not be read: {e}"),
+                    )
+                }
+            })?;
         if bytes.is_empty() {
             return Ok(OptionalJson(T::default()));
         }
