@@ -5,8 +5,9 @@
 //! `crates/api/src/routes/`) and asking the running API which write methods each path accepts,
 //! so a new state-changing route without a case here fails the test.
 
+use breakwater::Role;
 use breakwater_e2e::routes::served_routes;
-use breakwater_e2e::{host_of, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{host_of, test_settings, Behavior, TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::collections::BTreeSet;
@@ -467,7 +468,60 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
         rows_after(&pool, before).await.is_empty(),
         "a no-op PATCH is not audited"
     );
+    // The same for the circuit defaults: an empty body, and the values already set (set by the
+    // case above: failure_threshold 9).
+    for body in [json!({}), json!({"failure_threshold": 9})] {
+        let (s, v) = app
+            .patch("/api/v1/admin/circuit-defaults", OPERATOR_KEY, &body)
+            .await;
+        assert_eq!(s, 200, "{body}: {v}");
+    }
+    assert!(
+        rows_after(&pool, before).await.is_empty(),
+        "a no-op PATCH of the circuit defaults is not audited"
+    );
 
+    app.stop().await;
+}
+
+/// A change of the circuit defaults audits the fields it changed, each with its value in force
+/// before and after, and nothing of the fields it did not send.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_circuit_defaults_change_audits_only_what_it_changed(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let defaults = "/api/v1/admin/circuit-defaults";
+    let (s, v) = app
+        .patch(defaults, OPERATOR_KEY, &json!({"cooldown_ms": 15000}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = app
+        .patch(defaults, OPERATOR_KEY, &json!({"failure_threshold": 7}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        v["cooldown_ms"], 15000,
+        "the field not sent keeps its override"
+    );
+    let (s, v) = app
+        .patch(defaults, OPERATOR_KEY, &json!({"cooldown_ms": null}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let configured = test_settings().circuit;
+    let rows: Vec<serde_json::Value> = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE action = 'circuit_defaults.changed' ORDER BY id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            json!({"old": {"cooldown_ms": configured.cooldown_ms}, "new": {"cooldown_ms": 15000}}),
+            json!({"old": {"failure_threshold": configured.failure_threshold},
+                   "new": {"failure_threshold": 7}}),
+            json!({"old": {"cooldown_ms": 15000}, "new": {"cooldown_ms": configured.cooldown_ms}}),
+        ]
+    );
     app.stop().await;
 }
 

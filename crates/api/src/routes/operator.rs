@@ -12,7 +12,7 @@ use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::routing::{get, post};
 use axum::Router;
-use breakwater_core::audit::{self, Record};
+use breakwater_core::audit::Record;
 use breakwater_core::channels::{self, OperatorChannel};
 use breakwater_core::circuit::{self, Manual};
 use breakwater_core::page::Order;
@@ -247,31 +247,14 @@ pub(crate) async fn set_defaults(
         cooldown_ms: body.cooldown_ms,
         close_after_successes: body.close_after_successes,
     };
-    let before = read_defaults(&call.state).await?;
     let mut tx = call.begin_audited().await?;
-    // Checks the ranges (a 422 naming the field rolls the transaction back: nothing written).
-    circuit::set_defaults(&mut *tx, &change).await?;
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            actor: call.actor(),
-            action: "circuit_defaults.changed",
-            // Old: the values in force (an override or the configuration's); new: what was
-            // set (`null` returns a value to the configuration's).
-            details: serde_json::json!({
-                "old": {
-                    "failure_threshold": before.failure_threshold,
-                    "cooldown_ms": before.cooldown_ms,
-                    "close_after_successes": before.close_after_successes,
-                },
-                "new": {
-                    "failure_threshold": body.failure_threshold,
-                    "cooldown_ms": body.cooldown_ms,
-                    "close_after_successes": body.close_after_successes,
-                },
-            }),
-            ..Default::default()
-        },
+    // Checks the ranges (a 422 naming the field rolls the transaction back: nothing written) and
+    // audits what changed, if anything did.
+    circuit::set_defaults(
+        &mut tx,
+        &change,
+        &call.state.settings().circuit,
+        call.actor(),
     )
     .await?;
     tx.commit().await?;

@@ -172,14 +172,70 @@ pub struct DefaultsChange {
     pub close_after_successes: Option<Option<i32>>,
 }
 
-/// Checks `change` (the error names the field) and writes it to `circuit_defaults` in the
-/// caller's transaction (the caller audits it). Nothing is written when a value is out of range.
-pub async fn set_defaults(exec: impl PgExecutor<'_>, change: &DefaultsChange) -> Result<()> {
+/// Checks `change` (the error names the field) and applies it to `circuit_defaults` in the
+/// caller's transaction, with one audit row (`circuit_defaults.changed`, `actor`) naming each
+/// field whose setting changed, with its value in force before and after (an override, or
+/// `cfg`'s value where there is none). A change that changes nothing (an empty body, the values
+/// already set) writes nothing: no update, no audit row (README, "a call that changes nothing
+/// writes nothing"). Returns whether it wrote. Nothing is written when a value is out of range.
+/// The row is locked (`FOR UPDATE`) from the read of the old values to the write, so two
+/// concurrent changes each audit what they really replaced.
+pub async fn set_defaults(
+    conn: &mut PgConnection,
+    change: &DefaultsChange,
+    cfg: &CircuitConfig,
+    actor: &str,
+) -> Result<bool> {
     check_overrides(
         change.failure_threshold.flatten(),
         change.cooldown_ms.flatten(),
     )?;
     check_close_after_successes(change.close_after_successes.flatten())?;
+    let stored: (Option<i32>, Option<i64>, Option<i32>) = sqlx::query_as(
+        "SELECT failure_threshold, cooldown_ms, close_after_successes FROM circuit_defaults
+         FOR UPDATE",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let after = (
+        change.failure_threshold.unwrap_or(stored.0),
+        change.cooldown_ms.unwrap_or(stored.1),
+        change.close_after_successes.unwrap_or(stored.2),
+    );
+    if after == stored {
+        return Ok(false);
+    }
+    // The fields whose setting changed, each with its value in force before and after.
+    let mut old = serde_json::Map::new();
+    let mut new = serde_json::Map::new();
+    let mut note = |field: &str, changed: bool, was: i64, now: i64| {
+        if changed {
+            old.insert(field.into(), was.into());
+            new.insert(field.into(), now.into());
+        }
+    };
+    let threshold = |v: Option<i32>| i64::from(v.unwrap_or(cfg.failure_threshold));
+    let cooldown = |v: Option<i64>| v.unwrap_or(cfg.cooldown_ms);
+    let successes = |v: Option<i32>| i64::from(v.unwrap_or(cfg.close_after_successes));
+    note(
+        "failure_threshold",
+        after.0 != stored.0,
+        threshold(stored.0),
+        threshold(after.0),
+    );
+    note(
+        "cooldown_ms",
+        after.1 != stored.1,
+        cooldown(stored.1),
+        cooldown(after.1),
+    );
+    note(
+        "close_after_successes",
+        after.2 != stored.2,
+        successes(stored.2),
+        successes(after.2),
+    );
+    let details = serde_json::json!({ "old": old, "new": new });
     sqlx::query(
         "UPDATE circuit_defaults SET
             failure_threshold = CASE WHEN $1 THEN $2 ELSE failure_threshold END,
@@ -193,7 +249,15 @@ pub async fn set_defaults(exec: impl PgExecutor<'_>, change: &DefaultsChange) ->
     .bind(change.cooldown_ms.flatten())
     .bind(change.close_after_successes.is_some())
     .bind(change.close_after_successes.flatten())
-    .execute(exec)
+    .execute(&mut *conn)
     .await?;
-    Ok(())
+    audit::record(
+        &mut *conn,
+        &audit::Entry {
+            details,
+            ..audit::Entry::new(actor, "circuit_defaults.changed")
+        },
+    )
+    .await?;
+    Ok(true)
 }
