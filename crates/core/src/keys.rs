@@ -84,16 +84,7 @@ pub struct CreatedKey {
 const KEY_COLUMNS: &str = "id, tenant_id, name, prefix, created_at, last_used_at, revoked_at";
 
 fn check_key_name(name: Option<&str>) -> Result<Option<String>> {
-    match name.map(str::trim) {
-        None => Ok(None),
-        Some(n) if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) => {
-            Err(Error::invalid(
-                "name",
-                "must be 1 to 200 characters without control characters",
-            ))
-        }
-        Some(n) => Ok(Some(n.to_string())),
-    }
+    name.map(crate::names::display_name).transpose()
 }
 
 /// Creates a key for `tenant_id` named `name`, with a `key.created` audit row by `actor`

@@ -51,6 +51,7 @@ pub mod jobs;
 pub mod keys;
 pub mod lifecycle;
 pub mod messages;
+pub mod names;
 pub mod outcome;
 pub mod overview;
 pub mod page;

@@ -104,10 +104,7 @@ pub async fn create(
     new: &NewTenant,
     actor: &str,
 ) -> Result<CreatedTenant> {
-    let name = new.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
-        return Err(Error::invalid("name", "must be 1 to 200 characters"));
-    }
+    let name = crate::names::display_name(&new.name)?;
     let alert_secret = signing::generate_secret();
     let api_key = keys::generate_api_key();
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
@@ -255,11 +252,11 @@ pub async fn update(
     patch: &TenantPatch,
     actor: &str,
 ) -> Result<(Tenant, Option<u64>)> {
-    if let Some(name) = &patch.name {
-        if name.trim().is_empty() || name.chars().count() > 200 {
-            return Err(Error::invalid("name", "must be 1 to 200 characters"));
-        }
-    }
+    let name = patch
+        .name
+        .as_deref()
+        .map(crate::names::display_name)
+        .transpose()?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(
         "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants
@@ -281,7 +278,7 @@ pub async fn update(
     .bind(id)
     .bind(patch.alert_url.is_some())
     .bind(patch.alert_url.clone().flatten())
-    .bind(patch.name.as_deref().map(str::trim))
+    .bind(name)
     .bind(patch.alert_on_manual)
     .fetch_one(&mut *tx)
     .await?;

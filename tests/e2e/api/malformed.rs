@@ -223,9 +223,10 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
     assert_ok(post(&app, &path, Some(&key), &event(punctuated)).await, 202).await;
     assert_ok(send(with_key("key-1:one/two")).await, 202).await;
 
-    // A channel name, when there is one, is 1 to 200 characters, not only spaces.
+    // A channel name, when there is one, is 1 to 200 characters, not only spaces, with no
+    // control or bidirectional formatting character (the rule of tenant and key names too).
     let url = app.receiver.url("named");
-    for name in ["", "   "] {
+    for name in ["", "   ", "a\tb", "line\nbreak", "evil\u{202E}gnp.exe"] {
         let body = json!({ "url": url, "name": name });
         assert_invalid(
             post(&app, "/api/v1/channels", Some(&key), &body).await,
@@ -237,6 +238,22 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
             .await;
         assert_eq!((s, v["field"].as_str()), (422, Some("name")), "{v}");
     }
+    for (path, body) in [
+        ("/api/v1/tenants", json!({ "name": "a\nb" })),
+        ("/api/v1/tenant/keys", json!({ "name": "ci\u{202E}" })),
+    ] {
+        let key = if path == "/api/v1/tenants" {
+            breakwater_e2e::OPERATOR_KEY
+        } else {
+            key.as_str()
+        };
+        assert_invalid(post(&app, path, Some(key), &body).await, "name").await;
+    }
+    // Surrounding spaces are trimmed, as for tenants and keys.
+    let (s, v) = app
+        .patch_channel(&key, channel, json!({ "name": "  spaced  " }))
+        .await;
+    assert_eq!((s, &v["name"]), (200, &json!("spaced")), "{v}");
     let (s, v) = app
         .patch_channel(&key, channel, json!({ "name": null }))
         .await;

@@ -36,7 +36,8 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateKey {
-    /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control characters.
+    /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control or bidirectional
+    /// formatting characters.
     #[schema(
         min_length = 1,
         max_length = 200,

@@ -152,7 +152,7 @@ pub async fn create(
     new: &NewChannel,
     actor: &str,
 ) -> Result<CreatedChannel> {
-    check_name(new.name.as_deref())?;
+    let name = check_name(new.name.as_deref())?;
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
     crate::circuit::check_close_after_successes(new.close_after_successes)?;
     check_max_in_flight(new.max_in_flight)?;
@@ -168,7 +168,7 @@ pub async fn create(
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
-    .bind(&new.name)
+    .bind(&name)
     .bind(&new.url)
     .bind(&secret)
     .bind(new.failure_threshold)
@@ -261,7 +261,7 @@ pub async fn update(
     patch: &ChannelPatch,
     actor: &str,
 ) -> Result<Channel> {
-    check_name(patch.name.as_ref().and_then(|n| n.as_deref()))?;
+    let name = check_name(patch.name.as_ref().and_then(|n| n.as_deref()))?;
     check_overrides(
         patch.failure_threshold.flatten(),
         patch.cooldown_ms.flatten(),
@@ -299,7 +299,7 @@ pub async fn update(
     .bind(id)
     .bind(tenant_id)
     .bind(patch.name.is_some())
-    .bind(patch.name.clone().flatten())
+    .bind(name)
     .bind(&patch.url)
     .bind(patch.failure_threshold.is_some())
     .bind(patch.failure_threshold.flatten())

@@ -78,14 +78,8 @@ pub(super) fn check_overrides(
     crate::circuit::check_overrides(failure_threshold, cooldown_ms)
 }
 
-/// A channel's display name, when it has one: 1–200 characters, not only white space (as a
-/// tenant's name; `null` is how a channel has none).
-pub(super) fn check_name(name: Option<&str>) -> Result<()> {
-    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > 200) {
-        return Err(Error::invalid(
-            "name",
-            "must be 1 to 200 characters, not only spaces (null for no name)",
-        ));
-    }
-    Ok(())
+/// A channel's display name, when it has one ([`crate::names::display_name`], as a tenant's
+/// and a key's; `null` is how a channel has none), as stored: trimmed.
+pub(super) fn check_name(name: Option<&str>) -> Result<Option<String>> {
+    name.map(crate::names::display_name).transpose()
 }
