@@ -139,6 +139,8 @@ fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only on a terminal, as the service's own text log.
+        .with_ansi(breakwater::telemetry::ansi_colours())
         .init();
 }
 

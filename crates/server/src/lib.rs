@@ -170,6 +170,12 @@ pub async fn start_node(
         });
     }
     if role.worker() {
+        for (key, queue) in settings.worker.empty_pools() {
+            tracing::warn!(
+                %key, %queue,
+                "this node runs no worker on {queue} ({key} = 0): only other nodes serve it"
+            );
+        }
         let params = breakwater_worker::NodeParams {
             worker: settings.worker.clone(),
             circuit: settings.circuit.clone(),

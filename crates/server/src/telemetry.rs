@@ -130,6 +130,6 @@ fn tracer_provider(cfg: &TelemetryConfig, base: &str) -> anyhow::Result<SdkTrace
 /// Whether the text log uses ANSI colours: only when stderr is a terminal and `NO_COLOR` is not
 /// set to a non-empty value (<https://no-color.org>). A log redirected to a file, a pipe or
 /// journald is plain text.
-fn ansi_colours() -> bool {
+pub fn ansi_colours() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

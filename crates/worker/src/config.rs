@@ -149,4 +149,43 @@ impl WorkerConfig {
         }
         Ok(())
     }
+
+    /// The pools this node leaves at 0 (`worker.pool_*`), each with its queue: valid (a node may
+    /// serve only some tiers, e.g. one dedicated to `deliveries_high`), but that queue is then
+    /// served only by the other nodes, and by none if every node leaves it at 0.
+    pub fn empty_pools(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            ("worker.pool_high", "deliveries_high", self.pool_high),
+            ("worker.pool_default", "deliveries", self.pool_default),
+            ("worker.pool_bulk", "deliveries_bulk", self.pool_bulk),
+            ("worker.pool_circuit", "circuit", self.pool_circuit),
+            ("worker.pool_alerts", "alerts", self.pool_alerts),
+        ]
+        .into_iter()
+        .filter(|&(_, _, n)| n == 0)
+        .map(|(key, queue, _)| (key, queue))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pools_left_at_zero_are_named_with_their_queues() {
+        assert!(WorkerConfig::default().empty_pools().is_empty());
+        let c = WorkerConfig {
+            pool_default: 0,
+            pool_alerts: 0,
+            ..WorkerConfig::default()
+        };
+        assert_eq!(
+            c.empty_pools(),
+            [
+                ("worker.pool_default", "deliveries"),
+                ("worker.pool_alerts", "alerts")
+            ]
+        );
+    }
 }
