@@ -77,6 +77,9 @@ async fn all_delivered(pool: &PgPool) -> bool {
     .await
 }
 
+/// Deliveries per channel in the 50-channel dead-host test.
+const DELIVERIES_PER_CHANNEL: usize = 2;
+
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recover_exactly_once(
     pool: PgPool,
@@ -87,9 +90,9 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     node_settings.worker.pool_default = 4;
     // The per-host cap, cluster-wide: 4 in flight to the host across 12 workers on 3 nodes.
     node_settings.hosts.max_in_flight = Some(4);
-    // One delivery in flight per channel, and retries not due before the host has opened: every
-    // failure counted before the opening is then a distinct channel, so what the host receives
-    // before opening is bounded by the threshold plus what was in flight.
+    // One delivery in flight per channel, and retries not due before the host has opened: what
+    // the host receives before opening is then bounded by the deliveries of the channels whose
+    // failures open it, plus what was in flight (the bound below).
     node_settings.worker.channel_concurrency_initial = 1;
     node_settings.worker.backoff_base_ms = 3_000;
     node_settings.worker.backoff_cap_ms = 3_000;
@@ -124,11 +127,15 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     }
     assert!(host.starts_with("127.0.0.1:"), "{host}");
 
-    let nodes = spawn_workers(&pool, 3, &node_settings);
+    // Every tenant's deliveries wait before the workers start, so the order of the requests is
+    // the fetch's (fair shares), not the order in which this test enqueued tenant after tenant
+    // (a slow enqueue left the other tenants' deliveries still unsent while the first tenant's
+    // requests failed round after round).
     let mut ids = Vec::new();
     for (key, _, ch) in &channels {
-        ids.extend(app.deliver_many(key, *ch, 2).await);
+        ids.extend(app.deliver_many(key, *ch, DELIVERIES_PER_CHANNEL).await);
     }
+    let nodes = spawn_workers(&pool, 3, &node_settings);
 
     assert!(
         eventually(Duration::from_secs(20), || async {
@@ -170,12 +177,14 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
         "every request is an attempt"
     );
     assert!(non_probe >= 3, "{non_probe}");
-    // The host opens on failures of 3 distinct channels of at least two tenants: in the worst
-    // order all 10 channels of the first tenant, then one of another (one request in flight per
-    // channel, retries not yet due: each failure is a distinct channel), plus what was in flight.
+    // The host opens on failures of 3 distinct channels of at least two tenants. In the worst
+    // order every delivery of one tenant fails first (its 10 channels, each sending its
+    // deliveries one at a time, the next as soon as the last one failed; retries not yet due),
+    // then one of another tenant's, plus what was in flight at the opening.
+    let one_tenants_deliveries = 10 * DELIVERIES_PER_CHANNEL as i64;
     assert!(
-        non_probe <= 10 + 1 + in_flight_max,
-        "{non_probe} requests before opening: more than one tenant's channels + 1 + in flight (not 50 × 5)"
+        non_probe <= one_tenants_deliveries + 1 + in_flight_max,
+        "{non_probe} requests before opening: more than one tenant's deliveries + 1 + in flight (not 50 × 5)"
     );
     let opened_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
         "SELECT at FROM audit_log WHERE action = 'host.opened' AND details->>'host_key' = $1",
