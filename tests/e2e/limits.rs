@@ -23,6 +23,31 @@ fn max_per_second(times: &[Instant]) -> usize {
     best
 }
 
+/// The shortest time from the first to the last of any `n` consecutive sorted arrival times.
+fn tightest_span(times: &[Instant], n: usize) -> Duration {
+    times
+        .windows(n)
+        .map(|w| w[n - 1].duration_since(w[0]))
+        .min()
+        .unwrap_or(Duration::MAX)
+}
+
+/// How far ahead of the schedule `times[0] + k × interval` the k-th sorted arrival came, at the
+/// most (zero when none did).
+fn most_ahead_of_schedule(times: &[Instant], interval: Duration) -> Duration {
+    times
+        .iter()
+        .enumerate()
+        .map(|(k, t)| (times[0] + interval * k as u32).saturating_duration_since(*t))
+        .max()
+        .unwrap_or_default()
+}
+
+/// The most a request's arrival at the receiver may trail the moment the database granted its
+/// send (the load read, signing, the HTTP send, on a loaded 2-core machine in a debug build).
+/// The limit holds on the database's clock; the receiver sees the sends through this delay.
+const ARRIVAL_DELAY_MAX: Duration = Duration::from_millis(250);
+
 fn p95(v: Vec<u128>) -> u128 {
     v[(v.len() * 95).div_ceil(100).saturating_sub(1)]
 }
@@ -65,15 +90,26 @@ async fn a_rate_limit_holds_across_two_nodes_and_spreads_requests(pool: PgPool) 
         println!("arrivals (ms): {offs:?}");
     }
     println!(
-        "20/s over two nodes: 400 deliveries in {:.2} s; busiest 1-second window: {max} requests",
-        took.as_secs_f64()
+        "20/s over two nodes: 400 deliveries in {:.2} s; busiest 1-second window: {max} requests; 21 arrivals within at least {:?}; at most {:?} ahead of one per 50 ms",
+        took.as_secs_f64(),
+        tightest_span(&times, 21),
+        most_ahead_of_schedule(&times, Duration::from_millis(50)),
     );
-    // Sends are at least 50 ms apart on the database clock; the receiver's clock sees them
-    // after the network and scheduler, which can bring two arrivals closer: one extra request
-    // in a window is that jitter, two would be a burst.
+    // Sends are granted at least 50 ms apart on the database clock (no burst); each arrives up
+    // to ARRIVAL_DELAY_MAX after its grant, which can bring arrivals closer than 50 ms (a
+    // 1-second window of arrivals saw 22 on a loaded machine). So any 21 arrivals span at
+    // least 1 s less that delay, and no arrival is further ahead of one per 50 ms from the
+    // first than that delay: a doubled rate (two nodes each sending at the limit), a burst of
+    // more than five, or a rate 10% over the limit fails one of them.
+    let tightest = tightest_span(&times, 21);
     assert!(
-        max <= 20 + 1,
-        "a 1-second window saw {max} requests (limit 20, strict; +1 for arrival jitter)"
+        tightest >= Duration::from_secs(1) - ARRIVAL_DELAY_MAX,
+        "21 requests arrived within {tightest:?} (limit 20/s, strict; busiest 1-s window {max})"
+    );
+    let ahead = most_ahead_of_schedule(&times, Duration::from_millis(50));
+    assert!(
+        ahead <= ARRIVAL_DELAY_MAX,
+        "an arrival came {ahead:?} ahead of one per 50 ms from the first: over the limit"
     );
     // 400 at 20/s cannot finish in less than ~19 s plus the first window's burst. How much
     // longer it takes depends on the machine's load, so the upper side is not asserted: the
