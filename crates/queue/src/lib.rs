@@ -45,7 +45,7 @@
 /// Locks (`FOR UPDATE`, until the transaction ends) the rows of queue table `$table` (a string
 /// literal) that `$which` selects (a string literal: SQL on `$1`, bound to `$arg`, with an
 /// `ORDER BY` when it takes many rows). One statement text for every row lock of the queue: a
-/// group's, a gate's, or many of either in key order (see `maintenance::lock_slots`).
+/// group's, a gate's, or many of either in key order (see `slots::lock_slots`).
 macro_rules! lock_rows {
     ($exec:expr, $table:literal, $which:literal, $arg:expr) => {{
         sqlx::query!(
@@ -69,6 +69,7 @@ pub mod maintenance;
 mod outcome;
 mod repair;
 pub mod runner;
+mod slots;
 pub mod stats;
 mod wake;
 

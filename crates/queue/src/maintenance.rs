@@ -5,12 +5,12 @@
 //! the heartbeat is an upsert of the node's own row.
 
 use crate::outcome::millis;
+use crate::slots::lock_slots;
 use crate::wake::{notify_moved, Moved};
 use crate::Result;
 use sqlx::{PgExecutor, PgPool};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 /// Records that `node_id` is alive (database time).
 pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
@@ -136,42 +136,6 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
     tx.commit().await?;
     forget_old_nodes(conn, policy).await?;
     Ok(n)
-}
-
-/// Locks the rows whose slots a multi-job statement is about to release (its jobs leaving
-/// `executing`): the groups', then the gates', each in key order. The slot-release trigger
-/// takes a group's row and then its gate's row for every job; in one statement over many jobs
-/// that would hold one job's gate while waiting for the next job's group, against a result that
-/// holds that group and waits for the gate — a deadlock. Taken up front, in the order everyone
-/// uses (group rows before gate rows), the trigger then finds them held.
-pub(crate) async fn lock_slots(
-    tx: &mut sqlx::PgConnection,
-    groups: impl Iterator<Item = Uuid>,
-    gates: impl Iterator<Item = String>,
-) -> Result<()> {
-    let mut groups: Vec<Uuid> = groups.collect();
-    groups.sort();
-    groups.dedup();
-    let mut gates: Vec<String> = gates.collect();
-    gates.sort();
-    gates.dedup();
-    if !groups.is_empty() {
-        lock_rows!(
-            &mut *tx,
-            "job_groups",
-            "group_id = ANY($1) ORDER BY group_id",
-            &groups
-        );
-    }
-    if !gates.is_empty() {
-        lock_rows!(
-            &mut *tx,
-            "job_gates",
-            "gate_key = ANY($1) ORDER BY gate_key",
-            &gates
-        );
-    }
-    Ok(())
 }
 
 /// Forgets nodes long gone, so the `queue_nodes` table stays small.

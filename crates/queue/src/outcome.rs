@@ -170,7 +170,7 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     let tokens: Vec<Uuid> = claims.iter().map(|c| c.1).collect();
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     // Group rows, then gate rows, before the statement releases many slots at once (see
-    // maintenance::lock_slots).
+    // slots::lock_slots).
     let slots: Vec<(Option<Uuid>, Option<String>)> = sqlx::query!(
         "SELECT group_id, gate_slot FROM jobs WHERE id = ANY($1) AND state = 'executing'",
         &ids[..],
@@ -180,7 +180,7 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     .into_iter()
     .map(|r| (r.group_id, r.gate_slot))
     .collect();
-    crate::maintenance::lock_slots(
+    crate::slots::lock_slots(
         &mut tx,
         slots.iter().filter_map(|s| s.0),
         slots.iter().filter_map(|s| s.1.clone()),
