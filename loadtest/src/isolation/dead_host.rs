@@ -2,25 +2,13 @@
 //! when the host circuit opened, the requests the host received before that and in all, and the
 //! budget of [`host_budget`].
 
-use super::report::{ms_between, probes_allowed, AuditRow, Seen};
+use super::seen::{ms_between, probes_allowed, AuditRow, Seen};
 use super::{Measured, Options};
 use crate::receiver::DeadMode;
 use breakwater::config::Settings;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use uuid::Uuid;
-
-/// A host circuit's audit row: action, at, from_state, to_state, details.jobs, details.channels,
-/// details.tenants.
-pub(super) type HostAuditRow = (
-    String,
-    DateTime<Utc>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-);
 
 /// The most distinct channels whose failures a host may need before it opens
 /// (`crates/core/src/hosts/results.rs`): `threshold`, and on a host several tenants use, failing

@@ -1,7 +1,7 @@
 //! `latency.svg`: the healthy channel's latency in the baseline and in the loaded stream, with
 //! the backlog's enqueue and the breaker's (or the host's) transitions marked.
 
-use super::report::Seen;
+use super::seen::Seen;
 use super::{Measured, Options};
 use crate::chart::{self, Marker, Panel};
 use crate::receiver::{DeadMode, Sink, PHASE_BASELINE, PHASE_LOADED};

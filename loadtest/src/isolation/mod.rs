@@ -28,13 +28,14 @@ mod dead_host;
 mod latency_chart;
 mod options;
 mod report;
+mod seen;
 mod summary;
 mod watch;
 
 pub use dead_host::{failures_to_open, host_budget};
 pub use options::Options;
-pub(crate) use report::ms_between;
-pub use report::probes_allowed;
+pub(crate) use seen::ms_between;
+pub use seen::probes_allowed;
 pub use summary::print_summary;
 
 use crate::clock::{now_us, WallMap};
@@ -46,7 +47,7 @@ use anyhow::Context;
 use breakwater::config::Settings;
 use breakwater_core::Tier;
 use cast::Cast;
-use report::Seen;
+use seen::Seen;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use std::time::Duration;
