@@ -1,6 +1,7 @@
 //! Tenants and their API keys (tables `tenants`, `api_keys`).
 
-use crate::{audit, keys, signing, Error, Result, Tier};
+use crate::keys::token;
+use crate::{audit, signing, Error, Result, Tier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
@@ -106,7 +107,7 @@ pub async fn create(
 ) -> Result<CreatedTenant> {
     let name = crate::names::display_name(&new.name)?;
     let alert_secret = signing::generate_secret();
-    let api_key = keys::generate_api_key();
+    let api_key = token::generate_api_key();
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
@@ -122,8 +123,8 @@ pub async fn create(
     sqlx::query("INSERT INTO api_keys (id, tenant_id, key_hash, prefix) VALUES ($1, $2, $3, $4)")
         .bind(Uuid::now_v7())
         .bind(tenant.id)
-        .bind(keys::hash_key(&api_key))
-        .bind(keys::display_prefix(&api_key))
+        .bind(token::hash_key(&api_key))
+        .bind(token::display_prefix(&api_key))
         .execute(&mut *tx)
         .await?;
     audit::record(
@@ -147,7 +148,7 @@ pub async fn create(
 
 /// Finds the tenant of a presented API key (by its digest; revoked keys do not match) and
 /// records that the key was used: `last_used_at` is written at most once a minute per key
-/// ([`keys::LAST_USED_RESOLUTION_S`]), so a busy key costs no write per request.
+/// ([`token::LAST_USED_RESOLUTION_S`]), so a busy key costs no write per request.
 ///
 /// One statement. The write is conditional on the row's own `last_used_at`, so of many requests
 /// racing at the minute's turn one writes and the others, re-checking the row after its lock,
@@ -165,8 +166,8 @@ pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Op
          )
          SELECT tenant_id, id FROM k",
     )
-    .bind(keys::hash_key(api_key))
-    .bind(keys::LAST_USED_RESOLUTION_S as f64)
+    .bind(token::hash_key(api_key))
+    .bind(token::LAST_USED_RESOLUTION_S as f64)
     .fetch_optional(exec)
     .await?;
     Ok(row.map(|(tenant_id, key_id)| TenantKey { tenant_id, key_id }))
