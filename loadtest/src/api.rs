@@ -133,6 +133,17 @@ impl Api {
         channel: &str,
         payload: &Value,
     ) -> anyhow::Result<bool> {
+        Ok(self.enqueue_status(t, channel, payload).await? == reqwest::StatusCode::ACCEPTED)
+    }
+
+    /// Enqueues one delivery and returns the API's status (202 when accepted); the body is
+    /// read and dropped. Transport errors (and the client's 60-s timeout) are errors.
+    pub async fn enqueue_status(
+        &self,
+        t: &TenantKey,
+        channel: &str,
+        payload: &Value,
+    ) -> anyhow::Result<reqwest::StatusCode> {
         let r = self
             .http
             .post(format!(
@@ -143,9 +154,9 @@ impl Api {
             .json(&json!({"event_type": "loadtest.event", "payload": payload}))
             .send()
             .await?;
-        let ok = r.status() == reqwest::StatusCode::ACCEPTED;
+        let status = r.status();
         let _ = r.bytes().await;
-        Ok(ok)
+        Ok(status)
     }
 
     /// Enqueues a batch (≤ 1000) of payloads; returns how many were accepted (all or none).

@@ -7,6 +7,7 @@ use crate::clock::now_us;
 use crate::stats::new_hist;
 use hdrhistogram::Histogram;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -23,6 +24,8 @@ pub struct StreamResult {
     pub accepted: Vec<u64>,
     /// Requests that failed or were refused.
     pub errors: u64,
+    /// Those requests by cause: the API's status (`"HTTP 503"`) or the client's error.
+    pub error_causes: BTreeMap<String, u64>,
     /// Ticks skipped because `MAX_IN_FLIGHT` requests were already waiting.
     pub skipped: u64,
     /// Enqueue request latency (send → 202 read), µs.
@@ -48,7 +51,7 @@ pub async fn stream(
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let accepted = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
     let hist = Arc::new(Mutex::new(new_hist()));
-    let errors = Arc::new(Mutex::new(0u64));
+    let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
     let mut skipped = 0;
     let mut tasks = tokio::task::JoinSet::new();
     let start = tokio::time::Instant::now();
@@ -65,14 +68,19 @@ pub async fn stream(
         tasks.spawn(async move {
             let sent = now_us();
             let payload = json!({"phase": phase, "seq": seq, "sent_us": sent});
-            match api.enqueue(&tenant, &channel, &payload).await {
-                Ok(true) => {
+            let cause = match api.enqueue_status(&tenant, &channel, &payload).await {
+                Ok(reqwest::StatusCode::ACCEPTED) => {
                     hist.lock()
                         .unwrap()
                         .saturating_record(now_us().saturating_sub(sent).max(1));
                     accepted.lock().unwrap().push(seq);
+                    None
                 }
-                Ok(false) | Err(_) => *errors.lock().unwrap() += 1,
+                Ok(status) => Some(format!("HTTP {}", status.as_u16())),
+                Err(e) => Some(format!("{e:#}")),
+            };
+            if let Some(cause) = cause {
+                *errors.lock().unwrap().entry(cause).or_default() += 1;
             }
             drop(permit);
         });
@@ -81,11 +89,12 @@ pub async fn stream(
     let mut accepted = std::mem::take(&mut *accepted.lock().unwrap());
     accepted.sort_unstable();
     let api_hist = hist.lock().unwrap().clone();
-    let errors = *errors.lock().unwrap();
+    let error_causes = std::mem::take(&mut *errors.lock().unwrap());
     StreamResult {
         scheduled: n,
         accepted,
-        errors,
+        errors: error_causes.values().sum(),
+        error_causes,
         skipped,
         api_hist,
         start_us,

@@ -220,6 +220,7 @@ pub(super) fn build(
         "lost_detail": {"baseline": lost_base, "healthy": lost_loaded},
         "duplicates": dup_base + dup_loaded,
         "enqueue_errors": m.base.errors + m.loaded.errors,
+        "enqueue_error_causes": {"baseline": m.base.error_causes, "healthy": m.loaded.error_causes},
         "generator_skipped": m.base.skipped + m.loaded.skipped,
         "healthy_attempts": {"total": seen.healthy_attempts.0, "failed": seen.healthy_attempts.1},
         "backlog_enqueued": m.enqueued,
