@@ -94,8 +94,10 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     // the host receives before opening is then bounded by the deliveries of the channels whose
     // failures open it, plus what was in flight (the bound below).
     node_settings.worker.channel_concurrency_initial = 1;
-    node_settings.worker.backoff_base_ms = 3_000;
-    node_settings.worker.backoff_cap_ms = 3_000;
+    // Even in the worst order below (one tenant's 20 requests, then one more, 4 at a time with
+    // 1-s hangs: 6 rounds, about 6 s), no retry is due before the opening.
+    node_settings.worker.backoff_base_ms = 8_000;
+    node_settings.worker.backoff_cap_ms = 8_000;
     let in_flight_max = i64::from(node_settings.hosts.max_in_flight.unwrap());
 
     // 5 tenants × 10 channels, all on one receiver port (one host), different paths.
@@ -179,8 +181,9 @@ async fn fifty_channels_of_five_tenants_on_one_dead_host_open_it_once_and_recove
     assert!(non_probe >= 3, "{non_probe}");
     // The host opens on failures of 3 distinct channels of at least two tenants. In the worst
     // order every delivery of one tenant fails first (its 10 channels, each sending its
-    // deliveries one at a time, the next as soon as the last one failed; retries not yet due),
-    // then one of another tenant's, plus what was in flight at the opening.
+    // deliveries one at a time, the next as soon as the last one failed; retries not yet due,
+    // see the backoff above), then one of another tenant's, plus what was in flight at the
+    // opening. The fair-share fetch makes the order far better than that (5-6 requests).
     let one_tenants_deliveries = 10 * DELIVERIES_PER_CHANNEL as i64;
     assert!(
         non_probe <= one_tenants_deliveries + 1 + in_flight_max,
