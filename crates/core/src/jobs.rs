@@ -41,6 +41,18 @@ pub const QUEUES: [&str; 5] = [
     QUEUE_ALERTS,
 ];
 
+impl Tier {
+    /// The queue this tier's deliveries run on. Defined here, with the queues, so that the
+    /// registry depends on the tier and not the other way round.
+    pub fn queue(self) -> &'static str {
+        match self {
+            Tier::High => QUEUE_DELIVERIES_HIGH,
+            Tier::Default => QUEUE_DELIVERIES,
+            Tier::Bulk => QUEUE_DELIVERIES_BULK,
+        }
+    }
+}
+
 /// The tier whose deliveries run on `queue`, if it is a tier queue (see [`Tier::queue`]).
 pub fn tier_of_queue(queue: &str) -> Option<Tier> {
     Tier::ALL.into_iter().find(|t| t.queue() == queue)

@@ -1,6 +1,5 @@
-//! Tenant tiers and their queues.
+//! Tenant tiers. Each tier's queue is named in the registry ([`Tier::queue`], in [`crate::jobs`]).
 
-use crate::jobs::{QUEUE_DELIVERIES, QUEUE_DELIVERIES_BULK, QUEUE_DELIVERIES_HIGH};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -30,15 +29,6 @@ impl Tier {
             Tier::High => "high",
             Tier::Default => "default",
             Tier::Bulk => "bulk",
-        }
-    }
-
-    /// The queue this tier's deliveries run on (named in the registry, [`crate::jobs`]).
-    pub fn queue(self) -> &'static str {
-        match self {
-            Tier::High => QUEUE_DELIVERIES_HIGH,
-            Tier::Default => QUEUE_DELIVERIES,
-            Tier::Bulk => QUEUE_DELIVERIES_BULK,
         }
     }
 }
