@@ -223,3 +223,27 @@ fn transition(channel_id: Uuid, from: State, to: State, r: TransitionRow) -> Tra
         next_probe_at: r.next_probe_at,
     }
 }
+
+/// The winner's audit row of a transition of channel `channel_id` (of `tenant_id`) from `from`
+/// to `to` (a trial goes from `half_open` to `half_open`): `actor` did `action` for `reason`,
+/// with `details`.
+pub(super) async fn audit_transition(
+    tx: &mut PgConnection,
+    (tenant_id, channel_id): (Uuid, Uuid),
+    (from, to): (State, State),
+    actor: &str,
+    action: &str,
+    reason: &str,
+    details: serde_json::Value,
+) -> Result<()> {
+    audit::record(
+        &mut *tx,
+        &audit::Entry::channel(tenant_id, channel_id, actor, action).transition(
+            from.as_str(),
+            to.as_str(),
+            reason,
+            details,
+        ),
+    )
+    .await
+}

@@ -129,30 +129,6 @@ pub(super) async fn on_opened(
     Ok(())
 }
 
-/// The winner's audit row of a transition of channel `channel_id` (of `tenant_id`) from `from`
-/// to `to` (a trial goes from `half_open` to `half_open`): `actor` did `action` for `reason`,
-/// with `details`.
-pub(super) async fn audit_transition(
-    tx: &mut PgConnection,
-    (tenant_id, channel_id): (Uuid, Uuid),
-    (from, to): (State, State),
-    actor: &str,
-    action: &str,
-    reason: &str,
-    details: serde_json::Value,
-) -> Result<()> {
-    audit::record(
-        &mut *tx,
-        &audit::Entry::channel(tenant_id, channel_id, actor, action).transition(
-            from.as_str(),
-            to.as_str(),
-            reason,
-            details,
-        ),
-    )
-    .await
-}
-
 /// Parks the channel's job group (one row update: its waiting jobs stay put and are not fetched
 /// until released, and never wake on their own) and marks its live, not-yet-delivered
 /// deliveries `paused`. Returns the number of jobs parked. The caller holds the channel row
