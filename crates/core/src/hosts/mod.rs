@@ -81,12 +81,14 @@ mod operator;
 mod results;
 #[cfg(test)]
 mod tests;
+mod transitions;
 mod watch;
 
 pub use config::*;
 pub use gate::*;
 pub use operator::*;
 pub use results::*;
+pub use transitions::*;
 pub use watch::*;
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};

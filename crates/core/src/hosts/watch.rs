@@ -1,4 +1,5 @@
-//! The host probe watcher's step and the host probe's results.
+//! The host probe watcher's step and the host probe's results (closing or reopening the host
+//! through [`close`] and [`open`]).
 
 use super::*;
 
@@ -207,45 +208,4 @@ pub(super) async fn probe_failed(
         cfg,
     )
     .await
-}
-
-/// Closes host `key` from one of `from` (and, for a probe result, `generation`): one
-/// conditional UPDATE; the winner releases the host's channels, audits and alerts.
-pub(super) async fn close(
-    tx: &mut PgConnection,
-    key: &str,
-    from: &[State],
-    generation: Option<i64>,
-    reason: &str,
-    actor: &str,
-) -> Result<Option<Transition>> {
-    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-    let row: Option<HostRow> = sqlx::query_as(
-        "WITH before AS (SELECT host_key, state, generation FROM host_circuits WHERE host_key = $1 FOR UPDATE)
-         UPDATE host_circuits h
-         SET state = 'closed', changed_at = now(), generation = h.generation + 1,
-             probe_failures = 0, next_probe_at = NULL, probe_deadline = NULL,
-             probe_delivery_id = NULL, probe_channel_id = NULL, updated_at = now()
-         FROM before
-         WHERE h.host_key = before.host_key AND before.state = ANY($2)
-           AND ($3::int8 IS NULL OR before.generation = $3)
-         RETURNING h.host_key, h.generation, h.next_probe_at, before.state AS before",
-    )
-    .bind(key)
-    .bind(&from)
-    .bind(generation)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(r) = row else { return Ok(None) };
-    let t = r.into_transition(State::Closed);
-    forget_failures(tx, key).await?;
-    let released = release_host_jobs(tx, key).await?;
-    let action = if actor == ACTOR_CIRCUIT_BREAKER {
-        "host.closed"
-    } else {
-        "host.forced_closed"
-    };
-    effects(tx, &t, action, actor, reason, EVENT_CLOSED, released).await?;
-    tracing::info!(host_key = %t.host_key, generation = t.generation, released, "host circuit closed");
-    Ok(Some(t))
 }
