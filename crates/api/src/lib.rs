@@ -7,6 +7,7 @@
 
 mod auth;
 mod call;
+mod created;
 pub mod error;
 mod extract;
 pub mod openapi;

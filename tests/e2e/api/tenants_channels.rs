@@ -2,7 +2,7 @@
 //! and targets the service must refuse without telling anything about the inside.
 
 use super::count;
-use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post};
+use breakwater_e2e::http::{assert_invalid, assert_ok, assert_problem, get, post, send};
 use breakwater_e2e::{TestApp, OPERATOR_KEY};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -329,5 +329,58 @@ async fn a_refused_target_tells_the_tenant_nothing_about_the_inside(pool: PgPool
         body.contains("not an allowed target") && !body.contains("127."),
         "{body}"
     );
+    app.stop().await;
+}
+
+/// RFC 9110 §15.3.2: a 201 names the object it created in `Location`; the tenant, channel and
+/// key routes each answer with the path of the new object, which reads it (or, for a key, which
+/// revokes it).
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_created_object_is_named_by_the_location_of_its_201(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let op = Some(OPERATOR_KEY);
+    let location = |resp: &reqwest::Response| {
+        resp.headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+
+    let resp = post(&app, "/api/v1/tenants", op, &json!({ "name": "acme" })).await;
+    let at = location(&resp);
+    let tenant = assert_ok(resp, 201).await;
+    let tenant_id = tenant["id"].as_str().unwrap();
+    assert_eq!(at, format!("/api/v1/tenants/{tenant_id}"));
+    let read = assert_ok(get(&app, &at, op).await, 200).await;
+    assert_eq!(read["id"], tenant["id"]);
+    let key = tenant["api_key"].as_str().unwrap();
+
+    let req = json!({ "url": app.receiver.url("orders") });
+    let resp = post(&app, "/api/v1/channels", Some(key), &req).await;
+    let at = location(&resp);
+    let channel = assert_ok(resp, 201).await;
+    assert_eq!(
+        at,
+        format!("/api/v1/channels/{}", channel["id"].as_str().unwrap())
+    );
+    let read = assert_ok(get(&app, &at, Some(key)).await, 200).await;
+    assert_eq!(read["id"], channel["id"]);
+
+    let tenant_keys = format!("/api/v1/tenants/{tenant_id}/keys");
+    for (keys_path, caller) in [("/api/v1/tenant/keys", key), (&*tenant_keys, OPERATOR_KEY)] {
+        let resp = post(&app, keys_path, Some(caller), &json!({ "name": "ci" })).await;
+        let at = location(&resp);
+        let created = assert_ok(resp, 201).await;
+        let key_id = created["id"].as_str().unwrap();
+        assert_eq!(at, format!("{keys_path}/{key_id}"));
+        let revoked = send(
+            app.http
+                .delete(format!("{}{at}", app.api))
+                .bearer_auth(caller),
+        )
+        .await;
+        assert_eq!(revoked.status().as_u16(), 204, "DELETE {at}");
+    }
     app.stop().await;
 }

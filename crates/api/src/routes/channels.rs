@@ -17,13 +17,13 @@ pub(crate) use manual::*;
 
 use super::checked_url;
 use crate::call::TenantCall;
+use crate::created::Created;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::{ApiConfig, AppState};
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
@@ -125,7 +125,8 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
     request_body = CreateChannel,
     responses(
         (status = 201, description = "The channel, with its `signing_secret` (shown once).",
-            body = CreatedChannel),
+            body = CreatedChannel,
+            headers(("Location" = String, description = "The new channel: `/api/v1/channels/{id}`."))),
         JsonBody,
         TenantAuth,
     ),
@@ -134,7 +135,7 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
 pub(crate) async fn create(
     call: TenantCall,
     Json(body): Json<CreateChannel>,
-) -> Result<(StatusCode, axum::Json<CreatedChannel>), ApiError> {
+) -> Result<Created<CreatedChannel>, ApiError> {
     let (url, host_key) = checked_endpoint(&call.state, &body.url).await?;
     let mut tx = call.begin_audited().await?;
     let created = channels::create(
@@ -158,7 +159,8 @@ pub(crate) async fn create(
     .await?;
     tx.commit().await?;
     tracing::info!(tenant_id = %call.tenant_id(), channel_id = %created.channel.id, "channel created");
-    Ok((StatusCode::CREATED, axum::Json(created)))
+    let location = format!("/api/v1/channels/{}", created.channel.id);
+    Ok(Created::at(location, created))
 }
 
 /// Lists the tenant's channels in creation order (oldest first), paged by cursor.

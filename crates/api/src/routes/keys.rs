@@ -4,6 +4,7 @@
 //! (`key.created`, `key.revoked`) without the key.
 
 use crate::call::{Call, OperatorCall, TenantCall};
+use crate::created::Created;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, Conflict, JsonBody, OperatorAuth, TenantAuth, WithQuery};
@@ -61,17 +62,20 @@ pub(crate) struct ListQuery {
     page: PageQuery,
 }
 
-/// Creates a key for `tenant_id`, audited as the caller.
+/// Creates a key for `tenant_id`, audited as the caller; the answer's `Location` is the key's
+/// path under `keys_path` (the caller's route to the tenant's keys, e.g. `/api/v1/tenant/keys`).
 async fn create<K>(
     call: &Call<K>,
     tenant_id: Uuid,
+    keys_path: &str,
     body: CreateKey,
-) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
+) -> Result<Created<CreatedKey>, ApiError> {
     let mut tx = call.begin_audited().await?;
     let created = keys::create(&mut tx, tenant_id, body.name.as_deref(), call.actor()).await?;
     tx.commit().await?;
     tracing::info!(%tenant_id, key_id = %created.key.id, "api key created");
-    Ok((StatusCode::CREATED, axum::Json(created)))
+    let location = format!("{keys_path}/{}", created.key.id);
+    Ok(Created::at(location, created))
 }
 
 /// A page of `tenant_id`'s keys, oldest first, paged by cursor ([`crate::page`]).
@@ -119,7 +123,8 @@ async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<Stat
     operation_id = "create_own_key",
     request_body = CreateKey,
     responses(
-        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey),
+        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey,
+            headers(("Location" = String, description = "The new key: `/api/v1/tenant/keys/{id}`."))),
         JsonBody,
         Conflict,
         TenantAuth,
@@ -129,8 +134,8 @@ async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<Stat
 pub(crate) async fn self_create(
     call: TenantCall,
     Json(body): Json<CreateKey>,
-) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
-    create(&call, call.tenant_id(), body).await
+) -> Result<Created<CreatedKey>, ApiError> {
+    create(&call, call.tenant_id(), "/api/v1/tenant/keys", body).await
 }
 
 /// Lists the calling tenant's API keys (never the keys themselves), oldest first.
@@ -190,7 +195,8 @@ pub(crate) async fn self_revoke(
     params(("id" = Uuid, Path, description = "Tenant id.")),
     request_body = CreateKey,
     responses(
-        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey),
+        (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey,
+            headers(("Location" = String, description = "The new key: `/api/v1/tenants/{id}/keys/{key_id}`."))),
         JsonBody,
         Conflict,
         ById<OperatorAuth>,
@@ -201,8 +207,9 @@ pub(crate) async fn operator_create(
     call: OperatorCall,
     Path(tenant_id): Path<Uuid>,
     Json(body): Json<CreateKey>,
-) -> Result<(StatusCode, axum::Json<CreatedKey>), ApiError> {
-    create(&call, tenant_id, body).await
+) -> Result<Created<CreatedKey>, ApiError> {
+    let keys_path = format!("/api/v1/tenants/{tenant_id}/keys");
+    create(&call, tenant_id, &keys_path, body).await
 }
 
 /// Lists a tenant's API keys (never the keys themselves), oldest first.

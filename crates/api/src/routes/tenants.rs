@@ -3,12 +3,12 @@
 
 use super::checked_url;
 use crate::call::{Call, OperatorCall, TenantCall};
+use crate::created::Created;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
-use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use breakwater_core::page::Order;
@@ -59,7 +59,8 @@ pub(crate) struct CreateTenant {
     request_body = CreateTenant,
     responses(
         (status = 201, description = "The tenant, with its `api_key` and `alert_secret` (shown \
-            once).", body = CreatedTenant),
+            once).", body = CreatedTenant,
+            headers(("Location" = String, description = "The new tenant: `/api/v1/tenants/{id}`."))),
         JsonBody,
         OperatorAuth,
     ),
@@ -68,7 +69,7 @@ pub(crate) struct CreateTenant {
 pub(crate) async fn create(
     call: OperatorCall,
     Json(body): Json<CreateTenant>,
-) -> Result<(StatusCode, axum::Json<CreatedTenant>), ApiError> {
+) -> Result<Created<CreatedTenant>, ApiError> {
     let tier = match body.tier.as_deref() {
         None => Tier::default(),
         Some(t) => t.parse::<Tier>()?,
@@ -87,7 +88,8 @@ pub(crate) async fn create(
     .await?;
     tx.commit().await?;
     tracing::info!(tenant_id = %created.tenant.id, tier = %created.tenant.tier, "tenant created");
-    Ok((StatusCode::CREATED, axum::Json(created)))
+    let location = format!("/api/v1/tenants/{}", created.tenant.id);
+    Ok(Created::at(location, created))
 }
 
 /// Body of `PATCH /api/v1/tenants/{id}` (operator): every field optional; `alert_url: null`
