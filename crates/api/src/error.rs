@@ -45,7 +45,9 @@ pub(crate) struct Problem<'a> {
     /// `not_ready`, `internal`.
     #[schema(example = "not_found")]
     code: &'a str,
-    /// The offending field, for validation errors.
+    /// What the error is about, when it is about one value: a body field or its path in the
+    /// body (`url`, `deliveries[3].event_type`), a path parameter (`id`) or a query parameter
+    /// (`tenant_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
 }

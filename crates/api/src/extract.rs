@@ -7,6 +7,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::Duration;
 
@@ -33,7 +34,8 @@ pub(crate) async fn within_body_deadline<T>(
 /// A JSON body whose rejections become problems: missing `Content-Type: application/json` →
 /// 415, body over the route's limit → 413, malformed JSON anywhere in the body → 400, and only
 /// then well-formed JSON of the wrong shape (not an object, missing field, wrong type, unknown
-/// field) → 422. (axum's own `Json` stops at the first error, so a type error before a syntax
+/// field) → 422 whose `field` is the path to the bad value (`deliveries[2].payload`) when there
+/// is one. (axum's own `Json` stops at the first error, so a type error before a syntax
 /// error would be a 422; here syntax is checked first.)
 ///
 /// Every body of this API is a JSON object, and only an object is accepted: serde would also
@@ -100,17 +102,17 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                 } else {
                     format!("{path}: {}", e.inner())
                 };
-                Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_body",
-                    detail,
-                ))
+                let mut problem =
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", detail);
+                problem.field = (path != ".").then_some(Cow::Owned(path));
+                Err(problem)
             }
         }
     }
 }
 
-/// `axum::extract::Path` whose rejection (e.g. an id that is not a UUID) is a 400 problem.
+/// `axum::extract::Path` whose rejection (e.g. an id that is not a UUID) is a 400 problem
+/// `invalid_path` whose `field` names the path parameter (`id`) when axum tells which.
 pub struct Path<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
@@ -119,34 +121,70 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Path(v)) => Ok(Path(v)),
-            Err(r) => Err(path_rejection(r)),
+            Err(r) => {
+                // A tuple of parameters reports the index of the bad one; its name is the
+                // route's parameter at that index.
+                let names: Vec<String> =
+                    axum::extract::RawPathParams::from_request_parts(parts, state)
+                        .await
+                        .map(|raw| raw.iter().map(|(k, _)| k.to_string()).collect())
+                        .unwrap_or_default();
+                Err(path_rejection(r, &names))
+            }
         }
     }
 }
 
-fn path_rejection(r: PathRejection) -> ApiError {
-    ApiError::new(
+/// The 400 for `r`; `names` are the route's path parameters in order.
+fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
+    use axum::extract::path::ErrorKind;
+    let key = match &r {
+        PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+            ErrorKind::ParseErrorAtKey { key, .. }
+            | ErrorKind::DeserializeError { key, .. }
+            | ErrorKind::InvalidUtf8InPathParam { key } => Some(key.clone()),
+            ErrorKind::ParseErrorAtIndex { index, .. } => names.get(*index).cloned(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut e = ApiError::new(
         StatusCode::BAD_REQUEST,
         "invalid_path",
         format!("{} (ids are UUIDs)", r.body_text()),
-    )
+    );
+    e.field = key.map(Cow::Owned);
+    e
 }
 
-/// `axum::extract::Query` whose rejection is a 400 problem.
+/// `axum::extract::Query`'s reading of the query string (`application/x-www-form-urlencoded`,
+/// as `serde_urlencoded` reads it), whose rejection is a 400 problem `invalid_query` whose
+/// `field` names the parameter that does not parse (e.g. `tenant_id` for `?tenant_id=x`) when
+/// serde can tell.
 pub struct Query<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(v)) => Ok(Query(v)),
-            Err(r) => Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_query",
-                r.body_text(),
-            )),
-        }
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize::<_, T>(de)
+            .map(Query)
+            .map_err(|e| {
+                let field = e.path().to_string();
+                let mut problem = ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_query",
+                    if field == "." {
+                        format!("Failed to deserialize query string: {}", e.inner())
+                    } else {
+                        format!("Failed to deserialize query string: {field}: {}", e.inner())
+                    },
+                );
+                problem.field = (field != ".").then_some(Cow::Owned(field));
+                problem
+            })
     }
 }
 

@@ -69,7 +69,42 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     ] {
         let b = assert_problem(get(&app, &path, Some(&key)).await, 400).await;
         assert_eq!(b["code"], "invalid_path", "{path}: {b}");
+        assert_eq!(
+            b["field"], "id",
+            "the problem names the path parameter: {b}"
+        );
     }
+    let revoke = format!("{}/api/v1/tenants/{}/keys/nope", app.api, Uuid::now_v7());
+    let b = assert_problem(
+        send(app.http.delete(revoke).bearer_auth(OPERATOR_KEY)).await,
+        400,
+    )
+    .await;
+    assert_eq!(b["field"], "key_id", "{b}");
+    // A query parameter that does not parse is named too.
+    for (path, field) in [
+        ("/api/v1/admin/channels?tenant_id=nope", "tenant_id"),
+        ("/api/v1/admin/channels?state=open&tenant_id=1", "tenant_id"),
+    ] {
+        let b = assert_problem(get(&app, path, Some(OPERATOR_KEY)).await, 400).await;
+        assert_eq!(b["code"], "invalid_query", "{path}: {b}");
+        assert_eq!(b["field"], field, "{path}: {b}");
+    }
+    // And a body value of the wrong type, by its path in the body.
+    let wrong = json!({ "deliveries": [event("a.b"), { "event_type": 7, "payload": {} }] });
+    let b = assert_problem(
+        post(
+            &app,
+            &format!("{}/batch", enqueue_path(channel)),
+            Some(&key),
+            &wrong,
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(b["code"], "invalid_body", "{b}");
+    assert_eq!(b["field"], "deliveries[1].event_type", "{b}");
     let b = assert_problem(
         post(
             &app,
