@@ -31,11 +31,12 @@ pub(crate) async fn within_body_deadline<T>(
     })
 }
 
-/// A JSON body whose rejections become problems: missing `Content-Type: application/json` →
-/// 415, body over the route's limit → 413, malformed JSON anywhere in the body → 400, and only
-/// then well-formed JSON of the wrong shape (not an object, missing field, wrong type, unknown
-/// field) → 422 whose `field` is the path to the bad value (`deliveries[2].payload`) when there
-/// is one. (axum's own `Json` stops at the first error, so a type error before a syntax
+/// A JSON body whose rejections become problems: missing `Content-Type: application/json`, or a
+/// `Content-Encoding` other than `identity` (no body is decoded) → 415, body over the route's
+/// limit → 413, malformed JSON anywhere in the body → 400, and only then well-formed JSON of the
+/// wrong shape (not an object, missing field, wrong type, unknown field) → 422 whose `field` is
+/// the path to the bad value (`deliveries[2].payload`) when there is one. (axum's own `Json`
+/// stops at the first error, so a type error before a syntax
 /// error would be a 422; here syntax is checked first.)
 ///
 /// Every body of this API is a JSON object, and only an object is accepted: serde would also
@@ -57,6 +58,24 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                 m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
             })
             .unwrap_or(false);
+        // No content coding is read (RFC 9110 §15.5.16: 415 for an unsupported
+        // Content-Encoding; the answer's Accept-Encoding names the one accepted, §12.5.3).
+        let encoded = req
+            .headers()
+            .get_all(axum::http::header::CONTENT_ENCODING)
+            .iter()
+            .flat_map(|v| v.to_str().unwrap_or("?").split(','))
+            .any(|coding| !coding.trim().eq_ignore_ascii_case("identity"));
+        if encoded {
+            let mut e = ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body without a content coding (Content-Encoding: identity or none)",
+            );
+            e.headers
+                .push((axum::http::header::ACCEPT_ENCODING, "identity".to_string()));
+            return Err(e);
+        }
         if !is_json {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

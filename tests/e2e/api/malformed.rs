@@ -60,6 +60,36 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     )
     .await;
     assert_problem(resp, 415).await;
+    // A body in a content coding (here gzip, which the service does not decode) is refused as
+    // 415, and the answer says which coding is accepted (RFC 9110 §12.5.3, §15.5.16).
+    for coding in ["gzip", "identity, br"] {
+        let resp = send(
+            app.http
+                .post(format!("{}/api/v1/channels", app.api))
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .header("content-encoding", coding)
+                .body(json!({ "url": app.receiver.url("z") }).to_string()),
+        )
+        .await;
+        assert_eq!(
+            resp.headers().get("accept-encoding").map(|v| v.as_bytes()),
+            Some(&b"identity"[..]),
+            "{coding}"
+        );
+        let b = assert_problem(resp, 415).await;
+        assert_eq!(b["code"], "unsupported_media_type", "{coding}: {b}");
+    }
+    let plain = send(
+        app.http
+            .post(format!("{}/api/v1/channels", app.api))
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .header("content-encoding", "identity")
+            .body(json!({ "url": app.receiver.url("z") }).to_string()),
+    )
+    .await;
+    assert_ok(plain, 201).await;
 
     for path in [
         "/api/v1/channels/not-a-uuid".to_string(),
@@ -130,7 +160,11 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     )
     .await;
 
-    assert_eq!(count(&app.pool, "channels").await, 1);
+    assert_eq!(
+        count(&app.pool, "channels").await,
+        2,
+        "one: the identity-coded body"
+    );
     assert_eq!(count(&app.pool, "deliveries").await, 0);
     assert_eq!(count(&app.pool, "tenants").await, 1);
     app.stop().await;

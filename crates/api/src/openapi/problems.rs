@@ -21,6 +21,8 @@ struct ProblemResponse {
     retry_after: bool,
     /// Sends `WWW-Authenticate: Bearer`.
     www_authenticate: bool,
+    /// May send `Accept-Encoding` (the content codings a request body may use).
+    accept_encoding: bool,
 }
 
 /// A problem response that sends no header of its own.
@@ -35,6 +37,7 @@ const fn problem(
         description,
         retry_after: false,
         www_authenticate: false,
+        accept_encoding: false,
     }
 }
 
@@ -76,12 +79,16 @@ const PAYLOAD_TOO_LARGE: ProblemResponse = problem(
     "The body, or a delivery's payload, is larger than the route accepts \
     (`payload_too_large`; `api.max_payload_bytes`, `api.max_batch_body_bytes`).",
 );
-const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = problem(
-    "415",
-    "UnsupportedMediaType",
-    "The body is not sent as `Content-Type: application/json` \
-    (`unsupported_media_type`).",
-);
+const UNSUPPORTED_MEDIA_TYPE: ProblemResponse = ProblemResponse {
+    accept_encoding: true,
+    ..problem(
+        "415",
+        "UnsupportedMediaType",
+        "The body is not sent as `Content-Type: application/json`, or it is sent with a \
+    `Content-Encoding` other than `identity` (`unsupported_media_type`; the answer's \
+    `Accept-Encoding: identity` says what is accepted, RFC 9110 §12.5.3).",
+    )
+};
 const INVALID: ProblemResponse = problem(
     "422",
     "Invalid",
@@ -138,6 +145,15 @@ impl ProblemResponse {
         }
         if self.www_authenticate {
             r = r.header("WWW-Authenticate", header(Type::String, "`Bearer`."));
+        }
+        if self.accept_encoding {
+            r = r.header(
+                "Accept-Encoding",
+                header(
+                    Type::String,
+                    "`identity`: sent when the body had a content coding.",
+                ),
+            );
         }
         r.build()
     }
