@@ -785,3 +785,56 @@ async fn a_host_whose_every_channel_is_open_is_tested_by_a_channel_probe(pool: P
     assert_eq!(both, 1, "the host closed once, by a probe");
     app.stop().await;
 }
+
+/// A host's probe is a delivery of its healthiest channel: here one channel has been failing on
+/// its own (4 consecutive failures, its circuit still closed) and its deliveries are the oldest,
+/// yet the host's probe is the healthy channel's. (Before, the probe was the oldest delivery of
+/// the whole host, a failing channel's again and again, and healthy channels of another tenant
+/// waited minutes for the host to close: found by a new-user trial.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_host_is_probed_with_a_delivery_of_its_healthiest_channel(pool: PgPool) {
+    use breakwater_core::hosts;
+    // The API only: the test steps the host's probe watcher itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let (_, key_a) = app.tenant("acme", "default").await;
+    let (_, key_b) = app.tenant("globex", "default").await;
+    let failing = app.channel_with(&key_a, "failing", json!({})).await;
+    let healthy = app.channel_with(&key_b, "healthy", json!({})).await;
+    let host = host_of(&pool, failing).await;
+    assert_eq!(host_of(&pool, healthy).await, host, "one host");
+    app.deliver_many(&key_a, failing, 3).await;
+    app.deliver_many(&key_b, healthy, 3).await;
+    sqlx::query("UPDATE channels SET consecutive_failures = 4 WHERE id = $1")
+        .bind(failing)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let cfg = hosts::HostsConfig::default();
+    let probe_channel = || async {
+        sqlx::query_scalar::<_, Option<uuid::Uuid>>(
+            "SELECT probe_channel_id FROM host_circuits WHERE host_key = $1",
+        )
+        .bind(&host)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    for round in 0..2 {
+        force_host(&app, &host, "open").await;
+        sqlx::query(
+            "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
+        )
+        .bind(&host)
+        .execute(&pool)
+        .await
+        .unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(host_state(&pool, &host).await, "half_open", "round {round}");
+        assert_eq!(probe_channel().await, Some(healthy), "round {round}");
+        force_host(&app, &host, "close").await;
+    }
+    app.stop().await;
+}

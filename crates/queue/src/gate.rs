@@ -147,8 +147,9 @@ pub async fn set_gate_max_in_flight(
 /// a job of it after this returns (the caller's own admission check, e.g. the host circuit's,
 /// holds such a job); a fetch that starts after this returns takes none but the probe.
 ///
-/// A job woken as a probe keeps its urgent priority: [`wake_one_in_gate`] picks it again first,
-/// and after a release it merely runs first in its group.
+/// A job woken as a probe keeps its urgent priority: [`wake_one_in_gate`] picks it again first
+/// among the groups its caller does not rank, and after a release it merely runs first in its
+/// group.
 pub async fn park_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64> {
     sqlx::query!(
         "INSERT INTO job_gates (gate_key, parked, parked_at) VALUES ($1, true, now())
@@ -201,8 +202,10 @@ pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Re
 }
 
 /// Wakes exactly one waiting job of `kind` of gate `gate_key` as the gate's probe: among the
-/// gate's groups that are not parked themselves, the job first in fetch order (lowest priority
-/// number, then oldest `scheduled_at`, then id) becomes due now at `priority` (urgent), any
+/// gate's groups that are not parked themselves, the head of the first group of `prefer` (group
+/// ids, best first: the caller's ranking, e.g. the host circuit's healthiest channels) that has
+/// one, else the job first in fetch order (lowest priority number, then oldest `scheduled_at`,
+/// then id) of the other groups, becomes due now at `priority` (urgent), any
 /// other job of that group at or below `priority` goes back to normal priority, and the gate
 /// gets one probe slot **bound to that group**: while the gate is parked the fetch takes exactly
 /// that one job of the whole gate. Returns `(job id, its group, its args)`.
@@ -222,6 +225,7 @@ pub async fn wake_one_in_gate(
     gate_key: &str,
     kind: &str,
     priority: i16,
+    prefer: &[Uuid],
 ) -> Result<Option<(i64, Uuid, serde_json::Value)>> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     ensure_gate(&mut *tx, gate_key).await?;
@@ -245,7 +249,8 @@ pub async fn wake_one_in_gate(
                 ORDER BY priority, scheduled_at, id
                 LIMIT 1) j
             WHERE g.gate_key = $1 AND NOT g.parked
-            ORDER BY j.priority, j.scheduled_at, j.id
+            ORDER BY coalesce(array_position($5::uuid[], g.group_id), 2147483647),
+                     j.priority, j.scheduled_at, j.id
             LIMIT 1
         ), demoted AS (
             UPDATE jobs j SET priority = $4
@@ -262,6 +267,7 @@ pub async fn wake_one_in_gate(
         kind,
         priority,
         PRIORITY_NORMAL,
+        prefer,
     )
     .fetch_optional(&mut *tx)
     .await?;

@@ -205,7 +205,7 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
     park_group(&mut conn, groups[0]).await.unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
 
-    let (probe, group, args) = wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+    let (probe, group, args) = wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
         .await
         .unwrap()
         .expect("a waiting job");
@@ -226,7 +226,7 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
 
     // Parking again withdraws a slot nobody used; releasing opens every group but the one
     // parked on its own.
-    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
         .await
         .unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
@@ -237,13 +237,49 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
     assert!(rest.iter().all(|j| j.group_id != Some(groups[0])));
 }
 
+/// The caller's ranking wins over fetch order: the head of the first ranked group that can run
+/// is the probe (a parked group is skipped even when ranked first); unranked groups come after
+/// every ranked one, in fetch order.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_probe_is_the_head_of_the_first_ranked_group_that_can_run(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 5, 3).await;
+    let mut conn = pool.acquire().await.unwrap();
+    park_group(&mut conn, groups[4]).await.unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+
+    let wake = |prefer: Vec<Uuid>| {
+        let pool = pool.clone();
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &prefer)
+                .await
+                .unwrap()
+                .expect("a waiting job")
+                .1
+        }
+    };
+    assert_eq!(wake(vec![groups[3], groups[1]]).await, groups[3]);
+    assert_eq!(
+        wake(vec![groups[4], groups[2]]).await,
+        groups[2],
+        "parked: skipped"
+    );
+    let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
+    assert_eq!((st.probe_slots, st.probe_group), (1, Some(groups[2])));
+    // Without a ranking, fetch order: the jobs woken before are urgent, the first woken (the
+    // oldest `scheduled_at`) first.
+    assert_eq!(wake(vec![]).await, groups[3]);
+    // An unknown id ranks nothing.
+    assert_eq!(wake(vec![Uuid::now_v7(), groups[0]]).await, groups[0]);
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn an_unbound_probe_takes_exactly_the_next_job_to_arrive_in_the_gate(pool: PgPool) {
     let groups = gated_groups(&pool, "host-a", None, 4, 0).await;
     let mut conn = pool.acquire().await.unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
     assert_eq!(
-        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
             .await
             .unwrap(),
         None,
@@ -685,7 +721,7 @@ async fn racing_probe_wakers_still_let_exactly_one_job_of_the_gate_through(pool:
         let pool = pool.clone();
         wakers.push(tokio::spawn(async move {
             let mut conn = pool.acquire().await.unwrap();
-            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT)
+            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
                 .await
                 .unwrap()
                 .expect("a waiting job")

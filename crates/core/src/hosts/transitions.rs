@@ -149,16 +149,36 @@ pub(super) async fn release_host_jobs(tx: &mut PgConnection, key: &str) -> Resul
     Ok(breakwater_queue::release_gate(&mut *tx, key).await?)
 }
 
+/// How many of a host's channels [`wake_host_probe`] ranks (the healthiest, by consecutive
+/// failures); the others follow in fetch order.
+const PROBE_RANKED_CHANNELS: i64 = 1000;
+
 /// Wakes exactly one waiting delivery of the host (among channels whose own circuit does not
 /// park them) as its probe through the gate's one probe slot, and returns `(delivery, channel)`;
 /// `None` when none waits: the slot then goes to the next delivery that arrives, which claims
-/// the role in the admission.
+/// the role in the admission. The delivery is the oldest of the channel with the fewest
+/// consecutive failures that has one waiting (ties: channel id), so a host that answers its
+/// healthy channels is tested with one of them, not with a channel that fails on its own.
 pub(super) async fn wake_host_probe(
     tx: &mut PgConnection,
     key: &str,
 ) -> Result<Option<(Uuid, Uuid)>> {
+    // The healthiest channels of the host first: a delivery of a channel that has been failing
+    // on its own (a bad path, a rejecting receiver) says little about the host, and choosing it
+    // again and again kept every healthy channel of the host waiting.
+    let ranked: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM channels
+         WHERE host_key = $1 AND deleted_at IS NULL AND circuit_state = 'closed'
+         ORDER BY consecutive_failures, id
+         LIMIT $2",
+    )
+    .bind(key)
+    .bind(PROBE_RANKED_CHANNELS)
+    .fetch_all(&mut *tx)
+    .await?;
     let woken =
-        breakwater_queue::wake_one_in_gate(&mut *tx, key, JOB_DELIVER, PRIORITY_URGENT).await?;
+        breakwater_queue::wake_one_in_gate(&mut *tx, key, JOB_DELIVER, PRIORITY_URGENT, &ranked)
+            .await?;
     Ok(woken.and_then(|(_, channel, args)| {
         let d = DeliverArgs::from_json(&args).ok()?.delivery_id;
         Some((d, channel))
