@@ -270,11 +270,33 @@ async fn a_tenants_own_pause_and_resume_alert_only_when_asked(pool: PgPool) {
         )
         .await;
     assert_eq!(s, 200);
-    app.resume(&key, other).await;
     assert_eq!(
         alert_jobs(&pool, other).await,
         1,
-        "the operator's pause alerts, the tenant's resume does not"
+        "the operator's pause alerts"
+    );
+    // The operator's pause holds the channel: only an operator resumes it, and that alerts too.
+    let (s, _) = app
+        .post_empty(&format!("/api/v1/channels/{other}/resume"), &key)
+        .await;
+    assert_eq!(s, 409);
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/admin/channels/{other}/resume"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        alert_jobs(&pool, other).await,
+        2,
+        "the operator's resume alerts"
+    );
+    app.resume(&key, other).await;
+    assert_eq!(
+        alert_jobs(&pool, other).await,
+        2,
+        "a tenant's no-op resume does not"
     );
     app.stop().await;
 }

@@ -625,6 +625,7 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
         &mut tx,
         ch,
         circuit::Manual::ForceOpen,
+        circuit::ManualBy::Operator,
         "operator",
         "test",
         &CircuitConfig::default(),

@@ -687,10 +687,18 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
     };
     // The channel's own circuit opens, then its host's.
     let mut tx = pool.begin().await.unwrap();
-    circuit::apply_manual(&mut tx, ch, Manual::ForceOpen, "operator", "test", &cfg)
-        .await
-        .unwrap()
-        .expect("opened");
+    circuit::apply_manual(
+        &mut tx,
+        ch,
+        Manual::ForceOpen,
+        circuit::ManualBy::Operator,
+        "operator",
+        "test",
+        &cfg,
+    )
+    .await
+    .unwrap()
+    .expect("opened");
     tx.commit().await.unwrap();
     force_host(&app, &host, "open").await;
     let probes = || audit_count(&pool, ch, &["circuit.probe_started"]);

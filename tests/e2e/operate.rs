@@ -590,3 +590,120 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
     assert_eq!(parked(paused).await, (0, 0));
     app.stop().await;
 }
+
+/// An operator's pause or force-open holds the circuit: the tenant's own pause and resume are
+/// refused (409, nothing changes, nothing audited) until an operator resumes or closes it; a
+/// tenant's resume of a channel its breaker opened is refused too (a probe closes it). Before, a
+/// tenant's resume undid an operator's pause a second later (a new-user trial).
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenant_cannot_undo_an_operators_pause_or_force_open(pool: PgPool) {
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (key, ch) = app.tenant_with_channel("acme").await;
+    let tenant = |action: &'static str| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            app.post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
+                .await
+        }
+    };
+    let operator = |action: &'static str| {
+        let app = &app;
+        async move {
+            app.post_empty(
+                &format!("/api/v1/admin/channels/{ch}/{action}?reason=abuse"),
+                OPERATOR_KEY,
+            )
+            .await
+        }
+    };
+    let audited = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit_log WHERE channel_id = $1")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+
+    for (hold, state) in [("pause", "paused"), ("open", "open")] {
+        let (s, v) = operator(hold).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["circuit"]["state"], state);
+        assert_eq!(v["circuit"]["operator_hold"], true, "{v}");
+        let rows = audited().await;
+        for action in ["resume", "pause"] {
+            let (s, v) = tenant(action).await;
+            assert_eq!(
+                s, 409,
+                "tenant {action} while the operator's {hold} holds: {v}"
+            );
+            assert_eq!(v["code"], "conflict", "{v}");
+            assert!(
+                v["detail"].as_str().unwrap().contains("operator"),
+                "the refusal says why: {v}"
+            );
+        }
+        assert_eq!(app.circuit_state(ch).await, state, "nothing changed");
+        assert_eq!(audited().await, rows, "nothing audited");
+        // The operator ends the hold; the tenant may act again.
+        let (s, v) = operator(if hold == "pause" { "resume" } else { "close" }).await;
+        assert_eq!(
+            (s, v["circuit"]["state"].as_str()),
+            (200, Some("closed")),
+            "{v}"
+        );
+        assert_eq!(v["circuit"]["operator_hold"], false, "{v}");
+        let (s, v) = tenant("pause").await;
+        assert_eq!(
+            (s, v["circuit"]["state"].as_str()),
+            (200, Some("paused")),
+            "{v}"
+        );
+        let (s, v) = tenant("resume").await;
+        assert_eq!(
+            (s, v["circuit"]["state"].as_str()),
+            (200, Some("closed")),
+            "{v}"
+        );
+    }
+
+    // The tenant paused first: the operator's pause of the paused channel still takes the hold
+    // (audited, no transition).
+    let (s, _) = tenant("pause").await;
+    assert_eq!(s, 200);
+    let (s, v) = operator("pause").await;
+    assert_eq!(
+        (s, v["circuit"]["operator_hold"].as_bool()),
+        (200, Some(true)),
+        "{v}"
+    );
+    let held: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE channel_id = $1 AND action = 'circuit.operator_hold'",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(held, 1);
+    let (s, _) = tenant("resume").await;
+    assert_eq!(s, 409);
+    let (s, _) = operator("resume").await;
+    assert_eq!(s, 200);
+
+    // A circuit open without a hold (as its breaker opens it) is not paused: the tenant's
+    // resume is a 409, not a silent 200 that changes nothing.
+    let (s, _) = operator("open").await;
+    assert_eq!(s, 200);
+    sqlx::query("UPDATE channels SET operator_hold = false WHERE id = $1")
+        .bind(ch)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (s, v) = tenant("resume").await;
+    assert_eq!(s, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("not paused"), "{v}");
+    assert_eq!(app.circuit_state(ch).await, "open");
+    let (s, _) = operator("close").await;
+    assert_eq!(s, 200);
+    app.stop().await;
+}

@@ -239,6 +239,9 @@ struct CircuitView {
     probe_failures: i32,
     /// No request before this (Retry-After).
     retry_after_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// An operator holds the circuit (paused it or forced it open): the tenant can neither
+    /// pause nor resume it (409) until an operator resumes or closes it, or a probe closes it.
+    operator_hold: bool,
 }
 
 pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
@@ -263,6 +266,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         next_probe_at: channel.next_probe_at,
         probe_failures: channel.probe_failures,
         retry_after_until: channel.retry_after_until,
+        operator_hold: channel.operator_hold,
     };
     let limits = &state.settings().channel_limits;
     let group = breakwater_queue::group_state(state.pool(), channel.id)

@@ -4,7 +4,7 @@ use super::{view, ChannelView};
 use crate::call::{Call, TenantCall};
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
-use crate::openapi::{ById, JsonBody, TenantAuth, WithQuery};
+use crate::openapi::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
 use breakwater_core::{audit, circuit};
@@ -51,7 +51,7 @@ pub(crate) fn count_committed(moved: Option<audit::Transitioned>) {
 pub(crate) async fn manual<K>(
     call: &Call<K>,
     channel: Channel,
-    change: circuit::Manual,
+    (change, by): (circuit::Manual, circuit::ManualBy),
     reason: ReasonQuery,
 ) -> Result<ChannelView, ApiError> {
     let reason = reason.or_default(change.action(), call.actor())?;
@@ -60,6 +60,7 @@ pub(crate) async fn manual<K>(
         &mut tx,
         channel.id,
         change,
+        by,
         call.actor(),
         &reason,
         &call.state.settings().circuit,
@@ -80,13 +81,17 @@ async fn tenant_manual(
     reason: ReasonQuery,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
-    Ok(axum::Json(manual(call, channel, change, reason).await?))
+    let by = circuit::ManualBy::Tenant;
+    Ok(axum::Json(
+        manual(call, channel, (change, by), reason).await?,
+    ))
 }
 
 /// Pauses the channel: parks the backlog and pauses the circuit.
 ///
 /// Never probed while paused; new deliveries are accepted and parked. Idempotent. 200 with the
-/// channel.
+/// channel; 409 while an operator holds the channel's circuit (`operator_hold`: an operator
+/// paused it or forced it open).
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/pause",
@@ -95,6 +100,7 @@ async fn tenant_manual(
     params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
     responses(
         (status = 200, description = "The channel, paused.", body = ChannelView),
+        Conflict,
         ById<WithQuery<TenantAuth>>,
     ),
     security(("tenant_key" = [])),
@@ -109,7 +115,9 @@ pub(crate) async fn pause(
 
 /// Resumes a paused channel: closes its circuit and releases every parked delivery.
 ///
-/// One UPDATE releases the whole backlog. Idempotent. 200 with the channel.
+/// One UPDATE releases the whole backlog. Idempotent. 200 with the channel; 409 while an
+/// operator holds the channel's circuit (`operator_hold`), and for a channel that is not paused
+/// but open or half-open (the circuit breaker's: a probe closes it).
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/resume",
@@ -118,6 +126,7 @@ pub(crate) async fn pause(
     params(("id" = Uuid, Path, description = "Channel id."), ReasonQuery),
     responses(
         (status = 200, description = "The channel, resumed.", body = ChannelView),
+        Conflict,
         ById<WithQuery<TenantAuth>>,
     ),
     security(("tenant_key" = [])),

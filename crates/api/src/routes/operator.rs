@@ -7,7 +7,7 @@ use super::{list_filter, path_action};
 use crate::call::OperatorCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
-use crate::openapi::{ById, JsonBody, OperatorAuth, WithQuery};
+use crate::openapi::{ById, Conflict, JsonBody, OperatorAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::routing::{get, post};
@@ -113,7 +113,9 @@ pub(crate) enum AdminAction {
 /// Forces a channel's circuit open or closed, or pauses or resumes it.
 ///
 /// `POST /api/v1/admin/channels/{id}/{open|close|pause|resume}?reason=`: audited as `operator`.
-/// Idempotent. Any other action is 404.
+/// Idempotent. Any other action is 404. A pause or an open holds the circuit (`operator_hold`):
+/// the tenant can neither pause nor resume the channel until a resume or close here (or a probe
+/// after an open) closes it. 409 to resume a channel that is open or half-open, not paused.
 #[utoipa::path(
     post,
     path = "/api/v1/admin/channels/{id}/{action}",
@@ -126,6 +128,7 @@ pub(crate) enum AdminAction {
     ),
     responses(
         (status = 200, description = "The channel as it is now.", body = ChannelView),
+        Conflict,
         ById<WithQuery<OperatorAuth>>,
     ),
     security(("operator_key" = [])),
@@ -145,7 +148,8 @@ pub(crate) async fn act(
         ],
     )?;
     let channel = channels::get_any(call.state.pool(), id).await?;
-    Ok(axum::Json(manual(&call, channel, change, q).await?))
+    let by = circuit::ManualBy::Operator;
+    Ok(axum::Json(manual(&call, channel, (change, by), q).await?))
 }
 
 /// The cluster-wide circuit defaults: the database's value where an operator set one, else the

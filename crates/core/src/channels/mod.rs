@@ -88,6 +88,10 @@ pub struct Channel {
     pub last_failure_at: Option<DateTime<Utc>>,
     /// What the last transient failure was.
     pub last_failure_reason: Option<String>,
+    /// Whether an operator holds the circuit (an operator's pause or force-open): the tenant's
+    /// pause and resume are refused (409) until an operator resumes or closes it, or a probe
+    /// closes it ([`crate::circuit::apply_manual`]).
+    pub operator_hold: bool,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -97,7 +101,7 @@ pub struct Channel {
 const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
-    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, created_at, updated_at";
+    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, operator_hold, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -17,6 +17,18 @@ pub enum Manual {
     ForceClose,
 }
 
+/// Who makes a manual change: the channel's tenant or an operator. An operator's pause or
+/// force-open holds the circuit (`channels.operator_hold`): the tenant's own pause and resume
+/// are refused until a close ends the hold (a design decision after a new-user trial, where a
+/// tenant's resume undid an operator's pause a second later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManualBy {
+    /// The channel's tenant (pause and resume only).
+    Tenant,
+    /// An operator.
+    Operator,
+}
+
 impl Manual {
     fn target(self) -> State {
         match self {
@@ -56,19 +68,71 @@ impl Manual {
     }
 }
 
-/// Applies a manual change with one conditional UPDATE (`… AND circuit_state = ANY(allowed)`).
-/// Returns the transition, or `None` when the channel is already where the change would put it
-/// (so repeating a pause or a resume changes nothing and writes no second audit row). The
-/// winner parks or releases the backlog, audits with `actor` and `reason`, and alerts.
+/// Applies a manual change by `by` with one conditional UPDATE (`… AND circuit_state =
+/// ANY(allowed)`), under the channel row's lock. Returns the transition, or `None` when the
+/// channel is already where the change would put it (so repeating a pause or a resume changes
+/// nothing and writes no second audit row). The winner parks or releases the backlog, audits
+/// with `actor` and `reason`, and alerts. An operator's pause or force-open sets the channel's
+/// operator hold; a close clears it.
+///
+/// Errors: [`Error::Conflict`] when the tenant changes a channel an operator holds, or resumes
+/// a channel that is not paused (its circuit breaker opened it: a probe closes it);
+/// [`Error::NotFound`] for a missing or deleted channel.
 pub async fn apply_manual(
     tx: &mut PgConnection,
     channel_id: Uuid,
     change: Manual,
+    by: ManualBy,
     actor: &str,
     reason: &str,
     cfg: &CircuitConfig,
 ) -> Result<Option<Transition>> {
     let to = change.target();
+    let (state, held): (State, bool) = sqlx::query_as(
+        "SELECT circuit_state, operator_hold FROM channels
+         WHERE id = $1 AND deleted_at IS NULL FOR UPDATE",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("channel"))?;
+    if by == ManualBy::Tenant && held {
+        return Err(Error::Conflict(format!(
+            "an operator holds this channel's circuit ({}); only an operator can resume or close it",
+            state.as_str()
+        )));
+    }
+    let hold = by == ManualBy::Operator && matches!(to, State::Paused | State::Open);
+    if state == to {
+        if hold && !held {
+            // Already paused (or open) by the tenant or the breaker: the operator's change
+            // takes the hold, audited, with no transition.
+            let tenant_id: Uuid = sqlx::query_scalar(
+                "UPDATE channels SET operator_hold = true, updated_at = now() WHERE id = $1
+                 RETURNING tenant_id",
+            )
+            .bind(channel_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            audit::record(
+                &mut *tx,
+                &audit::Entry {
+                    reason: Some(reason),
+                    details: serde_json::json!({ "circuit_state": state.as_str() }),
+                    ..audit::Entry::channel(tenant_id, channel_id, actor, "circuit.operator_hold")
+                },
+            )
+            .await?;
+        }
+        return Ok(None);
+    }
+    if !change.allowed_from().contains(&state) {
+        return Err(Error::Conflict(format!(
+            "the channel is not paused: its circuit is {} (the circuit breaker's); a probe closes \
+             it once the endpoint answers",
+            state.as_str()
+        )));
+    }
     let row: Option<ManualRow> = sqlx::query_as(
         concat!(
             "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
@@ -84,6 +148,7 @@ pub async fn apply_manual(
              consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE c.consecutive_failures END,
              probe_failures = CASE WHEN $2 = 'paused' THEN c.probe_failures ELSE 0 END,
              health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE c.health_unhealthy END,
+             operator_hold = CASE WHEN $2 = 'closed' THEN false ELSE c.operator_hold OR $5 END,
              updated_at = now()
          FROM before
          WHERE c.id = before.id AND before.circuit_state = ANY($3)
@@ -95,6 +160,7 @@ pub async fn apply_manual(
     .bind(to.as_str())
     .bind(change.allowed_from().iter().map(|s| s.as_str()).collect::<Vec<_>>())
     .bind(cfg.cooldown_ms)
+    .bind(hold)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(ManualRow {

@@ -74,7 +74,8 @@ macro_rules! cooldown_ms_sql {
 
 /// The head of a transition's conditional UPDATE of a `channels` row into state `$to` (a
 /// string literal, e.g. `"open"`): every transition stamps `circuit_changed_at` and bumps
-/// `circuit_generation` (module doc). The statement goes on with its own `SET` items, its
+/// `circuit_generation` (module doc), and a close ends an operator's hold (`operator_hold`,
+/// [`apply_manual`]). The statement goes on with its own `SET` items, its
 /// `WHERE` and [`returning_transition_sql!`]. Expands to a string literal for `concat!`.
 macro_rules! enter_state_sql {
     ($to:literal) => {
@@ -82,7 +83,10 @@ macro_rules! enter_state_sql {
             "UPDATE channels
          SET circuit_state = '",
             $to,
-            "', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,"
+            "', circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
+             operator_hold = (operator_hold AND '",
+            $to,
+            "' <> 'closed'),"
         )
     };
 }
