@@ -167,11 +167,18 @@ fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
         },
         _ => None,
     };
-    let mut e = ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_path",
-        format!("{} (ids are UUIDs)", r.body_text()),
-    );
+    // The detail echoes the bad value: cut to 200 characters (a 20-kB path is not sent back).
+    let mut detail: String = r.body_text().chars().take(200).collect();
+    if detail.len() < r.body_text().len() {
+        detail.push('…');
+    }
+    if key
+        .as_deref()
+        .is_some_and(|k| k == "id" || k.ends_with("_id"))
+    {
+        detail.push_str(" (ids are UUIDs)");
+    }
+    let mut e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", detail);
     e.field = key.map(Cow::Owned);
     e
 }

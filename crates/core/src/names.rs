@@ -5,24 +5,40 @@ use crate::{Error, Result};
 /// Most characters in a display name.
 pub const MAX_NAME_CHARS: usize = 200;
 
-/// A display name as stored: `raw` trimmed of surrounding white space, then 1 to
-/// [`MAX_NAME_CHARS`] characters with no control character (Unicode `Cc`: tab, newline, …) and
-/// no bidirectional formatting character (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which
-/// would make a name show as another on the admin page or in a log. Else
-/// [`Error::Invalid`] naming `name`.
-pub fn display_name(raw: &str) -> Result<String> {
-    let name = raw.trim();
-    let bidi = |c: char| matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(|c| c.is_control() || bidi(c))
-    {
+/// Most characters in a manual action's reason (`?reason=`).
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// Whether `c` may not stand in a display text: a control character (Unicode `Cc`: tab,
+/// newline, escape, …), a bidirectional formatting character (U+200E, U+200F, U+202A–U+202E,
+/// U+2066–U+2069), or an invisible one (U+200B zero width space, U+2060 word joiner, U+FEFF),
+/// any of which would make a text show as another on the admin page or in a log. (The zero
+/// width joiners U+200C and U+200D stay: scripts and emoji sequences need them.)
+fn refused(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{200B}' | '\u{2060}' | '\u{FEFF}')
+}
+
+/// A text a person reads, as stored: `raw` trimmed of surrounding white space, then 1 to `max`
+/// characters, none of them [`refused`]. Else [`Error::Invalid`] naming `field`.
+pub fn display_text(field: &'static str, raw: &str, max: usize) -> Result<String> {
+    let text = raw.trim();
+    if text.is_empty() || text.chars().count() > max || text.chars().any(refused) {
         return Err(Error::invalid(
-            "name",
-            "must be 1 to 200 characters (trimmed) without control or bidirectional formatting characters",
+            field,
+            format!(
+                "must be 1 to {max} characters (trimmed) without control, bidirectional \
+                 formatting or invisible characters"
+            ),
         ));
     }
-    Ok(name.to_string())
+    Ok(text.to_string())
+}
+
+/// A display name (of a tenant, a channel or a key) as stored: [`display_text`] of `name`, 1 to
+/// [`MAX_NAME_CHARS`] characters.
+pub fn display_name(raw: &str) -> Result<String> {
+    display_text("name", raw, MAX_NAME_CHARS)
 }
 
 #[cfg(test)]
@@ -42,10 +58,34 @@ mod tests {
             "a\u{0}b",
             "evil\u{202E}gnp.exe",
             "\u{2066}x",
+            "ac\u{200B}me",
+            "\u{FEFF}acme",
             &"x".repeat(201),
         ] {
             let e = display_name(bad).unwrap_err();
             assert!(e.to_string().contains("name"), "{bad:?}: {e}");
+        }
+        // Joiners stay: an emoji sequence and a Persian name that needs U+200C.
+        assert!(display_name("team \u{1F468}\u{200D}\u{1F4BB}").is_ok());
+        assert!(display_name("\u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0645}").is_ok());
+    }
+
+    #[test]
+    fn a_reason_follows_the_same_rule_up_to_500_characters() {
+        assert_eq!(
+            display_text("reason", " db migration ", MAX_REASON_CHARS).unwrap(),
+            "db migration"
+        );
+        assert!(display_text("reason", &"r".repeat(500), MAX_REASON_CHARS).is_ok());
+        for bad in [
+            "line1\n2026-12-02 ERROR fake",
+            "\u{1b}[31mred",
+            "x\u{202E}y",
+            "",
+            &"r".repeat(501),
+        ] {
+            let e = display_text("reason", bad, MAX_REASON_CHARS).unwrap_err();
+            assert!(e.to_string().starts_with("reason: "), "{bad:?}: {e}");
         }
     }
 }

@@ -111,6 +111,24 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     )
     .await;
     assert_eq!(b["field"], "key_id", "{b}");
+    // A huge bad id is not echoed back whole.
+    let huge = "a".repeat(20_000);
+    let b = assert_problem(
+        get(&app, &format!("/api/v1/channels/{huge}"), Some(&key)).await,
+        400,
+    )
+    .await;
+    let detail = b["detail"].as_str().unwrap();
+    assert!(detail.chars().count() < 300, "{} characters", detail.len());
+    assert_eq!(b["field"], "id");
+    // A host key is not a UUID: its refusal does not say it should be one.
+    let b = assert_problem(
+        get(&app, "/api/v1/admin/hosts/a%ffb", Some(OPERATOR_KEY)).await,
+        400,
+    )
+    .await;
+    assert_eq!(b["field"], "host", "{b}");
+    assert!(!b["detail"].as_str().unwrap().contains("UUID"), "{b}");
     // A query parameter that does not parse is named too.
     for (path, field) in [
         ("/api/v1/admin/channels?tenant_id=nope", "tenant_id"),
@@ -243,6 +261,42 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
     let channel = app.channel(&key, "acme").await;
     let path = enqueue_path(channel);
 
+    // A manual action's reason: the display-text rule (no control, bidirectional formatting or
+    // invisible character; 1 to 500), so it cannot pass for another log line on the admin page
+    // or in an alert. Nothing changes; a blank reason is the default one.
+    for bad in [
+        "line1%0A2026-12-02T00:00:00Z%20ERROR%20fake",
+        "red%1B%5B31m",
+        "x%E2%80%AEy",
+        "ac%E2%80%8Bme",
+    ] {
+        let resp = post(
+            &app,
+            &format!("/api/v1/channels/{channel}/pause?reason={bad}"),
+            Some(&key),
+            &json!({}),
+        )
+        .await;
+        assert_invalid(resp, "reason").await;
+    }
+    assert_eq!(app.circuit_state(channel).await, "closed");
+    let (s, _) = app
+        .post_empty(
+            &format!("/api/v1/channels/{channel}/pause?reason=%20"),
+            &key,
+        )
+        .await;
+    assert_eq!(s, 200);
+    let reason: String = sqlx::query_scalar(
+        "SELECT reason FROM audit_log WHERE channel_id = $1 AND action = 'channel.paused'",
+    )
+    .bind(channel)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(reason.starts_with("channel.paused by tenant:"), "{reason}");
+    app.resume(&key, channel).await;
+
     // Event types: 1 to 200 visible ASCII characters, on every route that takes one.
     let long = "x".repeat(201);
     for bad in [
@@ -264,6 +318,27 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
         )
         .await;
     }
+    // Two Idempotency-Key headers: which one was meant is not guessed; a batch takes none (each
+    // item has its own), rather than silently ignoring it.
+    let twice = send(
+        app.http
+            .post(format!("{}{path}", app.api))
+            .bearer_auth(&key)
+            .header("idempotency-key", "k1")
+            .header("idempotency-key", "k2")
+            .json(&event("a.b")),
+    )
+    .await;
+    assert_invalid(twice, "idempotency_key").await;
+    let on_batch = send(
+        app.http
+            .post(format!("{}{path}/batch", app.api))
+            .bearer_auth(&key)
+            .header("idempotency-key", "k1")
+            .json(&json!({ "deliveries": [event("a.b")] })),
+    )
+    .await;
+    assert_invalid(on_batch, "idempotency_key").await;
     // Idempotency keys: the same form, as a header or a batch item's field.
     let with_key = |k: &str| {
         app.http

@@ -65,8 +65,8 @@ pub(crate) struct CreateChannel {
         example = "https://example.com/hooks"
     )]
     url: String,
-    /// Display name, 1 to 200 characters (trimmed) without control or bidirectional formatting
-    /// characters (absent or null: none).
+    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
+    /// formatting or invisible characters (absent or null: none).
     #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
     /// Consecutive transient failures that open the circuit (null = the cluster default).
@@ -320,8 +320,8 @@ pub(crate) async fn read(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PatchChannel {
-    /// Display name, 1 to 200 characters (trimmed) without control or bidirectional formatting
-    /// characters (null removes it).
+    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
+    /// formatting or invisible characters (null removes it).
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 200)]
     name: Option<Option<String>>,

@@ -85,13 +85,23 @@ pub(crate) struct IdempotencyKey {
     idempotency_key: Option<String>,
 }
 
+/// The request's `Idempotency-Key` header, if any (its form is checked by core). More than one
+/// → 422 on `idempotency_key` (which one the client meant is not ours to guess); a value that is
+/// not visible ASCII → 422 too.
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    match headers.get("idempotency-key") {
-        None => Ok(None),
-        Some(v) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {
-            ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")
-        }),
-    }
+    let mut given = headers.get_all("idempotency-key").iter();
+    let (Some(v), None) = (given.next(), given.next()) else {
+        return match headers.get("idempotency-key") {
+            None => Ok(None),
+            Some(_) => Err(ApiError::invalid(
+                "idempotency_key",
+                "send one Idempotency-Key header, not several",
+            )),
+        };
+    };
+    v.to_str()
+        .map(|s| Some(s.to_string()))
+        .map_err(|_| ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII"))
 }
 
 /// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
@@ -230,8 +240,16 @@ pub(crate) struct BatchAccepted {
 pub(crate) async fn enqueue_batch(
     call: TenantCall,
     Path(channel_id): Path<Uuid>,
+    headers: HeaderMap,
     Json(body): Json<EnqueueBatch>,
 ) -> Result<(StatusCode, axum::Json<BatchAccepted>), ApiError> {
+    // One key for a whole batch would mean nothing per delivery; refused, not ignored.
+    if headers.contains_key("idempotency-key") {
+        return Err(ApiError::invalid(
+            "idempotency_key",
+            "a batch takes no Idempotency-Key header: give each delivery its own idempotency_key",
+        ));
+    }
     let cfg = &call.state.settings().config;
     if body.deliveries.is_empty() || body.deliveries.len() > cfg.max_batch_size {
         return Err(ApiError::invalid(

@@ -7,7 +7,7 @@ use crate::extract::{Json, Path, Query};
 use crate::openapi::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
-use breakwater_core::{audit, circuit};
+use breakwater_core::{audit, circuit, names};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -15,26 +15,27 @@ use uuid::Uuid;
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ReasonQuery {
-    /// Why, for the audit log and the alert; at most 500 characters.
+    /// Why, for the audit log and the alert: 1 to 500 characters (trimmed) without control,
+    /// bidirectional formatting or invisible characters; absent or blank: `"<action> by
+    /// <actor>"`.
     #[param(max_length = 500)]
     pub(crate) reason: Option<String>,
 }
 
 impl ReasonQuery {
-    /// The reason a manual action is audited and alerted with: the caller's, else
-    /// `"{action} by {actor}"` (e.g. `channel.paused by operator`). More than 500 characters →
-    /// 422 on `reason`.
+    /// The reason a manual action is audited and alerted with: the caller's
+    /// ([`breakwater_core::names::display_text`]: trimmed, 1 to 500 characters without control,
+    /// bidirectional formatting or invisible characters, else 422 on `reason`), or, when absent
+    /// or blank, `"{action} by {actor}"` (e.g. `channel.paused by operator`).
     pub(crate) fn or_default(self, action: &str, actor: &str) -> Result<String, ApiError> {
-        let reason = self
-            .reason
-            .unwrap_or_else(|| format!("{action} by {actor}"));
-        if reason.chars().count() > 500 {
-            return Err(ApiError::invalid(
+        match self.reason.as_deref().map(str::trim) {
+            None | Some("") => Ok(format!("{action} by {actor}")),
+            Some(given) => Ok(names::display_text(
                 "reason",
-                "must be at most 500 characters",
-            ));
+                given,
+                names::MAX_REASON_CHARS,
+            )?),
         }
-        Ok(reason)
     }
 }
 

@@ -37,12 +37,12 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateKey {
-    /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control or bidirectional
-    /// formatting characters.
+    /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control,
+    /// bidirectional formatting or invisible characters.
     #[schema(
         min_length = 1,
         max_length = 200,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*\S[^\u0000-\u001F\u007F-\u009F]*$",
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*\S[^\u0000-\u001F\u007F-\u009F\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$",
         example = "ci"
     )]
     name: Option<String>,

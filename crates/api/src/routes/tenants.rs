@@ -36,8 +36,8 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateTenant {
-    /// Display name, 1 to 200 characters (trimmed) without control or bidirectional formatting
-    /// characters.
+    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
+    /// formatting or invisible characters.
     #[schema(min_length = 1, max_length = 200, example = "acme")]
     name: String,
     /// Tier (default `default`): picks the queue of the tenant's deliveries.
@@ -97,8 +97,8 @@ pub(crate) async fn create(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OperatorPatch {
-    /// Display name, 1 to 200 characters (trimmed; not null) without control or bidirectional
-    /// formatting characters.
+    /// Display name, 1 to 200 characters (trimmed; not null) without control,
+    /// bidirectional formatting or invisible characters.
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = String, min_length = 1, max_length = 200)]
     name: Option<String>,
