@@ -318,6 +318,29 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
         )
         .await;
     }
+    // A payload that would read back other than it was signed and sent: a key twice in a nested
+    // object (jsonb keeps the last), a lone surrogate (no Unicode text). Top-level duplicates
+    // were already refused by the body's own shape.
+    for (payload, says) in [
+        (r#"{"a":1,"a":2}"#, "duplicate key \"a\" in the object at /"),
+        (r#"{"items":[{"k":1,"k":2}]}"#, "at /items/0"),
+        (r#""\udc00""#, "surrogate"),
+    ] {
+        let body = format!(r#"{{"event_type":"a.b","payload":{payload}}}"#);
+        let resp = send(
+            app.http
+                .post(format!("{}{path}", app.api))
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await;
+        let b = assert_invalid(resp, "payload").await;
+        assert!(
+            b["detail"].as_str().unwrap().contains(says),
+            "{payload}: {b}"
+        );
+    }
     // Two Idempotency-Key headers: which one was meant is not guessed; a batch takes none (each
     // item has its own), rather than silently ignoring it.
     let twice = send(

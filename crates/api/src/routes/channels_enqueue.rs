@@ -51,7 +51,10 @@ impl From<Enqueued> for Accepted {
     }
 }
 
-pub(crate) fn check_payload_size(
+/// Checks a delivery's (or message's) `payload` as `field`: at most `api.max_payload_bytes`
+/// of JSON text (else 413), with no duplicate key and no lone surrogate anywhere (else 422,
+/// [`breakwater_core::deliveries::check_payload_text`]).
+pub(crate) fn check_payload(
     cfg: &ApiConfig,
     payload: &RawValue,
     field: &'static str,
@@ -69,7 +72,9 @@ pub(crate) fn check_payload_size(
         e.field = Some(field.into());
         return Err(e);
     }
-    Ok(())
+    // Stored and signed as given, read back through jsonb: refused where the two would differ.
+    breakwater_core::deliveries::check_payload_text(payload.get())
+        .map_err(|m| ApiError::invalid(field, m))
 }
 
 /// The `Idempotency-Key` header of `POST /api/v1/channels/{id}/deliveries` (documentation only:
@@ -174,7 +179,7 @@ pub(crate) async fn enqueue_one(
     headers: HeaderMap,
     Json(body): Json<EnqueueOne>,
 ) -> Result<(StatusCode, axum::Json<Accepted>), ApiError> {
-    check_payload_size(&call.state.settings().config, &body.payload, "payload")?;
+    check_payload(&call.state.settings().config, &body.payload, "payload")?;
     let item = NewDelivery {
         event_type: body.event_type,
         payload: body.payload,
@@ -263,7 +268,7 @@ pub(crate) async fn enqueue_batch(
     }
     let mut items = Vec::with_capacity(body.deliveries.len());
     for (i, ObjectOnly(d)) in body.deliveries.into_iter().enumerate() {
-        check_payload_size(cfg, &d.payload, "payload").map_err(|e| e.in_item("deliveries", i))?;
+        check_payload(cfg, &d.payload, "payload").map_err(|e| e.in_item("deliveries", i))?;
         let item = NewDelivery {
             event_type: d.event_type,
             payload: d.payload,

@@ -2,7 +2,7 @@
 //! channel; `GET /api/v1/messages/{id}` shows each channel's delivery. See
 //! [`breakwater_core::messages`] for the rules (subscriptions, one transaction, `webhook-id`).
 
-use super::channels::{check_payload_size, idempotency_key, IdempotencyKey};
+use super::channels::{check_payload, idempotency_key, IdempotencyKey};
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path};
@@ -104,7 +104,7 @@ pub(crate) async fn send(
     headers: HeaderMap,
     Json(body): Json<SendMessage>,
 ) -> Result<(StatusCode, axum::Json<MessageAccepted>), ApiError> {
-    check_payload_size(&call.state.settings().config, &body.payload, "payload")?;
+    check_payload(&call.state.settings().config, &body.payload, "payload")?;
     let message = NewMessage {
         event_type: body.event_type,
         payload: body.payload,

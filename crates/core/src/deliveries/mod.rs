@@ -8,9 +8,12 @@
 //! - `replay`: re-enqueueing dead deliveries.
 
 mod attempt;
+mod payload;
 mod read;
 mod replay;
 pub mod status;
+
+pub use payload::check_payload_text;
 
 pub use attempt::{begin_attempt, cancel_orphan, record_attempt, AttemptRecord, Dispatch};
 pub use read::{attempts, get, list, Attempt, Delivery, DeliverySummary, ListKey, DELIVERY_SELECT};
