@@ -62,7 +62,7 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     assert_problem(resp, 415).await;
     // A body in a content coding (here gzip, which the service does not decode) is refused as
     // 415, and the answer says which coding is accepted (RFC 9110 §12.5.3, §15.5.16).
-    for coding in ["gzip", "identity, br"] {
+    for (coding, status) in [("gzip", 415), ("identity, br", 415), ("identity", 201)] {
         let resp = send(
             app.http
                 .post(format!("{}/api/v1/channels", app.api))
@@ -72,24 +72,18 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
                 .body(json!({ "url": app.receiver.url("z") }).to_string()),
         )
         .await;
+        if status == 201 {
+            assert_ok(resp, 201).await;
+            continue;
+        }
         assert_eq!(
             resp.headers().get("accept-encoding").map(|v| v.as_bytes()),
             Some(&b"identity"[..]),
             "{coding}"
         );
-        let b = assert_problem(resp, 415).await;
+        let b = assert_problem(resp, status).await;
         assert_eq!(b["code"], "unsupported_media_type", "{coding}: {b}");
     }
-    let plain = send(
-        app.http
-            .post(format!("{}/api/v1/channels", app.api))
-            .bearer_auth(&key)
-            .header("content-type", "application/json")
-            .header("content-encoding", "identity")
-            .body(json!({ "url": app.receiver.url("z") }).to_string()),
-    )
-    .await;
-    assert_ok(plain, 201).await;
 
     for path in [
         "/api/v1/channels/not-a-uuid".to_string(),
