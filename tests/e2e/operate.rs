@@ -392,6 +392,10 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["circuit"]["state"], "open");
+    assert!(
+        !v["url"].as_str().unwrap().ends_with("/b"),
+        "origin only: {v}"
+    );
     let (s, v) = app
         .get("/api/v1/admin/channels?state=open", OPERATOR_KEY)
         .await;
@@ -405,6 +409,21 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     assert_eq!(listed, vec![cb.to_string().as_str()]);
     assert_eq!(v["data"][0]["tenant_name"], "beta");
     assert_eq!(v["data"][0]["tier"], "bulk");
+    // The operator sees each URL's origin only (a receiver's path and query may carry its
+    // token); the tenant sees the whole URL.
+    let full = app.receiver.url("b");
+    let origin = full.trim_end_matches("/b").to_string();
+    assert!(
+        full.len() > origin.len() && full.starts_with(&origin),
+        "{full}"
+    );
+    assert_eq!(v["data"][0]["url"], json!(origin));
+    let (_, one) = app
+        .get(&format!("/api/v1/admin/channels/{cb}"), OPERATOR_KEY)
+        .await;
+    assert_eq!(one["url"], json!(origin), "{one}");
+    let (_, own) = app.get(&format!("/api/v1/channels/{cb}"), &b).await;
+    assert_eq!(own["url"], json!(full), "{own}");
     let (_, v) = app
         .get(
             &format!("/api/v1/admin/channels?tenant_id={a_id}"),

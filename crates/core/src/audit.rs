@@ -224,11 +224,16 @@ pub fn changes(old: &serde_json::Value, new: &serde_json::Value) -> Option<serde
 /// carry a receiver's token. Two different URLs to one host still show as a change.
 pub fn url_summary(url: &str) -> serde_json::Value {
     use sha2::Digest;
-    let origin = url::Url::parse(url)
-        .map(|u| u.origin().ascii_serialization())
-        .unwrap_or_default();
     let digest = sha2::Sha256::digest(url.as_bytes());
-    serde_json::json!({ "origin": origin, "sha256": hex::encode(&digest[..8]) })
+    serde_json::json!({ "origin": url_origin(url), "sha256": hex::encode(&digest[..8]) })
+}
+
+/// `url`'s origin (`scheme://host[:port]`, RFC 6454), never its path or query; empty for a text
+/// that is no URL.
+pub fn url_origin(url: &str) -> String {
+    url::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -70,6 +70,10 @@ pub(crate) async fn manual<K>(
     tx.commit().await?;
     count_committed(moved.map(|t| t.counted()));
     let channel = channels::get_any(call.state.pool(), channel.id).await?;
+    let channel = match by {
+        circuit::ManualBy::Operator => channel.for_operator(),
+        circuit::ManualBy::Tenant => channel,
+    };
     view(&call.state, channel).await
 }
 

@@ -46,6 +46,9 @@ pub(crate) struct ListQuery {
 }
 
 /// Lists every tenant's channels and their breakers.
+///
+/// Each `url` is its origin only (`https://hooks.example.com:8443`): a receiver's path and query
+/// often carry its token, so only the tenant's own views show them (as in the audit log).
 #[utoipa::path(
     get,
     path = "/api/v1/admin/channels",
@@ -71,10 +74,19 @@ pub(crate) async fn list(
         &keyset,
     )
     .await?;
+    let rows = rows
+        .into_iter()
+        .map(|row| OperatorChannel {
+            channel: row.channel.for_operator(),
+            ..row
+        })
+        .collect();
     Ok(axum::Json(Page::new(rows, &keyset, |c| c.channel.id)))
 }
 
 /// Reads any tenant's channel.
+///
+/// Its `url` is the origin only, as in the list.
 #[utoipa::path(
     get,
     path = "/api/v1/admin/channels/{id}",
@@ -91,7 +103,9 @@ pub(crate) async fn read(
     call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
-    let channel = channels::get_any(call.state.pool(), id).await?;
+    let channel = channels::get_any(call.state.pool(), id)
+        .await?
+        .for_operator();
     Ok(axum::Json(view(&call.state, channel).await?))
 }
 

@@ -98,6 +98,16 @@ pub struct Channel {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Channel {
+    /// The channel as an operator sees it: `url` cut to its origin (`https://hooks.example.com:8443`),
+    /// since a receiver's path and query often carry its token (the rule of
+    /// [`audit::url_summary`]); only the tenant's own views show the whole URL.
+    pub fn for_operator(mut self) -> Self {
+        self.url = audit::url_origin(&self.url);
+        self
+    }
+}
+
 const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
