@@ -375,7 +375,7 @@ async fn a_closing_probe_replays_the_windows_dead_letters_once(pool: PgPool) {
 async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (a_id, a) = app.tenant("alpha", "default").await;
-    let (_, b) = app.tenant("beta", "bulk").await;
+    let (b_id, b) = app.tenant("beta", "bulk").await;
     let ca = app.channel(&a, "a").await;
     let cb = app.channel(&b, "b").await;
 
@@ -424,6 +424,22 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
     assert_eq!(one["url"], json!(origin), "{one}");
     let (_, own) = app.get(&format!("/api/v1/channels/{cb}"), &b).await;
     assert_eq!(own["url"], json!(full), "{own}");
+    // The same for a tenant's alert URL in the operator's tenant views.
+    let alert = format!("{origin}/alerts?token=secret-token");
+    let (s, v) = app
+        .patch("/api/v1/tenant", &b, &json!({ "alert_url": alert }))
+        .await;
+    assert_eq!(
+        (s, &v["alert_url"]),
+        (200, &json!(alert)),
+        "the tenant sees it: {v}"
+    );
+    let (_, list) = app.get("/api/v1/tenants", OPERATOR_KEY).await;
+    assert!(!list.to_string().contains("secret-token"), "{list}");
+    let (_, beta) = app
+        .get(&format!("/api/v1/tenants/{b_id}"), OPERATOR_KEY)
+        .await;
+    assert_eq!(beta["alert_url"], json!(origin), "{beta}");
     let (_, v) = app
         .get(
             &format!("/api/v1/admin/channels?tenant_id={a_id}"),
@@ -722,6 +738,10 @@ async fn a_tenant_cannot_undo_an_operators_pause_or_force_open(pool: PgPool) {
     assert_eq!(s, 409, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("not paused"), "{v}");
     assert_eq!(app.circuit_state(ch).await, "open");
+    // The operator's resume of an open circuit is refused too, pointing at close.
+    let (s, v) = operator("resume").await;
+    assert_eq!(s, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("(close)"), "{v}");
     let (s, _) = operator("close").await;
     assert_eq!(s, 200);
     app.stop().await;

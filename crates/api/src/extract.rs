@@ -123,7 +123,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                 };
                 let mut problem =
                     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", detail);
-                problem.field = (path != ".").then_some(Cow::Owned(path));
+                problem.field = field_of(&path, &e.inner().to_string()).map(Cow::Owned);
                 Err(problem)
             }
         }
@@ -208,9 +208,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
                         format!("Failed to deserialize query string: {field}: {}", e.inner())
                     },
                 );
-                problem.field = (field != ".").then_some(Cow::Owned(field));
+                problem.field = field_of(&field, &e.inner().to_string()).map(Cow::Owned);
                 problem
             })
+    }
+}
+
+/// The field a deserialization error is about: `path` (serde_path_to_error's, `.` for the
+/// top level), extended by the name serde gives for a missing, duplicate or unknown field
+/// (``missing field `payload` `` at `deliveries[1]` → `deliveries[1].payload`); `None` when
+/// neither names one.
+fn field_of(path: &str, message: &str) -> Option<String> {
+    let named = ["missing field `", "duplicate field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next())
+        .filter(|name| !name.is_empty());
+    match (path, named) {
+        (".", None) => None,
+        (".", Some(name)) => Some(name.to_string()),
+        (path, Some(name)) if !path.ends_with(name) => Some(format!("{path}.{name}")),
+        (path, _) => Some(path.to_string()),
     }
 }
 
@@ -276,5 +294,36 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> 
         }
         d.deserialize_map(Visitor(std::marker::PhantomData))
             .map(ObjectOnly)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_of;
+
+    #[test]
+    fn a_deserialization_error_names_its_field() {
+        let f = |path, msg| field_of(path, msg);
+        assert_eq!(f(".", "missing field `payload`"), Some("payload".into()));
+        assert_eq!(f(".", "duplicate field `limit`"), Some("limit".into()));
+        assert_eq!(
+            f("deliveries[1]", "missing field `event_type`"),
+            Some("deliveries[1].event_type".into())
+        );
+        assert_eq!(
+            f(
+                "deliveries[1].event_type",
+                "invalid type: integer `7`, expected a string"
+            ),
+            Some("deliveries[1].event_type".into())
+        );
+        assert_eq!(
+            f(
+                "plan",
+                "unknown field `plan`, expected one of `name`, `tier`"
+            ),
+            Some("plan".into())
+        );
+        assert_eq!(f(".", "invalid type: sequence, expected a map"), None);
     }
 }

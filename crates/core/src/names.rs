@@ -10,20 +10,35 @@ pub const MAX_REASON_CHARS: usize = 500;
 
 /// Whether `c` may not stand in a display text: a control character (Unicode `Cc`: tab,
 /// newline, escape, …), a bidirectional formatting character (U+200E, U+200F, U+202A–U+202E,
-/// U+2066–U+2069), or an invisible one (U+200B zero width space, U+2060 word joiner, U+FEFF),
+/// U+2066–U+2069), or an invisible one (U+200B zero width space, U+2060 word joiner, U+FEFF, and
+/// those listed below),
 /// any of which would make a text show as another on the admin page or in a log. (The zero
 /// width joiners U+200C and U+200D stay: scripts and emoji sequences need them.)
 fn refused(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-        || matches!(c, '\u{200B}' | '\u{2060}' | '\u{FEFF}')
+        || matches!(c, '\u{200B}' | '\u{2060}'..='\u{2064}' | '\u{206A}'..='\u{206F}' | '\u{FEFF}')
+        // Line and paragraph separators (a line break by another name), the soft hyphen and
+        // other characters that show as nothing: combining grapheme joiner, Mongolian vowel
+        // separator, Hangul fillers, interlinear annotation controls, tag characters.
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{00AD}' | '\u{034F}' | '\u{180E}')
+        || matches!(c, '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}')
+        || matches!(c, '\u{E0000}'..='\u{E007F}')
+}
+
+/// Whether `c` is a zero width joiner or non-joiner (kept inside a text, but a text of nothing
+/// else shows as blank).
+fn joiner(c: char) -> bool {
+    matches!(c, '\u{200C}' | '\u{200D}')
 }
 
 /// A text a person reads, as stored: `raw` trimmed of surrounding white space, then 1 to `max`
-/// characters, none of them [`refused`]. Else [`Error::Invalid`] naming `field`.
+/// characters, none of them [`refused`], and not only joiners. Else [`Error::Invalid`] naming
+/// `field`.
 pub fn display_text(field: &'static str, raw: &str, max: usize) -> Result<String> {
     let text = raw.trim();
-    if text.is_empty() || text.chars().count() > max || text.chars().any(refused) {
+    let blank = text.chars().all(|c| c.is_whitespace() || joiner(c));
+    if blank || text.chars().count() > max || text.chars().any(refused) {
         return Err(Error::invalid(
             field,
             format!(
@@ -83,6 +98,11 @@ mod tests {
             "x\u{202E}y",
             "",
             &"r".repeat(501),
+            "\u{200D}",
+            "a\u{2028}b",
+            "a\u{00AD}b",
+            "a\u{3164}b",
+            "a\u{E0001}b",
         ] {
             let e = display_text("reason", bad, MAX_REASON_CHARS).unwrap_err();
             assert!(e.to_string().starts_with("reason: "), "{bad:?}: {e}");

@@ -66,6 +66,15 @@ pub struct Tenant {
     pub created_at: DateTime<Utc>,
 }
 
+impl Tenant {
+    /// The tenant as an operator's reads show it: `alert_url` cut to its origin, since its path
+    /// and query may carry the receiver's token (the rule of [`crate::audit::url_summary`]).
+    pub fn for_operator(mut self) -> Self {
+        self.alert_url = self.alert_url.as_deref().map(crate::audit::url_origin);
+        self
+    }
+}
+
 /// Input of [`create`].
 #[derive(Debug, Clone)]
 pub struct NewTenant {

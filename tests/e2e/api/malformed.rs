@@ -147,6 +147,45 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     .await;
     assert_eq!(b["code"], "invalid_body", "{b}");
     assert_eq!(b["field"], "deliveries[1].event_type", "{b}");
+    // A missing or repeated field is named too, at the top or in an item, and so is a repeated
+    // query parameter.
+    for (body, field) in [
+        (r#"{"event_type":"a.b"}"#, "payload"),
+        (
+            r#"{"event_type":"a","payload":{},"event_type":"b"}"#,
+            "event_type",
+        ),
+    ] {
+        let resp = send(
+            app.http
+                .post(format!("{}{}", app.api, enqueue_path(channel)))
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await;
+        let b = assert_problem(resp, 422).await;
+        assert_eq!(b["field"], field, "{body}: {b}");
+    }
+    let item = json!({ "deliveries": [{ "event_type": "a.b" }] });
+    let b = assert_problem(
+        post(
+            &app,
+            &format!("{}/batch", enqueue_path(channel)),
+            Some(&key),
+            &item,
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(b["field"], "deliveries[0].payload", "{b}");
+    let b = assert_problem(
+        get(&app, "/api/v1/channels?limit=5&limit=6", Some(&key)).await,
+        400,
+    )
+    .await;
+    assert_eq!(b["field"], "limit", "{b}");
     let b = assert_problem(
         post(
             &app,

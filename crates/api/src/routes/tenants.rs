@@ -168,7 +168,7 @@ async fn update<K>(
 }
 
 /// `GET /api/v1/tenants?after=&limit=` (operator): every tenant in creation order, paged by
-/// cursor ([`crate::page`]). Never shows a secret or a key.
+/// cursor ([`crate::page`]). Never shows a secret or a key; each `alert_url` as its origin only.
 #[utoipa::path(
     get,
     path = "/api/v1/tenants",
@@ -187,10 +187,15 @@ pub(crate) async fn operator_list(
 ) -> Result<axum::Json<Page<tenants::Tenant>>, ApiError> {
     let keyset = q.keyset::<Uuid>(Order::OldestFirst)?;
     let rows = tenants::list(call.state.pool(), &keyset).await?;
+    let rows = rows
+        .into_iter()
+        .map(tenants::Tenant::for_operator)
+        .collect();
     Ok(axum::Json(Page::new(rows, &keyset, |t| t.id)))
 }
 
-/// Reads a tenant.
+/// Reads a tenant; its `alert_url` is shown as its origin only (a path or query may carry the
+/// receiver's token), as in the list and the update's answer.
 #[utoipa::path(
     get,
     path = "/api/v1/tenants/{id}",
@@ -207,7 +212,9 @@ pub(crate) async fn operator_read(
     call: OperatorCall,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    Ok(axum::Json(tenants::get(call.state.pool(), id).await?))
+    Ok(axum::Json(
+        tenants::get(call.state.pool(), id).await?.for_operator(),
+    ))
 }
 
 /// Changes a tenant's name, tier, alert URL or `alert_on_manual`.
@@ -240,6 +247,7 @@ pub(crate) async fn operator_update(
         alert_on_manual: body.alert_on_manual,
     };
     let (tenant, jobs_moved) = update(&call, id, &patch).await?;
+    let tenant = tenant.for_operator();
     Ok(axum::Json(TenantView { tenant, jobs_moved }))
 }
 

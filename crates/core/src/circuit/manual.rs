@@ -127,9 +127,13 @@ pub async fn apply_manual(
         return Ok(None);
     }
     if !change.allowed_from().contains(&state) {
+        // Only a resume of a circuit that is open or half-open, not paused, gets here.
+        let next = match by {
+            ManualBy::Tenant => "a probe closes it once the endpoint answers",
+            ManualBy::Operator => "force it closed (close) to release its backlog now",
+        };
         return Err(Error::Conflict(format!(
-            "the channel is not paused: its circuit is {} (the circuit breaker's); a probe closes \
-             it once the endpoint answers",
+            "the channel is not paused: its circuit is {}; {next}",
             state.as_str()
         )));
     }
