@@ -45,8 +45,14 @@ pub async fn post(app: &TestApp, path: &str, key: Option<&str>, body: &Value) ->
     send(req).await
 }
 
-/// `POST {api}{path}` with `key` and a raw body sent as `application/json`.
-pub async fn post_raw(app: &TestApp, path: &str, key: &str, body: &'static str) -> Response {
+/// `POST {api}{path}` with `key` and a raw body (text sent as is, e.g. malformed JSON) sent as
+/// `application/json`.
+pub async fn post_raw(
+    app: &TestApp,
+    path: &str,
+    key: &str,
+    body: impl Into<reqwest::Body>,
+) -> Response {
     send(
         app.http
             .post(format!("{}{path}", app.api))

@@ -168,8 +168,9 @@ fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
         _ => None,
     };
     // The detail echoes the bad value: cut to 200 characters (a 20-kB path is not sent back).
-    let mut detail: String = r.body_text().chars().take(200).collect();
-    if detail.len() < r.body_text().len() {
+    let text = r.body_text();
+    let mut detail: String = text.chars().take(200).collect();
+    if detail.len() < text.len() {
         detail.push('…');
     }
     if key

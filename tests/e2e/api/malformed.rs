@@ -156,14 +156,7 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
             "event_type",
         ),
     ] {
-        let resp = send(
-            app.http
-                .post(format!("{}{}", app.api, enqueue_path(channel)))
-                .bearer_auth(&key)
-                .header("content-type", "application/json")
-                .body(body),
-        )
-        .await;
+        let resp = post_raw(&app, &enqueue_path(channel), &key, body).await;
         let b = assert_problem(resp, 422).await;
         assert_eq!(b["field"], field, "{body}: {b}");
     }
@@ -360,14 +353,7 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
         (r#""\udc00""#, "surrogate"),
     ] {
         let body = format!(r#"{{"event_type":"a.b","payload":{payload}}}"#);
-        let resp = send(
-            app.http
-                .post(format!("{}{path}", app.api))
-                .bearer_auth(&key)
-                .header("content-type", "application/json")
-                .body(body),
-        )
-        .await;
+        let resp = post_raw(&app, &path, &key, body).await;
         let b = assert_invalid(resp, "payload").await;
         assert!(
             b["detail"].as_str().unwrap().contains(says),

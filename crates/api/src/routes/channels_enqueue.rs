@@ -95,18 +95,16 @@ pub(crate) struct IdempotencyKey {
 /// not visible ASCII → 422 too.
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let mut given = headers.get_all("idempotency-key").iter();
-    let (Some(v), None) = (given.next(), given.next()) else {
-        return match headers.get("idempotency-key") {
-            None => Ok(None),
-            Some(_) => Err(ApiError::invalid(
-                "idempotency_key",
-                "send one Idempotency-Key header, not several",
-            )),
-        };
-    };
-    v.to_str()
-        .map(|s| Some(s.to_string()))
-        .map_err(|_| ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII"))
+    match (given.next(), given.next()) {
+        (None, _) => Ok(None),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "idempotency_key",
+            "send one Idempotency-Key header, not several",
+        )),
+        (Some(v), None) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {
+            ApiError::invalid("idempotency_key", "Idempotency-Key must be visible ASCII")
+        }),
+    }
 }
 
 /// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one

@@ -68,8 +68,8 @@ impl Manual {
     }
 }
 
-/// Applies a manual change by `by` with one conditional UPDATE (`… AND circuit_state =
-/// ANY(allowed)`), under the channel row's lock. Returns the transition, or `None` when the
+/// Applies a manual change by `by`: reads the channel's state under its row lock, then, when the
+/// change applies, one UPDATE. Returns the transition, or `None` when the
 /// channel is already where the change would put it (so repeating a pause or a resume changes
 /// nothing and writes no second audit row). The winner parks or releases the backlog, audits
 /// with `actor` and `reason`, and alerts. An operator's pause or force-open sets the channel's
@@ -137,44 +137,33 @@ pub async fn apply_manual(
             state.as_str()
         )));
     }
-    let row: Option<ManualRow> = sqlx::query_as(
-        concat!(
-            "WITH before AS (SELECT id, circuit_state FROM channels WHERE id = $1 AND deleted_at IS NULL FOR UPDATE)
-         UPDATE channels c
-         SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = c.circuit_generation + 1,
+    // The row is locked and its state checked above: the UPDATE needs no condition of its own.
+    let row: TransitionRow = sqlx::query_as(concat!(
+        "UPDATE channels
+         SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_delivery_id = NULL, probe_deadline = NULL,
              next_probe_at = CASE WHEN $2 = 'open' THEN greatest(
                  now() + (",
-            cooldown_ms_sql!("c.cooldown_ms", "$4"),
-            "::float8
+        cooldown_ms_sql!("cooldown_ms", "$3"),
+        "::float8
                           * interval '1 millisecond'),
-                 coalesce(c.retry_after_until, now())) END,
-             consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE c.consecutive_failures END,
-             probe_failures = CASE WHEN $2 = 'paused' THEN c.probe_failures ELSE 0 END,
-             health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE c.health_unhealthy END,
-             operator_hold = CASE WHEN $2 = 'closed' THEN false ELSE c.operator_hold OR $5 END,
+                 coalesce(retry_after_until, now())) END,
+             consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE consecutive_failures END,
+             probe_failures = CASE WHEN $2 = 'paused' THEN probe_failures ELSE 0 END,
+             health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE health_unhealthy END,
+             operator_hold = CASE WHEN $2 = 'closed' THEN false ELSE operator_hold OR $4 END,
              updated_at = now()
-         FROM before
-         WHERE c.id = before.id AND before.circuit_state = ANY($3)
-         RETURNING c.tenant_id, c.circuit_generation, c.consecutive_failures, c.next_probe_at,
-                   before.circuit_state AS before_state"
-        ),
-    )
+         WHERE id = $1",
+        returning_transition_sql!()
+    ))
     .bind(channel_id)
     .bind(to.as_str())
-    .bind(change.allowed_from().iter().map(|s| s.as_str()).collect::<Vec<_>>())
     .bind(cfg.cooldown_ms)
     .bind(hold)
-    .fetch_optional(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
-    let Some(ManualRow {
-        row,
-        before_state: from,
-    }) = row
-    else {
-        return Ok(None);
-    };
-    let (tenant_id, generation, failures, next_probe_at) = (
+    let (from, tenant_id, generation, failures, next_probe_at) = (
+        state,
         row.tenant_id,
         row.circuit_generation,
         row.consecutive_failures,

@@ -187,13 +187,6 @@ pub struct Transition {
 }
 
 #[derive(sqlx::FromRow)]
-struct ManualRow {
-    #[sqlx(flatten)]
-    row: TransitionRow,
-    before_state: State,
-}
-
-#[derive(sqlx::FromRow)]
 struct TransitionRow {
     tenant_id: Uuid,
     circuit_generation: i64,

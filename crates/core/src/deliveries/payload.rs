@@ -9,41 +9,56 @@ use std::fmt;
 
 /// Checks `text` (well-formed JSON): no object holds the same key twice (compared after
 /// unescaping, so `"a"` and `"\u0061"` are the same key) and no string or key holds a lone
-/// surrogate escape. Errors: what is wrong, with the JSON pointer (RFC 6901) of the object or
-/// string, e.g. `duplicate key "a" in the object at /items/0`.
+/// surrogate escape. Errors: what is wrong; a duplicate key names the JSON pointer (RFC 6901)
+/// of its object, e.g. `duplicate key "a" in the object at /items/0`, a lone surrogate is
+/// serde_json's message with its line and column.
 pub fn check_payload_text(text: &str) -> Result<(), String> {
     let mut de = serde_json::Deserializer::from_str(text);
-    Checked { at: String::new() }
-        .deserialize(&mut de)
-        .map_err(|e| e.to_string())
+    de::DeserializeSeed::deserialize(Checked { parent: None }, &mut de).map_err(|e| e.to_string())
 }
 
-/// A JSON value walked for [`check_payload_text`]; `at` is its pointer.
-struct Checked {
-    at: String,
+/// One step from a value to one inside it.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Index(usize),
+    Key(&'a str),
 }
 
-impl Checked {
-    fn deserialize<'de, D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
+/// A JSON value walked for [`check_payload_text`]: its container and the step from it (none
+/// for the whole text). The pointer is only spelled out for an error, so the walk allocates
+/// nothing per value but each object's keys.
+#[derive(Clone, Copy)]
+struct Checked<'a> {
+    parent: Option<(&'a Checked<'a>, Step<'a>)>,
+}
 
-    fn child(&self, token: &str) -> Checked {
-        let token = token.replace('~', "~0").replace('/', "~1");
-        Checked {
-            at: format!("{}/{token}", self.at),
+impl Checked<'_> {
+    /// Its JSON pointer (RFC 6901: `~` as `~0`, `/` as `~1`); `/` for the whole text.
+    fn pointer(&self) -> String {
+        let mut steps = Vec::new();
+        let mut at = self;
+        while let Some((parent, step)) = &at.parent {
+            steps.push(match step {
+                Step::Index(i) => i.to_string(),
+                Step::Key(k) => k.replace('~', "~0").replace('/', "~1"),
+            });
+            at = parent;
         }
+        if steps.is_empty() {
+            return "/".to_string();
+        }
+        steps.iter().rev().map(|s| format!("/{s}")).collect()
     }
 }
 
-impl<'de> de::DeserializeSeed<'de> for Checked {
+impl<'de> de::DeserializeSeed<'de> for Checked<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Checked {
+impl<'de> Visitor<'de> for Checked<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -73,25 +88,31 @@ impl<'de> Visitor<'de> for Checked {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0usize;
-        while seq.next_element_seed(self.child(&i.to_string()))?.is_some() {
+        loop {
+            let child = Checked {
+                parent: Some((&self, Step::Index(i))),
+            };
+            if seq.next_element_seed(child)?.is_none() {
+                return Ok(());
+            }
             i += 1;
         }
-        Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            let child = self.child(&key);
             if seen.contains(&key) {
-                let at = if self.at.is_empty() { "/" } else { &self.at };
                 let key = serde_json::Value::String(key);
                 return Err(de::Error::custom(format!(
-                    "duplicate key {key} in the object at {at}"
+                    "duplicate key {key} in the object at {}",
+                    self.pointer()
                 )));
             }
+            map.next_value_seed(Checked {
+                parent: Some((&self, Step::Key(&key))),
+            })?;
             seen.insert(key);
-            map.next_value_seed(child)?;
         }
         Ok(())
     }
