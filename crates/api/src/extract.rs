@@ -36,8 +36,8 @@ pub(crate) async fn within_body_deadline<T>(
 /// limit → 413, malformed JSON anywhere in the body → 400, and only then well-formed JSON of the
 /// wrong shape (not an object, missing field, wrong type, unknown field) → 422 whose `field` is
 /// the path to the bad value (`deliveries[2].payload`) when there is one. (axum's own `Json`
-/// stops at the first error, so a type error before a syntax
-/// error would be a 422; here syntax is checked first.)
+/// stops at the first error, so a type error before a syntax error would be a 422; here syntax
+/// is checked first.)
 ///
 /// Every body of this API is a JSON object, and only an object is accepted: serde would also
 /// read a struct from an array of its fields in order (`[null, null]` as
