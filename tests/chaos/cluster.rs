@@ -337,7 +337,7 @@ impl Cluster {
         cmd.env_remove("NO_COLOR");
         // Its connections carry its name (`pg_stat_activity.application_name`), so that what it
         // still runs on the database can be seen ([`Cluster::wait_disconnected`],
-        // [`Cluster::wait_no_statement_running`]).
+        // [`Cluster::frozen_holding`]).
         cmd.env(
             "DATABASE_URL",
             format!("{}?application_name={name}", self.pg.url),
@@ -482,17 +482,36 @@ impl Cluster {
         .await;
     }
 
-    /// Waits until none of frozen node `i`'s connections runs a statement (one waiting for a lock
-    /// aside: it waits for a transaction to end, perhaps the node's own): what it sent just
-    /// before the freeze is done, and nothing more comes from it until it wakes. Panics after
-    /// `timeout`.
-    pub async fn wait_no_statement_running(&self, i: usize, timeout: Duration) {
+    /// What frozen worker node `i` (id `node_id`) holds once it stands still: none of its
+    /// connections runs a statement (one waiting for a lock aside: it waits for a transaction to
+    /// end, perhaps the node's own) and two reads of its delivery jobs 250 ms apart agree. One quiet read is not enough: what the node wrote just before the
+    /// `SIGSTOP` (a `COMMIT` already in its socket) is in the server's hands but may not have
+    /// been read yet, and lands a moment later. Panics after `timeout`.
+    pub async fn frozen_holding(
+        &self,
+        i: usize,
+        node_id: &str,
+        timeout: Duration,
+    ) -> BTreeSet<Uuid> {
+        let last = std::sync::Mutex::new(None::<BTreeSet<Uuid>>);
         wait_until(
             timeout,
-            &format!("no statement of {} is running", self.nodes[i].name),
-            || async { self.sessions(i, true).await == 0 },
+            &format!("{} stands still", self.nodes[i].name),
+            || async {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if self.sessions(i, true).await != 0 {
+                    *last.lock().unwrap() = None;
+                    return false;
+                }
+                let now = self.executing(Some(node_id)).await;
+                let mut last = last.lock().unwrap();
+                let still = last.as_ref() == Some(&now);
+                *last = Some(now);
+                still
+            },
         )
         .await;
+        last.into_inner().unwrap().expect("a read that agreed")
     }
 
     /// The first API node's base URL.

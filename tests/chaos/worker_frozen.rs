@@ -40,11 +40,11 @@ async fn a_worker_frozen_past_the_rescue_time_loses_nothing_and_takes_back_nothi
     let (victim, victim_id, ids) = c.two_busy_workers(ENDPOINTS, PER_CHANNEL).await;
     c.node(victim).signal("STOP");
     let frozen_at = Instant::now();
-    // A statement it sent just before freezing may still run; once none does, what it holds
+    // What it sent just before freezing may still land; once it stands still, what it holds
     // stays put until the rescue.
-    c.wait_no_statement_running(victim, Duration::from_secs(1))
+    let in_flight = c
+        .frozen_holding(victim, &victim_id, Duration::from_secs(2))
         .await;
-    let in_flight = c.executing(Some(&victim_id)).await;
     assert!(
         !in_flight.is_empty(),
         "the frozen node had nothing in flight: the scenario tests nothing"
@@ -129,11 +129,11 @@ async fn the_only_worker_frozen_past_the_rescue_time_takes_back_none_of_its_own_
         c.wait_holding(&victim_id, 8, Duration::from_secs(10)).await;
         c.node(victim).signal("STOP");
         let frozen_at = Instant::now();
-        // A statement it sent just before the STOP may still run; once none does, what it holds
+        // What it sent just before the STOP may still land; once it stands still, what it holds
         // stays put. The fault lasts ALONE_FREEZE.
-        c.wait_no_statement_running(victim, Duration::from_secs(1))
+        let held = c
+            .frozen_holding(victim, &victim_id, Duration::from_secs(2))
             .await;
-        let held = c.executing(Some(&victim_id)).await;
         tokio::time::sleep(ALONE_FREEZE.saturating_sub(frozen_at.elapsed())).await;
         // Still its own: no other node runs a rescuer.
         assert_eq!(
