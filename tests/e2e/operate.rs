@@ -305,6 +305,56 @@ async fn replaying_a_dead_delivery_delivers_it_once(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_replay_to_a_paused_channel_is_parked_until_resume(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (key, ch) = app.tenant_with_channel("ep").await;
+    app.receiver.set("ep", Behavior::Status(400, None));
+    let one = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    let two = app.deliver(&key, ch, json!({ "n": 2 })).await;
+    app.wait_delivery(one, "dead", Duration::from_secs(10))
+        .await;
+    app.wait_delivery(two, "dead", Duration::from_secs(10))
+        .await;
+    app.receiver.set("ep", Behavior::Status(200, None));
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
+        .await;
+    assert_eq!(s, 200, "{v}");
+
+    // Both replay routes say what the delivery is: parked with its channel, not pending.
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/deliveries/{one}/replay"), &key)
+        .await;
+    assert_eq!(s, 202, "{v}");
+    assert_eq!(v["status"], "paused", "{v}");
+    let (s, v) = app
+        .post(&format!("/api/v1/channels/{ch}/replay"), &key, &json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["ids"], json!([two.to_string()]), "{v}");
+    let (s, v) = app.get(&format!("/api/v1/deliveries/{two}"), &key).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["status"], "paused", "{v}");
+    assert!(
+        app.receiver
+            .received("ep")
+            .iter()
+            .all(|r| r.answered != Some(200)),
+        "nothing is sent to a paused channel"
+    );
+
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    app.wait_delivery(one, "delivered", Duration::from_secs(10))
+        .await;
+    app.wait_delivery(two, "delivered", Duration::from_secs(10))
+        .await;
+    app.stop().await;
+}
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_closing_probe_replays_the_windows_dead_letters_once(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let (_, key) = app.tenant("acme", "default").await;

@@ -276,8 +276,8 @@ pub async fn admit(
 /// in this transaction start parked (`paused`, [`State::parks_new_deliveries`]: open or paused).
 /// `None` for a missing or deleted channel (a deletion that commits while the caller waits for
 /// the lock included). A fan-out locks its channels in one statement and applies the same
-/// [`State::parks_new_deliveries`] ([`crate::messages`]); a replay enqueues `pending` and the
-/// gate parks it on pickup.
+/// [`State::parks_new_deliveries`] ([`crate::messages`]); a replay calls this too
+/// ([`crate::deliveries::replay`]).
 pub async fn enqueue_parked(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<bool>> {
     Ok(lock_gate(tx, channel_id)
         .await?

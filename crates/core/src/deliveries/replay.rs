@@ -1,6 +1,6 @@
 //! Re-enqueueing dead deliveries (dead letters).
 
-use super::delivery_job;
+use super::{delivery_job, Status};
 use crate::{Result, Tier};
 use breakwater_queue::NewJob;
 use chrono::{DateTime, Utc};
@@ -35,10 +35,13 @@ pub enum ReplaySelector {
 pub const MAX_REPLAY: i64 = 10_000;
 
 /// Re-enqueues dead deliveries (dead letters): each goes back to `pending` with a fresh job on
-/// its tenant's tier queue (`max_attempts` attempts). Only `dead` deliveries move whose payload
-/// was not purged and whose channel was not deleted, and the job's
-/// unique key is the delivery, so a replay never creates a second live job for a delivery, and
-/// replaying twice replays once. In the caller's transaction. Returns the ids replayed.
+/// its tenant's tier queue (`max_attempts` attempts), or to `paused` when its channel's circuit
+/// parks new deliveries (open or paused): the same decision as an enqueue's,
+/// [`crate::circuit::enqueue_parked`], which holds the channel row until the caller commits.
+/// Only `dead` deliveries move whose payload was not purged and whose channel was not deleted,
+/// and the job's unique key is the delivery, so a replay never creates a second live job for a
+/// delivery, and replaying twice replays once. In the caller's transaction. Returns the ids
+/// replayed.
 pub async fn replay(
     tx: &mut PgConnection,
     selector: ReplaySelector,
@@ -56,19 +59,44 @@ pub async fn replay(
             to,
         } => (tenant_id, None, Some(channel_id), Some(from), Some(to)),
     };
+    // Both selectors name one channel: its gate decides park or not, and is held until commit.
+    let channel_id = match channel_id {
+        Some(c) => Some(c),
+        None => {
+            sqlx::query_scalar!(
+                "SELECT channel_id FROM deliveries WHERE tenant_id = $1 AND id = $2",
+                tenant_id,
+                delivery_id,
+            )
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+    };
+    let Some(channel_id) = channel_id else {
+        return Ok(Vec::new());
+    };
+    let Some(parked) = crate::circuit::enqueue_parked(tx, channel_id).await? else {
+        return Ok(Vec::new());
+    };
+    let status = if parked {
+        Status::Paused
+    } else {
+        Status::Pending
+    };
     let rows = sqlx::query!(
         r#"
         WITH picked AS (
             SELECT id FROM deliveries
             WHERE tenant_id = $1 AND status = 'dead' AND payload_purged_at IS NULL
               AND channel_id IN (SELECT id FROM channels WHERE tenant_id = $1 AND deleted_at IS NULL)
+              AND channel_id = $3
               AND ($2::uuid IS NULL OR id = $2)
-              AND ($3::uuid IS NULL OR (channel_id = $3 AND updated_at BETWEEN $4 AND $5))
+              AND ($4::timestamptz IS NULL OR updated_at BETWEEN $4 AND $5)
             ORDER BY updated_at
             LIMIT $6
             FOR UPDATE
         )
-        UPDATE deliveries d SET status = 'pending', updated_at = now()
+        UPDATE deliveries d SET status = $7, updated_at = now()
         FROM picked, tenants t
         WHERE d.id = picked.id AND t.id = d.tenant_id
         RETURNING d.id, d.channel_id, t.tier
@@ -79,6 +107,7 @@ pub async fn replay(
         from,
         to,
         MAX_REPLAY,
+        status as _,
     )
     .fetch_all(&mut *tx)
     .await?;
