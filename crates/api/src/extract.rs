@@ -187,7 +187,8 @@ fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
 /// `axum::extract::Query`'s reading of the query string (`application/x-www-form-urlencoded`,
 /// as `serde_urlencoded` reads it), whose rejection is a 400 problem `invalid_query` whose
 /// `field` names the parameter that does not parse (e.g. `tenant_id` for `?tenant_id=x`) when
-/// serde can tell.
+/// serde can tell; a name or value that is not UTF-8 once percent-decoded is refused the same
+/// way, not replaced by U+FFFD.
 pub struct Query<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
@@ -195,6 +196,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        check_query_utf8(query)?;
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize::<_, T>(de)
             .map(Query)
@@ -213,6 +215,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
                 problem
             })
     }
+}
+
+/// A 400 `invalid_query` naming the parameter if a name or value of `query` percent-decodes to
+/// bytes that are not UTF-8 (`?reason=%FF`): refused, where the form decoding would replace them
+/// with U+FFFD and store text the caller never sent.
+fn check_query_utf8(query: &str) -> Result<(), ApiError> {
+    for pair in query.split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let bad = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .is_err()
+        };
+        if bad(name) || bad(value) {
+            let mut problem = ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "Failed to deserialize query string: a parameter is not UTF-8 once \
+                 percent-decoded",
+            );
+            if !bad(name) {
+                problem.field = Some(Cow::Owned(
+                    percent_encoding::percent_decode_str(&name.replace('+', " "))
+                        .decode_utf8_lossy()
+                        .chars()
+                        .take(200)
+                        .collect(),
+                ));
+            }
+            return Err(problem);
+        }
+    }
+    Ok(())
 }
 
 /// The field a deserialization error is about: `path` (serde_path_to_error's, `.` for the

@@ -127,6 +127,9 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     for (path, field) in [
         ("/api/v1/admin/channels?tenant_id=nope", "tenant_id"),
         ("/api/v1/admin/channels?state=open&tenant_id=1", "tenant_id"),
+        // Bytes that are not UTF-8 once percent-decoded are refused, not replaced by U+FFFD.
+        ("/api/v1/admin/channels?state=op%FFen", "state"),
+        ("/api/v1/admin/channels?tenant+id=%C3%28", "tenant id"),
     ] {
         let b = assert_problem(get(&app, path, Some(OPERATOR_KEY)).await, 400).await;
         assert_eq!(b["code"], "invalid_query", "{path}: {b}");
@@ -305,6 +308,20 @@ async fn values_outside_the_documented_forms_are_refused_naming_the_field(pool: 
         .await;
         assert_invalid(resp, "reason").await;
     }
+    // Nor bytes that are not UTF-8 (they were stored as U+FFFD).
+    let resp = post(
+        &app,
+        &format!("/api/v1/channels/{channel}/pause?reason=ok%FF"),
+        Some(&key),
+        &json!({}),
+    )
+    .await;
+    let b = assert_problem(resp, 400).await;
+    assert_eq!(
+        (&b["code"], &b["field"]),
+        (&json!("invalid_query"), &json!("reason")),
+        "{b}"
+    );
     assert_eq!(app.circuit_state(channel).await, "closed");
     let (s, _) = app
         .post_empty(
