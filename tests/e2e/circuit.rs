@@ -671,3 +671,48 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     assert_eq!(attempts, 20, "parking never spent an attempt");
     app.stop().await;
 }
+
+/// A tenant who fixes the URL of a channel whose circuit is open does not wait for the cooldown
+/// the old endpoint earned (here 10 min): the next probe comes at once, to the new URL, and its
+/// answer closes the circuit and releases the backlog. (A new-user trial waited up to the
+/// 10-min cooldown cap after fixing a URL.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.max_cooldown_ms = 600_000;
+        // Nothing may go dead while the circuit is open.
+        s.worker.max_attempts = 25;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app
+        .channel_with(&key, "broken", json!({ "cooldown_ms": 600_000 }))
+        .await;
+    app.receiver.set("broken", Behavior::Status(503, None));
+    let ids = app.deliver_many(&key, ch, 8).await;
+    app.wait_circuit(ch, "open", Duration::from_secs(15)).await;
+    let far: bool = sqlx::query_scalar(
+        "SELECT next_probe_at > now() + interval '5 min' FROM channels WHERE id = $1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(far, "the cooldown of the old endpoint is 10 min");
+
+    let (s, v) = app
+        .patch_channel(&key, ch, json!({ "url": app.receiver.url("fixed") }))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
+    for id in ids {
+        app.wait_delivery(id, "delivered", Duration::from_secs(15))
+            .await;
+    }
+    assert!(
+        app.receiver.count("fixed") >= 8,
+        "every delivery went to the new URL"
+    );
+    app.stop().await;
+}

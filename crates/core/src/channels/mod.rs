@@ -266,8 +266,9 @@ pub fn audited_settings(c: &Channel) -> serde_json::Value {
 /// Applies `patch` to `tenant_id`'s channel `id` and returns it ([`Error::NotFound`] for another
 /// tenant's), writing one `channel.updated` audit row by `actor` with the old and new values of
 /// what changed (none when nothing did). The row is read under its lock first, so the old values
-/// are exact. The circuit state is not touched here; a new `max_in_flight` reaches the channel's
-/// job group in the same transaction.
+/// are exact. The circuit state is not touched here, but a new URL of an open channel brings its
+/// probe forward to now ([`crate::circuit::probe_new_endpoint`]); a new `max_in_flight` reaches
+/// the channel's job group in the same transaction.
 pub async fn update(
     conn: &mut PgConnection,
     tenant_id: Uuid,
@@ -344,6 +345,13 @@ pub async fn update(
     }
     if patch.rate_limit.is_some() {
         retime_rate_limited(conn, channel.id).await?;
+    }
+    if channel.url != old.url {
+        if let Some(at) = crate::circuit::probe_new_endpoint(&mut *conn, channel.id).await? {
+            channel.next_probe_at = Some(at);
+            channel.probe_failures = 0;
+            channel.retry_after_until = None;
+        }
     }
     if let Some(details) = audit::changes(&audited_settings(&old), &audited_settings(&channel)) {
         audit::record(
