@@ -90,6 +90,20 @@ pub fn classify(observed: Observed) -> Class {
     }
 }
 
+/// The class of an attempt's outcome for its **host's** circuit ([`crate::hosts`]): as
+/// [`classify`], except that a 429 is not a host failure but an answer. A 429 says the host is up
+/// and is limiting the rate of this client for this endpoint (RFC 6585 §4: "the user has sent
+/// too many requests"); the channel's `Retry-After` hold and its own circuit deal with it. So a
+/// 429 counts nothing against the host and, as the host probe's answer, closes it (a design
+/// decision: a new-user trial saw one tenant's rate-limited endpoint help open a host that
+/// answered every other tenant).
+pub fn host_class(observed: Observed) -> Class {
+    match observed {
+        Observed::Status(429) => Class::Permanent,
+        o => classify(o),
+    }
+}
+
 /// Whether `status` is a redirect (3xx).
 pub fn is_redirect(status: u16) -> bool {
     (300..400).contains(&status)
@@ -187,6 +201,23 @@ mod tests {
             Observed::Blocked,
         ] {
             assert_eq!(classify(o), Class::Permanent, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn a_429_is_an_answer_for_the_host_and_everything_else_classifies_as_for_the_channel() {
+        assert_eq!(host_class(Observed::Status(429)), Class::Permanent);
+        for o in [
+            Observed::Status(200),
+            Observed::Status(408),
+            Observed::Status(503),
+            Observed::Status(404),
+            Observed::Status(301),
+            Observed::Connect,
+            Observed::Timeout,
+            Observed::Blocked,
+        ] {
+            assert_eq!(host_class(o), classify(o), "{o:?}");
         }
     }
 

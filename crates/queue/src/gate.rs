@@ -202,7 +202,8 @@ pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Re
 }
 
 /// Wakes exactly one waiting job of `kind` of gate `gate_key` as the gate's probe: among the
-/// gate's groups that are not parked themselves, the head of the first group of `prefer` (group
+/// gate's groups that are not parked themselves and not in `avoid` (group ids the caller knows
+/// cannot run a job now, e.g. channels under a `Retry-After` hold), the head of the first group of `prefer` (group
 /// ids, best first: the caller's ranking, e.g. the host circuit's healthiest channels) that has
 /// one, else the job first in fetch order (lowest priority number, then oldest `scheduled_at`,
 /// then id) of the other groups, becomes due now at `priority` (urgent), any
@@ -210,9 +211,9 @@ pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Re
 /// gets one probe slot **bound to that group**: while the gate is parked the fetch takes exactly
 /// that one job of the whole gate. Returns `(job id, its group, its args)`.
 ///
-/// If no unparked group of the gate has a waiting job of that kind, returns `None` and grants
-/// the slot **unbound**: the next job to arrive in any unparked group of the gate is the one
-/// fetched (exactly one). The slot is spent by the fetch that takes its job, withdrawn by
+/// If no unparked group of the gate outside `avoid` has a waiting job of that kind, returns
+/// `None` and grants the slot **unbound**: the next job to arrive in any unparked group of the
+/// gate is the one fetched (exactly one; `avoid` does not bind the fetch). The slot is spent by the fetch that takes its job, withdrawn by
 /// [`park_gate`] and [`release_gate`]. Creates the gate's row if it is missing (not parked:
 /// the slot only matters while the gate is parked).
 ///
@@ -226,6 +227,7 @@ pub async fn wake_one_in_gate(
     kind: &str,
     priority: i16,
     prefer: &[Uuid],
+    avoid: &[Uuid],
 ) -> Result<Option<(i64, Uuid, serde_json::Value)>> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     ensure_gate(&mut *tx, gate_key).await?;
@@ -248,7 +250,7 @@ pub async fn wake_one_in_gate(
                      ORDER BY priority, scheduled_at, id LIMIT 1)) u
                 ORDER BY priority, scheduled_at, id
                 LIMIT 1) j
-            WHERE g.gate_key = $1 AND NOT g.parked
+            WHERE g.gate_key = $1 AND NOT g.parked AND NOT (g.group_id = ANY($6::uuid[]))
             ORDER BY coalesce(array_position($5::uuid[], g.group_id), 2147483647),
                      j.priority, j.scheduled_at, j.id
             LIMIT 1
@@ -268,6 +270,7 @@ pub async fn wake_one_in_gate(
         priority,
         PRIORITY_NORMAL,
         prefer,
+        avoid,
     )
     .fetch_optional(&mut *tx)
     .await?;

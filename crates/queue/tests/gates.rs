@@ -205,10 +205,11 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
     park_group(&mut conn, groups[0]).await.unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
 
-    let (probe, group, args) = wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
-        .await
-        .unwrap()
-        .expect("a waiting job");
+    let (probe, group, args) =
+        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[], &[])
+            .await
+            .unwrap()
+            .expect("a waiting job");
     assert_ne!(group, groups[0], "the woken job's group is not parked");
     assert_eq!(args, json!({ "n": 0 }), "its oldest job");
     let st = gate_state(&pool, "host-a").await.unwrap().unwrap();
@@ -226,7 +227,7 @@ async fn a_bound_probe_hands_out_exactly_the_woken_job_of_the_whole_gate(pool: P
 
     // Parking again withdraws a slot nobody used; releasing opens every group but the one
     // parked on its own.
-    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
+    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[], &[])
         .await
         .unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
@@ -247,20 +248,27 @@ async fn a_probe_is_the_head_of_the_first_ranked_group_that_can_run(pool: PgPool
     park_group(&mut conn, groups[4]).await.unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
 
-    let wake = |prefer: Vec<Uuid>| {
+    let wake = |prefer: Vec<Uuid>, avoid: Vec<Uuid>| {
         let pool = pool.clone();
         async move {
             let mut conn = pool.acquire().await.unwrap();
-            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &prefer)
-                .await
-                .unwrap()
-                .expect("a waiting job")
-                .1
+            wake_one_in_gate(
+                &mut conn,
+                "host-a",
+                "test",
+                PRIORITY_URGENT,
+                &prefer,
+                &avoid,
+            )
+            .await
+            .unwrap()
+            .expect("a waiting job")
+            .1
         }
     };
-    assert_eq!(wake(vec![groups[3], groups[1]]).await, groups[3]);
+    assert_eq!(wake(vec![groups[3], groups[1]], vec![]).await, groups[3]);
     assert_eq!(
-        wake(vec![groups[4], groups[2]]).await,
+        wake(vec![groups[4], groups[2]], vec![]).await,
         groups[2],
         "parked: skipped"
     );
@@ -268,9 +276,22 @@ async fn a_probe_is_the_head_of_the_first_ranked_group_that_can_run(pool: PgPool
     assert_eq!((st.probe_slots, st.probe_group), (1, Some(groups[2])));
     // Without a ranking, fetch order: the jobs woken before are urgent, the first woken (the
     // oldest `scheduled_at`) first.
-    assert_eq!(wake(vec![]).await, groups[3]);
+    assert_eq!(wake(vec![], vec![]).await, groups[3]);
     // An unknown id ranks nothing.
-    assert_eq!(wake(vec![Uuid::now_v7(), groups[0]]).await, groups[0]);
+    assert_eq!(
+        wake(vec![Uuid::now_v7(), groups[0]], vec![]).await,
+        groups[0]
+    );
+    // An avoided group is skipped, ranked or not: the ranked head, then fetch order's first.
+    assert_eq!(
+        wake(vec![groups[0], groups[1]], vec![groups[0]]).await,
+        groups[1]
+    );
+    assert_eq!(
+        wake(vec![], vec![groups[3], groups[2], groups[0]]).await,
+        groups[1],
+        "fetch order without the avoided groups"
+    );
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -279,7 +300,7 @@ async fn an_unbound_probe_takes_exactly_the_next_job_to_arrive_in_the_gate(pool:
     let mut conn = pool.acquire().await.unwrap();
     park_gate(&mut conn, "host-a").await.unwrap();
     assert_eq!(
-        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
+        wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[], &[])
             .await
             .unwrap(),
         None,
@@ -721,7 +742,7 @@ async fn racing_probe_wakers_still_let_exactly_one_job_of_the_gate_through(pool:
         let pool = pool.clone();
         wakers.push(tokio::spawn(async move {
             let mut conn = pool.acquire().await.unwrap();
-            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[])
+            wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[], &[])
                 .await
                 .unwrap()
                 .expect("a waiting job")

@@ -5,7 +5,7 @@
 use super::*;
 use crate::hosts::{self, HostsConfig};
 use crate::outcome::{
-    honours_retry_after, is_configuration_problem, parse_retry_after, Class, Observed,
+    honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class, Observed,
 };
 use std::time::SystemTime;
 
@@ -51,8 +51,8 @@ pub struct AfterAttempt {
 /// Everything an attempt does to the circuits, in the caller's transaction (the one that
 /// recorded the attempt, before the job is finished), for the winners of each conditional
 /// UPDATE only:
-/// 1. the host circuit ([`hosts::record_result`]) first — lock order host row, channel row, job
-///    groups;
+/// 1. the host circuit ([`hosts::record_result`], with the answer's [`host_class`]: a 429 is
+///    not a host failure) first — lock order host row, channel row, job groups;
 /// 2. a `Retry-After` hold on the channel ([`set_retry_after`]): an HTTP-date is turned into a
 ///    wait against the database's clock (this transaction's `now()`), never the node's;
 /// 3. the channel circuit: a probe's success ([`probe_succeeded`], which may replay dead letters
@@ -76,7 +76,7 @@ pub async fn after_attempt(
         tx,
         a.channel_id,
         a.host_probe,
-        a.class,
+        host_class(a.observed),
         a.failures_before,
         a.error,
         hosts_cfg,

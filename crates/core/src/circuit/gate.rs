@@ -266,6 +266,23 @@ pub async fn admit(
                 host_probe: host.generation(),
             })
         }
+        Admission::Wait(wait) => {
+            // A delivery that is (or may become) its host's probe but will not be sent before
+            // its channel's Retry-After hold ends hands the role on at once: else the whole host
+            // would wait for the hold, up to `retry_after_cap_ms`.
+            if let Some(g) = &gate {
+                if let crate::hosts::HostGate::Probe(generation)
+                | crate::hosts::HostGate::Claim(generation) = crate::hosts::decide(
+                    g.host_state,
+                    g.host_generation,
+                    g.host_probe_delivery_id,
+                    delivery_id,
+                ) {
+                    crate::hosts::hand_on_probe(conn, channel_id, delivery_id, generation).await?;
+                }
+            }
+            Ok(Admission::Wait(wait))
+        }
         other => Ok(other),
     }
 }

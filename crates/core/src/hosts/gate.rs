@@ -60,6 +60,44 @@ pub async fn claim_probe(
         == 1)
 }
 
+/// Hands the host probe role of `generation` on from delivery `delivery_id` of channel
+/// `channel_id`, which the admission will not send now (its channel is under a `Retry-After`
+/// hold): if the delivery holds the role, or the role is still free (an unbound probe slot that
+/// this delivery's fetch spent), the role is cleared and another waiting delivery of the host is
+/// woken as the probe ([`set_probe`], which skips held channels; unbound again if none waits).
+/// Otherwise nothing. In its own transaction, under the host row's lock (no group row: the
+/// watcher's lock order). Returns whether the role was handed on.
+pub async fn hand_on_probe(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+    generation: i64,
+) -> Result<bool> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let key: Option<String> = sqlx::query_scalar(
+        "UPDATE host_circuits h SET probe_delivery_id = NULL, probe_channel_id = NULL,
+             updated_at = now()
+         FROM channels c
+         WHERE c.id = $1 AND h.host_key = c.host_key AND h.state = 'half_open'
+           AND h.generation = $3
+           AND (h.probe_delivery_id IS NULL OR h.probe_delivery_id = $2)
+         RETURNING h.host_key",
+    )
+    .bind(channel_id)
+    .bind(delivery_id)
+    .bind(generation)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(key) = key else {
+        return Ok(false);
+    };
+    let woken = set_probe(&mut tx, &key, generation).await?;
+    tracing::info!(host_key = %key, generation, from = %delivery_id, to = ?woken.map(|(d, _)| d),
+        "host probe handed on: its channel is under a Retry-After hold");
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Sets channel `channel_id`'s host key (computed by [`host_key`] when its URL was set), creates
 /// the host's circuit row if it has none, and moves the channel's job group into the host's gate
 /// ([`breakwater_queue::set_group_gate`]), so from the commit on the channel's jobs follow the

@@ -26,7 +26,17 @@
 //! tenant's failing endpoints never park the other tenants on a host that answers them. A
 //! success of a channel that had failures (`consecutive_failures > 0`, known from the gate read:
 //! no extra statement in the common case) deletes its row. Failures while the host is not closed
-//! are not counted.
+//! are not counted. What counts is the answer's host class ([`crate::outcome::host_class`]): a
+//! 429 is an answer of a live host that limits one endpoint, not a host failure.
+//!
+//! **Excused channels.** When the host closes (its probe answered, or an operator closed it),
+//! the count starts again with every channel still in a failure streak excused: such a channel
+//! keeps failing while its host is proven up, so it fails for itself (a bad path, a rejecting
+//! receiver), and its failures count nothing towards re-opening the host until it succeeds once
+//! (a failure that starts a new streak also clears the excuse). Without it, two tenants' failing
+//! paths re-opened a host the moment its probe closed it, every cooldown, and a third tenant's
+//! healthy channel on the host waited a cooldown each time (a new-user trial). Their own channel
+//! circuits deal with such channels.
 //!
 //! **Transitions** are one conditional UPDATE each (`… WHERE state = …`, probe results also `AND
 //! generation = …`), so one caller wins; the winner parks or releases the host's channels, audits
@@ -40,7 +50,9 @@
 //!
 //! **The host probe and its result.** The host probe watcher (one job per host, unique key
 //! `host_probe:<host>`, queue `circuit`) moves `open` to `half_open` after the cooldown and wakes
-//! exactly one waiting delivery of the host as the probe. Any HTTP answer that is not a transient
+//! exactly one waiting delivery of the host as the probe: of the channel with the fewest
+//! consecutive failures, never of a channel under a `Retry-After` hold (a held delivery that
+//! still meets the role in the admission hands it on, [`hand_on_probe`]). Any HTTP answer that is not a transient
 //! failure (2xx, or a permanent 4xx: the host is up, the channel is wrong) closes the host; a
 //! transient failure re-opens it with a doubled, capped cooldown. The probe is a real attempt of
 //! its delivery, so its result *also* counts for its channel's circuit as any attempt does (a
@@ -180,11 +192,39 @@ impl HostRow {
 }
 
 /// Forgets the failures counted against host `key` (every channel's): a transition into `open`
-/// or `closed` starts the count again.
+/// starts the count again.
 async fn forget_failures(tx: &mut PgConnection, key: &str) -> Result<()> {
     sqlx::query("DELETE FROM host_failures WHERE host_key = $1")
         .bind(key)
         .execute(&mut *tx)
         .await?;
     Ok(())
+}
+
+/// Starts the count of host `key` again on closing, with every channel still failing on its own
+/// excused: a channel of the host in a failure streak (`consecutive_failures > 0`, or its own
+/// circuit open or half-open), other than `except` (the host probe's channel, which just
+/// answered), gets an excused failure row, so its failures do not count towards re-opening the
+/// host until it succeeds once ([`record_result`]). The host has just been proven up (its probe
+/// answered, or an operator closed it), so such a channel is failing for itself, not for its
+/// host. A design decision: a new-user trial saw two tenants' failing paths re-open a host at
+/// once after every successful probe, holding a third tenant's healthy channel on it for one
+/// cooldown each time.
+async fn excuse_failing_channels(
+    tx: &mut PgConnection,
+    key: &str,
+    except: Option<Uuid>,
+) -> Result<u64> {
+    forget_failures(tx, key).await?;
+    Ok(sqlx::query(
+        "INSERT INTO host_failures (host_key, channel_id, failed_at, excused)
+         SELECT $1, id, now(), true FROM channels
+         WHERE host_key = $1 AND deleted_at IS NULL AND id IS DISTINCT FROM $2
+           AND (consecutive_failures > 0 OR circuit_state IN ('open', 'half_open'))",
+    )
+    .bind(key)
+    .bind(except)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected())
 }

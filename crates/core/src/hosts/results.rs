@@ -9,9 +9,13 @@ use super::*;
 ///
 /// - the host probe (`host_probe` = its generation): a transient failure re-opens the host, any
 ///   other answer closes it;
-/// - any other delivery: a transient failure is counted (distinct channels in the window, see
-///   the module doc) and may open the host; a success of a channel that had failures
-///   (`failures_before > 0`) removes its failure row (no write otherwise).
+/// - any other delivery: a transient failure is counted (distinct channels in the window, not
+///   excused, see the module doc) and may open the host; a success of a channel that had
+///   failures (`failures_before > 0`) removes its failure row, and with it any excuse (no write
+///   otherwise).
+///
+/// `class` is the answer's class for the host ([`crate::outcome::host_class`]: a 429 is not a
+/// host failure).
 ///
 /// Returns the transition if this call made one.
 pub async fn record_result(
@@ -35,7 +39,9 @@ pub async fn record_result(
             probe_failed(tx, channel_id, generation, reason, cfg).await
         }
         (Some(generation), _) => probe_succeeded(tx, channel_id, generation).await,
-        (None, Class::Transient) => record_failure(tx, channel_id, reason, cfg).await,
+        (None, Class::Transient) => {
+            record_failure(tx, channel_id, failures_before, reason, cfg).await
+        }
         (None, Class::Success) if failures_before > 0 => {
             sqlx::query(
                 "DELETE FROM host_failures f USING channels c
@@ -52,10 +58,14 @@ pub async fn record_result(
 
 /// Counts one transient failure of channel `channel_id` against its host and opens the host
 /// when distinct failing channels in the window reach the threshold and, on a host several
-/// tenants use, they belong to at least two tenants.
+/// tenants use, they belong to at least two tenants. A channel excused at the host's last close
+/// (it kept failing while the host was proven up, [`excuse_failing_channels`]) counts nothing
+/// until it succeeds once: its failure row keeps the excuse while this failure continues its
+/// streak (`failures_before > 0`), and loses it when the failure starts a new one.
 pub(super) async fn record_failure(
     tx: &mut PgConnection,
     channel_id: Uuid,
+    failures_before: i32,
     reason: &str,
     cfg: &HostsConfig,
 ) -> Result<Option<Transition>> {
@@ -74,21 +84,25 @@ pub(super) async fn record_failure(
     let Some((key, threshold)) = host else {
         return Ok(None);
     };
-    let distinct: i64 = sqlx::query_scalar(
+    // The upsert's row is not visible to the count in the same statement: this channel is the
+    // `1 +`, counted only when its row is not excused.
+    let (excused, distinct): (bool, i64) = sqlx::query_as(
         "WITH up AS (
              INSERT INTO host_failures (host_key, channel_id, failed_at) VALUES ($1, $2, now())
-             ON CONFLICT (host_key, channel_id) DO UPDATE SET failed_at = now()
-             RETURNING channel_id)
-         SELECT 1 + count(*) FROM host_failures
-         WHERE host_key = $1 AND channel_id <> $2
+             ON CONFLICT (host_key, channel_id)
+             DO UPDATE SET failed_at = now(), excused = host_failures.excused AND $4
+             RETURNING excused)
+         SELECT (SELECT excused FROM up), 1 + count(*) FROM host_failures
+         WHERE host_key = $1 AND channel_id <> $2 AND NOT excused
            AND failed_at > now() - ($3::float8 * interval '1 millisecond')",
     )
     .bind(&key)
     .bind(channel_id)
     .bind(cfg.failure_window_ms)
+    .bind(failures_before > 0)
     .fetch_one(&mut *tx)
     .await?;
-    if distinct < threshold as i64 {
+    if excused || distinct < threshold as i64 {
         return Ok(None);
     }
     // A host several tenants use opens only on failures of at least two of them: one tenant's
@@ -100,7 +114,7 @@ pub(super) async fn record_failure(
          FROM channels c
          LEFT JOIN host_failures f
                 ON f.host_key = $1 AND f.channel_id = c.id
-               AND f.failed_at > now() - ($2::float8 * interval '1 millisecond')
+               AND f.failed_at > now() - ($2::float8 * interval '1 millisecond') AND NOT f.excused
          WHERE c.host_key = $1 AND c.deleted_at IS NULL",
     )
     .bind(&key)

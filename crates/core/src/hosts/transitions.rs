@@ -154,11 +154,15 @@ pub(super) async fn release_host_jobs(tx: &mut PgConnection, key: &str) -> Resul
 const PROBE_RANKED_CHANNELS: i64 = 1000;
 
 /// Wakes exactly one waiting delivery of the host (among channels whose own circuit does not
-/// park them) as its probe through the gate's one probe slot, and returns `(delivery, channel)`;
-/// `None` when none waits: the slot then goes to the next delivery that arrives, which claims
-/// the role in the admission. The delivery is the oldest of the channel with the fewest
-/// consecutive failures that has one waiting (ties: channel id), so a host that answers its
-/// healthy channels is tested with one of them, not with a channel that fails on its own.
+/// park them and that are not under a `Retry-After` hold) as its probe through the gate's one
+/// probe slot, and returns `(delivery, channel)`; `None` when none waits: the slot then goes to
+/// the next delivery that arrives, which claims the role in the admission. The delivery is the
+/// oldest of the channel with the fewest consecutive failures that has one waiting (ties:
+/// channel id), so a host that answers its healthy channels is tested with one of them, not with
+/// a channel that fails on its own. A channel under a hold would not send the probe before the
+/// hold ends (up to `circuit.retry_after_cap_ms`, 1 h by default) and every channel of the host
+/// would wait for it (a new-user trial saw a host half-open 5 min, its probe re-taken by the
+/// same held delivery at each lease).
 pub(super) async fn wake_host_probe(
     tx: &mut PgConnection,
     key: &str,
@@ -169,6 +173,7 @@ pub(super) async fn wake_host_probe(
     let ranked: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM channels
          WHERE host_key = $1 AND deleted_at IS NULL AND circuit_state = 'closed'
+           AND NOT coalesce(retry_after_until > now(), false)
          ORDER BY consecutive_failures, id
          LIMIT $2",
     )
@@ -176,9 +181,22 @@ pub(super) async fn wake_host_probe(
     .bind(PROBE_RANKED_CHANNELS)
     .fetch_all(&mut *tx)
     .await?;
-    let woken =
-        breakwater_queue::wake_one_in_gate(&mut *tx, key, JOB_DELIVER, PRIORITY_URGENT, &ranked)
-            .await?;
+    let held: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM channels
+         WHERE host_key = $1 AND deleted_at IS NULL AND retry_after_until > now()",
+    )
+    .bind(key)
+    .fetch_all(&mut *tx)
+    .await?;
+    let woken = breakwater_queue::wake_one_in_gate(
+        &mut *tx,
+        key,
+        JOB_DELIVER,
+        PRIORITY_URGENT,
+        &ranked,
+        &held,
+    )
+    .await?;
     Ok(woken.and_then(|(_, channel, args)| {
         let d = DeliverArgs::from_json(&args).ok()?.delivery_id;
         Some((d, channel))
@@ -202,16 +220,19 @@ pub(super) async fn schedule_watcher(
     circuit::schedule_watcher_job(tx, &args, watcher_key(key), at).await
 }
 
-/// Closes host `key` from one of `from` (and, for a probe result, `generation`): one
-/// conditional UPDATE; the winner releases the host's channels, audits and alerts.
+/// Closes host `key` from one of `from` (and, for a probe result, `generation`, the probe's
+/// channel `probe_channel`): one conditional UPDATE; the winner excuses the channels still
+/// failing on their own ([`excuse_failing_channels`]), releases the host's channels, audits and
+/// alerts.
 pub(super) async fn close(
     tx: &mut PgConnection,
     key: &str,
     from: &[State],
-    generation: Option<i64>,
+    probe: Option<(i64, Uuid)>,
     reason: &str,
     actor: &str,
 ) -> Result<Option<Transition>> {
+    let (generation, probe_channel) = probe.unzip();
     let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     let row: Option<HostRow> = sqlx::query_as(
         "WITH before AS (SELECT host_key, state, generation FROM host_circuits WHERE host_key = $1 FOR UPDATE)
@@ -231,7 +252,7 @@ pub(super) async fn close(
     .await?;
     let Some(r) = row else { return Ok(None) };
     let t = r.into_transition(State::Closed);
-    forget_failures(tx, key).await?;
+    let excused = excuse_failing_channels(tx, key, probe_channel).await?;
     let released = release_host_jobs(tx, key).await?;
     let action = if actor == ACTOR_CIRCUIT_BREAKER {
         "host.closed"
@@ -239,6 +260,6 @@ pub(super) async fn close(
         "host.forced_closed"
     };
     effects(tx, &t, action, actor, reason, EVENT_CLOSED, released).await?;
-    tracing::info!(host_key = %t.host_key, generation = t.generation, released, "host circuit closed");
+    tracing::info!(host_key = %t.host_key, generation = t.generation, released, excused, "host circuit closed");
     Ok(Some(t))
 }

@@ -162,7 +162,7 @@ pub(super) async fn probe_succeeded(
         tx,
         &key,
         &[State::HalfOpen],
-        Some(generation),
+        Some((generation, channel_id)),
         "host probe answered",
         ACTOR_CIRCUIT_BREAKER,
     )
