@@ -795,6 +795,62 @@ async fn a_host_whose_every_channel_is_open_is_tested_by_a_channel_probe(pool: P
     app.stop().await;
 }
 
+/// Two tenants' channels on one host, 3 deliveries waiting on each: acme's to `first` (no
+/// failures) and globex's to `second`, which has failed 4 times in a row (its circuit still
+/// closed) and whose deliveries are the older (first in fetch order). Returns `(first, second,
+/// host key)`.
+async fn two_channels_on_one_host(
+    app: &TestApp,
+    first: &str,
+    second: &str,
+) -> (uuid::Uuid, uuid::Uuid, String) {
+    let (_, key_a) = app.tenant("acme", "default").await;
+    let (_, key_b) = app.tenant("globex", "default").await;
+    let a = app.channel_with(&key_a, first, json!({})).await;
+    let b = app.channel_with(&key_b, second, json!({})).await;
+    let host = host_of(&app.pool, a).await;
+    assert_eq!(host_of(&app.pool, b).await, host, "one host");
+    app.deliver_many(&key_b, b, 3).await;
+    app.deliver_many(&key_a, a, 3).await;
+    sqlx::query("UPDATE channels SET consecutive_failures = 4 WHERE id = $1")
+        .bind(b)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    (a, b, host)
+}
+
+/// The operator opens `host`, its cooldown is made over, and one step of its probe watcher
+/// (run here, not by a worker) makes it half-open with a probe chosen.
+async fn start_host_probe(app: &TestApp, host: &str) {
+    use breakwater_core::hosts;
+    force_host(app, host, "open").await;
+    sqlx::query(
+        "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
+    )
+    .bind(host)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
+    hosts::watch_step(&mut tx, host, &hosts::HostsConfig::default())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(host_state(&app.pool, host).await, "half_open");
+}
+
+/// The host probe's channel and delivery, once chosen.
+async fn host_probe(pool: &PgPool, host: &str) -> (Option<uuid::Uuid>, Option<uuid::Uuid>) {
+    sqlx::query_as(
+        "SELECT probe_channel_id, probe_delivery_id FROM host_circuits WHERE host_key = $1",
+    )
+    .bind(host)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 /// A host's probe is a delivery of its healthiest channel: here one channel has been failing on
 /// its own (4 consecutive failures, its circuit still closed) and its deliveries are the oldest,
 /// yet the host's probe is the healthy channel's. (Before, the probe was the oldest delivery of
@@ -802,47 +858,16 @@ async fn a_host_whose_every_channel_is_open_is_tested_by_a_channel_probe(pool: P
 /// waited minutes for the host to close: found by a new-user trial.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_is_probed_with_a_delivery_of_its_healthiest_channel(pool: PgPool) {
-    use breakwater_core::hosts;
     // The API only: the test steps the host's probe watcher itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
-    let (_, key_a) = app.tenant("acme", "default").await;
-    let (_, key_b) = app.tenant("globex", "default").await;
-    let failing = app.channel_with(&key_a, "failing", json!({})).await;
-    let healthy = app.channel_with(&key_b, "healthy", json!({})).await;
-    let host = host_of(&pool, failing).await;
-    assert_eq!(host_of(&pool, healthy).await, host, "one host");
-    app.deliver_many(&key_a, failing, 3).await;
-    app.deliver_many(&key_b, healthy, 3).await;
-    sqlx::query("UPDATE channels SET consecutive_failures = 4 WHERE id = $1")
-        .bind(failing)
-        .execute(&pool)
-        .await
-        .unwrap();
-
-    let cfg = hosts::HostsConfig::default();
-    let probe_channel = || async {
-        sqlx::query_scalar::<_, Option<uuid::Uuid>>(
-            "SELECT probe_channel_id FROM host_circuits WHERE host_key = $1",
-        )
-        .bind(&host)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
+    let (healthy, _failing, host) = two_channels_on_one_host(&app, "healthy", "failing").await;
     for round in 0..2 {
-        force_host(&app, &host, "open").await;
-        sqlx::query(
-            "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
-        )
-        .bind(&host)
-        .execute(&pool)
-        .await
-        .unwrap();
-        let mut tx = pool.begin().await.unwrap();
-        hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
-        tx.commit().await.unwrap();
-        assert_eq!(host_state(&pool, &host).await, "half_open", "round {round}");
-        assert_eq!(probe_channel().await, Some(healthy), "round {round}");
+        start_host_probe(&app, &host).await;
+        assert_eq!(
+            host_probe(&pool, &host).await.0,
+            Some(healthy),
+            "round {round}"
+        );
         force_host(&app, &host, "close").await;
     }
     app.stop().await;
@@ -1050,23 +1075,11 @@ async fn a_429_never_counts_against_the_host(pool: PgPool) {
 /// lease.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_probe_is_never_a_delivery_under_a_retry_after_hold(pool: PgPool) {
-    use breakwater_core::{circuit, hosts};
+    use breakwater_core::circuit;
     // The API only: the test steps the host's probe watcher and the admission itself.
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
-    let (_, key_a) = app.tenant("acme", "default").await;
-    let (_, key_b) = app.tenant("globex", "default").await;
-    let held = app.channel_with(&key_a, "held", json!({})).await;
-    let other = app.channel_with(&key_b, "other", json!({})).await;
-    let host = host_of(&pool, held).await;
-    assert_eq!(host_of(&pool, other).await, host, "one host");
-    app.deliver_many(&key_a, held, 3).await;
-    app.deliver_many(&key_b, other, 3).await;
     // `held` is the healthiest (no failures), `other` has failed 4 times.
-    sqlx::query("UPDATE channels SET consecutive_failures = 4 WHERE id = $1")
-        .bind(other)
-        .execute(&pool)
-        .await
-        .unwrap();
+    let (held, other, host) = two_channels_on_one_host(&app, "held", "other").await;
     let set_hold = |on: bool| {
         let pool = pool.clone();
         async move {
@@ -1081,41 +1094,21 @@ async fn a_host_probe_is_never_a_delivery_under_a_retry_after_hold(pool: PgPool)
             .unwrap();
         }
     };
-    let cfg = hosts::HostsConfig::default();
-    let probe = || async {
-        sqlx::query_as::<_, (Option<uuid::Uuid>, Option<uuid::Uuid>)>(
-            "SELECT probe_channel_id, probe_delivery_id FROM host_circuits WHERE host_key = $1",
-        )
-        .bind(&host)
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-    };
-    let start_probe = || async {
-        force_host(&app, &host, "open").await;
-        sqlx::query(
-            "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
-        )
-        .bind(&host)
-        .execute(&pool)
-        .await
-        .unwrap();
-        let mut tx = pool.begin().await.unwrap();
-        hosts::watch_step(&mut tx, &host, &cfg).await.unwrap();
-        tx.commit().await.unwrap();
-        assert_eq!(host_state(&pool, &host).await, "half_open");
-    };
 
     // Under a hold, the healthiest channel is passed over.
     set_hold(true).await;
-    start_probe().await;
-    assert_eq!(probe().await.0, Some(other), "the held channel was chosen");
+    start_host_probe(&app, &host).await;
+    assert_eq!(
+        host_probe(&pool, &host).await.0,
+        Some(other),
+        "the held channel was chosen"
+    );
     force_host(&app, &host, "close").await;
 
     // Chosen without a hold, then held before it is sent: the admission hands the role on.
     set_hold(false).await;
-    start_probe().await;
-    let (channel, delivery) = probe().await;
+    start_host_probe(&app, &host).await;
+    let (channel, delivery) = host_probe(&pool, &host).await;
     assert_eq!(channel, Some(held), "the healthiest channel without a hold");
     set_hold(true).await;
     let mut conn = pool.acquire().await.unwrap();
@@ -1131,7 +1124,11 @@ async fn a_host_probe_is_never_a_delivery_under_a_retry_after_hold(pool: PgPool)
         matches!(admission, circuit::Admission::Wait(_)),
         "{admission:?}"
     );
-    assert_eq!(probe().await.0, Some(other), "the role was handed on");
+    assert_eq!(
+        host_probe(&pool, &host).await.0,
+        Some(other),
+        "the role was handed on"
+    );
     assert_eq!(host_state(&pool, &host).await, "half_open");
     app.stop().await;
 }
