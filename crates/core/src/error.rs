@@ -17,6 +17,18 @@ pub enum Error {
     /// The request conflicts with the current state (e.g. a reused idempotency key).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Item `index` (from 0) of the list a caller gave conflicts with the current state on its
+    /// field `field`: a batch item's idempotency key already used for another channel or
+    /// another event. The API answers 409 naming the item (`deliveries[3].idempotency_key`).
+    #[error("item {index}: {field}: conflict: {message}")]
+    ItemConflict {
+        /// The item's position in the list, from 0.
+        index: usize,
+        /// The conflicting field, as named in the API.
+        field: &'static str,
+        /// What conflicts.
+        message: String,
+    },
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

@@ -165,6 +165,7 @@ async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
     // silently. Nothing changes.
     let changed = assert_problem(enqueue(channel, key.clone(), "order-1", "c.d").await, 409).await;
     assert_eq!(changed["code"], "conflict");
+    assert_eq!(changed["field"], "idempotency_key", "{changed}");
     assert_eq!(count(&app.pool, "deliveries").await, 1);
     let event_type: String = sqlx::query_scalar("SELECT event_type FROM deliveries")
         .fetch_one(&app.pool)
@@ -204,6 +205,36 @@ async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
     assert_eq!(out["data"][0]["idempotent_replay"], true);
     assert_eq!(out["data"][1]["idempotent_replay"], false);
     assert_eq!(count(&app.pool, "deliveries").await, 2);
+    // A batch item whose key was used for another event is a 409 naming that item; the whole
+    // batch is refused.
+    let batch = json!({ "deliveries": [
+        { "event_type": "a.b", "payload": {}, "idempotency_key": "order-3" },
+        { "event_type": "a.b", "payload": {}, "idempotency_key": "order-2" },
+        { "event_type": "x.y", "payload": {}, "idempotency_key": "order-1" },
+    ] });
+    let refused = assert_problem(
+        post(
+            &app,
+            &format!("{}/batch", enqueue_path(channel)),
+            Some(&key),
+            &batch,
+        )
+        .await,
+        409,
+    )
+    .await;
+    assert_eq!(
+        refused["field"], "deliveries[2].idempotency_key",
+        "{refused}"
+    );
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("deliveries[2].idempotency_key: "),
+        "{refused}"
+    );
+    assert_eq!(count(&app.pool, "deliveries").await, 2, "nothing enqueued");
 
     // Keys are per tenant: another tenant's identical key is a new delivery.
     let (_, key_b) = app.tenant("b", "default").await;

@@ -108,11 +108,13 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 }
 
 /// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
-/// transaction.
+/// transaction. A conflict of one item is named as item `i` of `list` when the items came as a
+/// list (`deliveries[i].idempotency_key`).
 async fn enqueue(
     call: &TenantCall,
     channel_id: Uuid,
     items: &[NewDelivery],
+    list: Option<&str>,
 ) -> Result<Vec<Enqueued>, ApiError> {
     let mut tx = call.begin().await?;
     let channel = channels::get(&mut *tx, call.tenant_id(), channel_id).await?;
@@ -133,7 +135,14 @@ async fn enqueue(
         call.state.settings().max_attempts,
         paused,
     )
-    .await?;
+    .await
+    .map_err(|e| match (&e, list) {
+        (breakwater_core::Error::ItemConflict { index, .. }, Some(list)) => {
+            let index = *index;
+            ApiError::from(e).in_item(list, index)
+        }
+        _ => ApiError::from(e),
+    })?;
     tx.commit().await?;
     Ok(out)
 }
@@ -183,7 +192,7 @@ pub(crate) async fn enqueue_one(
         payload: body.payload,
         idempotency_key: idempotency_key(&headers)?,
     };
-    let out = enqueue(&call, channel_id, std::slice::from_ref(&item)).await?;
+    let out = enqueue(&call, channel_id, std::slice::from_ref(&item), None).await?;
     let e = out.into_iter().next().expect("one result per item");
     Ok((StatusCode::ACCEPTED, axum::Json(Accepted::from(e))))
 }
@@ -275,7 +284,7 @@ pub(crate) async fn enqueue_batch(
         deliveries::validate(&item).map_err(|e| ApiError::from(e).in_item("deliveries", i))?;
         items.push(item);
     }
-    let out = enqueue(&call, channel_id, &items).await?;
+    let out = enqueue(&call, channel_id, &items, Some("deliveries")).await?;
     let data = out.into_iter().map(Accepted::from).collect();
     Ok((StatusCode::ACCEPTED, axum::Json(BatchAccepted { data })))
 }

@@ -118,7 +118,8 @@ pub struct Enqueued {
 /// queue (group = channel, unique key = delivery), in the caller's transaction. Items are
 /// validated first; the whole batch is refused if one is invalid. A repeated idempotency key
 /// returns the earlier delivery (`created: false`) and enqueues nothing; one that was used for
-/// another channel is an [`Error::Conflict`].
+/// another channel, or for another event type or payload, is an [`Error::ItemConflict`] naming
+/// the item (field `idempotency_key`).
 ///
 /// With `paused` (for a channel whose circuit is open or paused) the deliveries start `paused`.
 /// Their jobs need no parking of their own: the channel's job group is parked, so the fetch does
@@ -204,15 +205,20 @@ pub async fn enqueue(
             row.payload,
             row.status,
         );
+        let conflict = |message: String| Error::ItemConflict {
+            index: i,
+            field: "idempotency_key",
+            message,
+        };
         if existing_channel != channel_id {
-            return Err(Error::Conflict(format!(
+            return Err(conflict(format!(
                 "idempotency key {key:?} was already used for a delivery to another channel"
             )));
         }
         // A retried request must be the same request: a reused key with another event would
         // silently drop that event.
         if existing_type != event_types[i] || existing_payload != payloads[i] {
-            return Err(Error::Conflict(format!(
+            return Err(conflict(format!(
                 "idempotency key {key:?} was already used for a different event type or payload"
             )));
         }
