@@ -571,6 +571,8 @@ async fn a_malformed_request_id_is_replaced_and_the_response_matches_the_audit_r
     for given in [
         "has space",
         "<img src=x onerror=alert(1)>",
+        "<script>",
+        "a\"b",
         &"x".repeat(300),
     ] {
         let before = last_id(&pool).await;

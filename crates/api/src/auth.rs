@@ -39,10 +39,16 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
         e.headers.push((header::WWW_AUTHENTICATE, "Bearer".into()));
         e
     };
-    let value = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| unauthorized("missing Authorization: Bearer <key> header"))?
+    let mut given = parts.headers.get_all(header::AUTHORIZATION).iter();
+    let value = given
+        .next()
+        .ok_or_else(|| unauthorized("missing Authorization: Bearer <key> header"))?;
+    // Two credentials are ambiguous (RFC 9110 §11.6.2 allows one): which one a proxy and the
+    // service each read could differ, so neither is taken.
+    if given.next().is_some() {
+        return Err(unauthorized("send one Authorization header, not several"));
+    }
+    let value = value
         .to_str()
         .map_err(|_| unauthorized("malformed Authorization header"))?;
     let key = value

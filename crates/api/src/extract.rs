@@ -217,35 +217,69 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// A JSON body that may be absent, for routes whose every body field is optional (a replay
+/// window, a key's label, a rotation's grace): an empty body is `T::default()`, so a bare `POST`
+/// works; anything else goes through [`Json`] (415 without a JSON content type, 400 malformed,
+/// 422 wrong shape). At most 64 KiB, read within the body deadline.
+pub(crate) struct OptionalJson<T>(pub(crate) T);
+
+impl<T: serde::de::DeserializeOwned + Default> FromRequest<AppState> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let bytes = within_body_deadline(state, axum::body::to_bytes(body, 64 * 1024))
+            .await?
+            .map_err(|e| {
+                // A body over the limit is a 413; any other failure to read it, a 400.
+                let too_large = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                if too_large {
+                    ApiError::new(
+                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        "request body is larger than this route accepts",
+                    )
+                } else {
+                    ApiError::new(
+                        axum::http::StatusCode::BAD_REQUEST,
+                        "bad_request",
+                        format!("the request body could not be read: {e}"),
+                    )
+                }
+            })?;
+        if bytes.is_empty() {
+            return Ok(OptionalJson(T::default()));
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        let Json(v) = Json::<T>::from_request(req, state).await?;
+        Ok(OptionalJson(v))
+    }
+}
+
 /// A 400 `invalid_query` naming the parameter if a name or value of `query` percent-decodes to
 /// bytes that are not UTF-8 (`?reason=%FF`): refused, where the form decoding would replace them
 /// with U+FFFD and store text the caller never sent.
 fn check_query_utf8(query: &str) -> Result<(), ApiError> {
     for pair in query.split('&') {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let bad = |s: &str| {
-            percent_encoding::percent_decode_str(s)
+        let decoded = |s: &str| {
+            percent_encoding::percent_decode_str(&s.replace('+', " "))
                 .decode_utf8()
-                .is_err()
+                .map(|d| d.into_owned())
         };
-        if bad(name) || bad(value) {
-            let mut problem = ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_query",
-                "Failed to deserialize query string: a parameter is not UTF-8 once \
-                 percent-decoded",
-            );
-            if !bad(name) {
-                problem.field = Some(Cow::Owned(
-                    percent_encoding::percent_decode_str(&name.replace('+', " "))
-                        .decode_utf8_lossy()
-                        .chars()
-                        .take(200)
-                        .collect(),
-                ));
-            }
-            return Err(problem);
+        let name = decoded(name);
+        if name.is_ok() && decoded(value).is_ok() {
+            continue;
         }
+        let mut problem = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            "Failed to deserialize query string: a parameter is not UTF-8 once percent-decoded",
+        );
+        // The field is named when its name is readable (at most 200 characters of it).
+        problem.field = name.ok().map(|n| Cow::Owned(n.chars().take(200).collect()));
+        return Err(problem);
     }
     Ok(())
 }
@@ -268,9 +302,15 @@ fn field_of(path: &str, message: &str) -> Option<String> {
     }
 }
 
-/// Whether a client's `x-request-id` is kept: 1 to 128 visible ASCII characters.
+/// Whether a client's `x-request-id` is kept: 1 to 128 characters of ASCII letters, digits and
+/// `-_.:/+=@` (UUIDs, ULIDs, W3C trace ids, base64 and `service/123`-style ids all fit). Markup
+/// and quote characters (`<>"'&`…) are never kept: the id is shown on the admin page and in
+/// logs, and an id that needs escaping there is not an id.
 fn well_formed_request_id(v: &[u8]) -> bool {
-    !v.is_empty() && v.len() <= 128 && v.iter().all(u8::is_ascii_graphic)
+    !v.is_empty()
+        && v.len() <= 128
+        && v.iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:/+=@".contains(b))
 }
 
 /// Removes a client's `x-request-id` that is not well formed ([`well_formed_request_id`]), so
@@ -291,7 +331,8 @@ pub(crate) async fn drop_malformed_request_id(mut req: Request) -> Request {
 /// The id of the request: the `x-request-id` header, set by the API's request-id layer (a fresh
 /// UUID unless the client sent a well-formed one) and sent back on the response. It tags the
 /// request's audit rows ([`breakwater_core::audit::begin_request`]). A client's id longer than
-/// 128 characters or with characters other than visible ASCII is replaced by a fresh UUID.
+/// 128 characters or with other characters than [`well_formed_request_id`] keeps is replaced by
+/// a fresh UUID.
 pub struct RequestId(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for RequestId {

@@ -70,7 +70,9 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target";
 
 /// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, a port
-/// other than 0, no credentials, at most 2 048 characters. A host that is a literal internal IP
+/// other than 0, no credentials, no fragment (RFC 9110 §4.2.4: a fragment is never sent in a
+/// request, so `…#x` would be delivered to `…` while the channel showed `#x`), at most 2 048
+/// characters. A host that is a literal internal IP
 /// is refused unless `allow_private`. Errors are messages for the `url` field.
 pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
     if raw.len() > 2048 {
@@ -85,6 +87,9 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("must not contain credentials".into());
+    }
+    if url.fragment().is_some() {
+        return Err("must not contain a fragment (#…): it is never sent to the endpoint".into());
     }
     let host = match url.host() {
         Some(h) => h,
@@ -189,6 +194,10 @@ mod tests {
         assert!(parse_channel_url("ftp://example.com/", false).is_err());
         assert!(parse_channel_url("not a url", false).is_err());
         assert!(parse_channel_url("https://user:pw@example.com/", false).is_err());
+        assert!(parse_channel_url("https://example.com/hook#part", false)
+            .unwrap_err()
+            .contains("fragment"));
+        assert!(parse_channel_url("https://example.com/hook?q=%23x", false).is_ok());
         assert!(parse_channel_url("http://127.0.0.1:8080/", false).is_err());
         assert!(parse_channel_url("http://[::1]/", false).is_err());
         assert!(parse_channel_url("http://localhost/", false).is_err());

@@ -70,6 +70,16 @@ async fn missing_or_wrong_credentials_are_401(pool: PgPool) {
             .post(url("/api/v1/tenants"))
             .header("authorization", "Bearer")
             .json(&json!({ "name": "x" })),
+        // Two credentials, even both valid: ambiguous, neither is taken.
+        app.http
+            .get(url("/api/v1/channels"))
+            .bearer_auth(&key)
+            .header("authorization", format!("Bearer {key}")),
+        app.http
+            .post(url("/api/v1/tenants"))
+            .bearer_auth(OPERATOR_KEY)
+            .header("authorization", format!("Bearer {OPERATOR_KEY}"))
+            .json(&json!({ "name": "x" })),
     ];
     for req in requests {
         let resp = send(req).await;

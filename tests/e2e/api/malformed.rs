@@ -530,3 +530,34 @@ fn assert_null_refused(status: u16, body: &Value, field: &str) {
         "the detail should name {field}: {body}"
     );
 }
+
+/// Routes whose every body field is optional take a bare `POST` (no body, no content type): a
+/// channel's replay (the last 24 h), a new API key (no label), a signing-secret rotation (the
+/// default grace). A body that is there must still be JSON. (A new-user trial got 415 for the
+/// first two.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_bare_post_is_accepted_where_every_body_field_is_optional(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (key, channel) = app.tenant_with_channel("acme").await;
+    let routes = [
+        (format!("/api/v1/channels/{channel}/replay"), 200),
+        ("/api/v1/tenant/keys".to_string(), 201),
+        (format!("/api/v1/channels/{channel}/secret/rotate"), 200),
+    ];
+    for (path, status) in &routes {
+        let (s, v) = app.post_empty(path, &key).await;
+        assert_eq!(s, *status, "{path}: {v}");
+    }
+    for (path, _) in &routes {
+        let resp = send(
+            app.http
+                .post(format!("{}{path}", app.api))
+                .bearer_auth(&key)
+                .header("content-type", "text/plain")
+                .body("{}"),
+        )
+        .await;
+        assert_problem(resp, 415).await;
+    }
+    app.stop().await;
+}

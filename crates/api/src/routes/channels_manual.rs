@@ -3,7 +3,7 @@
 use super::{view, ChannelView};
 use crate::call::{Call, TenantCall};
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
+use crate::extract::{OptionalJson, Path, Query};
 use crate::openapi::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
@@ -184,14 +184,14 @@ fn check_replay_bound(
 /// Replays the channel's dead deliveries from a window.
 ///
 /// Re-enqueues the deliveries that went dead in the window (at most 10 000 per call). 200 with
-/// the count and ids. Send `{}` for the last 24 h.
+/// the count and ids. No body (or `{}`) replays the last 24 h.
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/replay",
     tag = "channels",
     operation_id = "replay_channel",
     params(("id" = Uuid, Path, description = "Channel id.")),
-    request_body = ReplayWindow,
+    request_body(content = Option<ReplayWindow>, description = "Optional: no body (or `{}`) is the last 24 h."),
     responses(
         (status = 200, description = "The replayed deliveries.", body = Replayed),
         JsonBody,
@@ -202,7 +202,7 @@ fn check_replay_bound(
 pub(crate) async fn replay_window(
     call: TenantCall,
     Path(id): Path<Uuid>,
-    Json(body): Json<ReplayWindow>,
+    OptionalJson(body): OptionalJson<ReplayWindow>,
 ) -> Result<axum::Json<Replayed>, ApiError> {
     let channel = channels::get(call.state.pool(), call.tenant_id(), id).await?;
     let mut tx = call.begin_audited().await?;

@@ -6,7 +6,7 @@
 use crate::call::{Call, OperatorCall, TenantCall};
 use crate::created::Created;
 use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
+use crate::extract::{OptionalJson, Path, Query};
 use crate::openapi::{ById, Conflict, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
@@ -33,8 +33,8 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// Body of `POST …/keys`: an optional label.
-#[derive(Deserialize, utoipa::ToSchema)]
+/// Body of `POST …/keys`: an optional label (no body: no label).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateKey {
     /// A label, e.g. `"ci"`: 1 to 200 characters (trimmed) without control,
@@ -121,7 +121,7 @@ async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<Stat
     path = "/api/v1/tenant/keys",
     tag = "keys",
     operation_id = "create_own_key",
-    request_body = CreateKey,
+    request_body(content = Option<CreateKey>, description = "Optional: no body (or `{}`) is a key without a label."),
     responses(
         (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey,
             headers(("Location" = String, description = "The new key: `/api/v1/tenant/keys/{id}`."))),
@@ -133,7 +133,7 @@ async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<Stat
 )]
 pub(crate) async fn self_create(
     call: TenantCall,
-    Json(body): Json<CreateKey>,
+    OptionalJson(body): OptionalJson<CreateKey>,
 ) -> Result<Created<CreatedKey>, ApiError> {
     create(&call, call.tenant_id(), "/api/v1/tenant/keys", body).await
 }
@@ -193,7 +193,7 @@ pub(crate) async fn self_revoke(
     tag = "tenants",
     operation_id = "create_tenant_key",
     params(("id" = Uuid, Path, description = "Tenant id.")),
-    request_body = CreateKey,
+    request_body(content = Option<CreateKey>, description = "Optional: no body (or `{}`) is a key without a label."),
     responses(
         (status = 201, description = "The key, with `api_key` (shown once).", body = CreatedKey,
             headers(("Location" = String, description = "The new key: `/api/v1/tenants/{id}/keys/{key_id}`."))),
@@ -206,7 +206,7 @@ pub(crate) async fn self_revoke(
 pub(crate) async fn operator_create(
     call: OperatorCall,
     Path(tenant_id): Path<Uuid>,
-    Json(body): Json<CreateKey>,
+    OptionalJson(body): OptionalJson<CreateKey>,
 ) -> Result<Created<CreatedKey>, ApiError> {
     let keys_path = format!("/api/v1/tenants/{tenant_id}/keys");
     create(&call, tenant_id, &keys_path, body).await

@@ -2,10 +2,9 @@
 
 use crate::call::TenantCall;
 use crate::error::ApiError;
-use crate::extract::{within_body_deadline, Json, Path};
+use crate::extract::{OptionalJson, Path};
 use crate::openapi::{ById, JsonBody, TenantAuth};
 use crate::AppState;
-use axum::extract::{FromRequest, Request};
 use axum::routing::post;
 use axum::Router;
 use breakwater_core::channels::{self, RotatedSecret, DEFAULT_ROTATION_GRACE_MS};
@@ -26,44 +25,6 @@ pub(crate) struct Rotate {
     /// 86 400 000 (24 h).
     #[schema(minimum = 0, maximum = 604800000)]
     grace_ms: Option<i64>,
-}
-
-/// A JSON body that may be absent: an empty body is `T::default()`; anything else goes through
-/// [`Json`] (415 without a JSON content type, 400 malformed, 422 wrong shape).
-pub(crate) struct OptionalJson<T>(T);
-
-impl<T: serde::de::DeserializeOwned + Default> FromRequest<AppState> for OptionalJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
-        let (parts, body) = req.into_parts();
-        let bytes = within_body_deadline(state, axum::body::to_bytes(body, 64 * 1024))
-            .await?
-            .map_err(|e| {
-                // A body over the limit is a 413; any other failure to read it, a 400.
-                let too_large = std::error::Error::source(&e)
-                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-                if too_large {
-                    ApiError::new(
-                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
-                        "request body is larger than this route accepts",
-                    )
-                } else {
-                    ApiError::new(
-                        axum::http::StatusCode::BAD_REQUEST,
-                        "bad_request",
-                        format!("the request body could not be read: {e}"),
-                    )
-                }
-            })?;
-        if bytes.is_empty() {
-            return Ok(OptionalJson(T::default()));
-        }
-        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
-        let Json(v) = Json::<T>::from_request(req, state).await?;
-        Ok(OptionalJson(v))
-    }
 }
 
 /// Rotates the channel's signing secret, with a grace period for the old one.
