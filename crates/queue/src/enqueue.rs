@@ -49,9 +49,14 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
     let rows = sqlx::query!(
         r#"
         WITH groups AS (
-            -- Every group gets its row (slots, limit, parked flag) before its first job.
+            -- Every group gets its row (slots, limit, parked flag) before its first job. Only a
+            -- group without one is inserted: the unique check of an insert that meets an
+            -- existing row waits for any open transaction that updated that row (a claim, a
+            -- result), so a plain ON CONFLICT DO NOTHING made every enqueue wait for the
+            -- group's in-flight commits, past the API's lock_timeout on a slow disk.
             INSERT INTO job_groups (group_id)
-            SELECT DISTINCT g FROM unnest($8::uuid[]) AS g WHERE g IS NOT NULL
+            SELECT DISTINCT g FROM unnest($8::uuid[]) AS g
+            WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM job_groups x WHERE x.group_id = g)
             ON CONFLICT DO NOTHING
         )
         INSERT INTO jobs (queue, kind, args, priority, max_attempts, scheduled_at, state, unique_key, group_id)

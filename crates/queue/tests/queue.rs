@@ -837,3 +837,34 @@ async fn a_capped_groups_backlog_flows_on_finished_jobs_not_on_the_poll(pool: Pg
     };
     assert_backlog_flows_on_finished_jobs(&pool, cfg, Duration::from_millis(60), "the cap").await;
 }
+
+/// An enqueue to a group never waits for another transaction that updated the group's row (a
+/// claim or a result not yet committed, here an UPDATE held open): the group row already exists,
+/// so the enqueue does not insert it again, and an insert's unique check would have waited for
+/// that transaction. (Under a slow disk's commits, enqueues waited past the API's 250-ms
+/// `lock_timeout` behind in-flight results: 503s for a healthy tenant.)
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_enqueue_does_not_wait_for_an_open_update_of_its_group(pool: PgPool) {
+    let group = Uuid::now_v7();
+    let mut conn = pool.acquire().await.unwrap();
+    enqueue(&mut conn, &job(1).group(group)).await.unwrap();
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("UPDATE job_groups SET max_in_flight = max_in_flight WHERE group_id = $1")
+        .bind(group)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    sqlx::query("SET lock_timeout = '200ms'")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let id = enqueue(&mut conn, &job(2).group(group)).await;
+    assert!(id.is_ok(), "the enqueue waited for the open update: {id:?}");
+    holder.rollback().await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE group_id = $1")
+        .bind(group)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+}
