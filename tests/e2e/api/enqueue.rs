@@ -186,21 +186,12 @@ async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
     .await;
     assert_eq!(body["code"], "conflict");
     // Batch items with a used key replay too.
+    let batch_path = format!("{}/batch", enqueue_path(channel));
     let batch = json!({ "deliveries": [
         { "event_type": "a.b", "payload": { "n": 1 }, "idempotency_key": "order-1" },
         { "event_type": "a.b", "payload": {}, "idempotency_key": "order-2" },
     ] });
-    let out = assert_ok(
-        post(
-            &app,
-            &format!("{}/batch", enqueue_path(channel)),
-            Some(&key),
-            &batch,
-        )
-        .await,
-        202,
-    )
-    .await;
+    let out = assert_ok(post(&app, &batch_path, Some(&key), &batch).await, 202).await;
     assert_eq!(out["data"][0]["id"], first["id"]);
     assert_eq!(out["data"][0]["idempotent_replay"], true);
     assert_eq!(out["data"][1]["idempotent_replay"], false);
@@ -212,17 +203,7 @@ async fn repeated_idempotency_key_replays_the_first_delivery(pool: PgPool) {
         { "event_type": "a.b", "payload": {}, "idempotency_key": "order-2" },
         { "event_type": "x.y", "payload": {}, "idempotency_key": "order-1" },
     ] });
-    let refused = assert_problem(
-        post(
-            &app,
-            &format!("{}/batch", enqueue_path(channel)),
-            Some(&key),
-            &batch,
-        )
-        .await,
-        409,
-    )
-    .await;
+    let refused = assert_problem(post(&app, &batch_path, Some(&key), &batch).await, 409).await;
     assert_eq!(
         refused["field"], "deliveries[2].idempotency_key",
         "{refused}"
