@@ -148,11 +148,6 @@ impl From<breakwater_core::Error> for ApiError {
     fn from(e: breakwater_core::Error) -> Self {
         use breakwater_core::Error as E;
         match e {
-            // The queue's statements run in the API's own transactions: a database error there
-            // (a lock timeout while enqueueing jobs under load) means what it means anywhere
-            // else, a 503, not a 500. Measured: 24–42 enqueue 500s per 30-s isolation run on a
-            // machine with slow fsync.
-            E::Queue(breakwater_queue::Error::Database(db)) => E::Database(db).into(),
             E::NotFound(what) => ApiError::not_found(what),
             E::Invalid { field, message } => ApiError::invalid(field, message),
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),

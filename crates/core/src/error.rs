@@ -32,9 +32,20 @@ pub enum Error {
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    /// The queue failed.
+    /// The queue refused an argument ([`breakwater_queue::Error::InvalidArgument`]). A database
+    /// error of the queue's statements is an [`Error::Database`]: they run in the caller's
+    /// transactions, so a lock or statement timeout there means what it means anywhere.
     #[error(transparent)]
-    Queue(#[from] breakwater_queue::Error),
+    Queue(breakwater_queue::Error),
+}
+
+impl From<breakwater_queue::Error> for Error {
+    fn from(e: breakwater_queue::Error) -> Self {
+        match e {
+            breakwater_queue::Error::Database(db) => Error::Database(db),
+            other => Error::Queue(other),
+        }
+    }
 }
 
 impl Error {

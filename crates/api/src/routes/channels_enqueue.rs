@@ -136,12 +136,15 @@ async fn enqueue(
         paused,
     )
     .await
-    .map_err(|e| match (&e, list) {
-        (breakwater_core::Error::ItemConflict { index, .. }, Some(list)) => {
-            let index = *index;
-            ApiError::from(e).in_item(list, index)
+    .map_err(|e| {
+        let item = match &e {
+            breakwater_core::Error::ItemConflict { index, .. } => Some(*index),
+            _ => None,
+        };
+        match (ApiError::from(e), item.zip(list)) {
+            (problem, Some((index, list))) => problem.in_item(list, index),
+            (problem, None) => problem,
         }
-        _ => ApiError::from(e),
     })?;
     tx.commit().await?;
     Ok(out)
