@@ -873,6 +873,93 @@ async fn a_host_is_probed_with_a_delivery_of_its_healthiest_channel(pool: PgPool
     app.stop().await;
 }
 
+/// The host probe's delivery fails (a transient failure, as from a host still down), as the
+/// worker records it: one more consecutive failure of its channel, and the host's result, which
+/// re-opens it; then its cooldown is made over and one step of the watcher chooses the next
+/// probe. Returns the new probe's channel.
+async fn fail_host_probe_and_probe_again(pool: &PgPool, host: &str) -> Option<uuid::Uuid> {
+    use breakwater_core::{hosts, outcome::Class};
+    let (channel, generation): (uuid::Uuid, i64) = sqlx::query_as(
+        "SELECT probe_channel_id, generation FROM host_circuits WHERE host_key = $1",
+    )
+    .bind(host)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let cfg = hosts::HostsConfig::default();
+    let mut tx = pool.begin().await.unwrap();
+    let before: i32 = sqlx::query_scalar(
+        "UPDATE channels SET consecutive_failures = consecutive_failures + 1 WHERE id = $1
+         RETURNING consecutive_failures - 1",
+    )
+    .bind(channel)
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    let t = hosts::record_result(
+        &mut tx,
+        channel,
+        Some(generation),
+        Class::Transient,
+        before,
+        "503",
+        &cfg,
+    )
+    .await
+    .unwrap();
+    assert_eq!(t.map(|t| t.to), Some(hosts::State::Open), "the host re-opens");
+    sqlx::query(
+        "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
+    )
+    .bind(host)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    hosts::watch_step(&mut tx, host, &cfg).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(host_state(pool, host).await, "half_open");
+    host_probe(pool, host).await.0
+}
+
+/// The channels of a host take its probe in turn: the healthiest first, and after each failed
+/// probe a channel not tried yet, then the one tried longest ago, even though a failed probe
+/// leaves the healthiest channel with fewer failures than the others. (Before, a new-user trial
+/// saw the probe stay on channels with few failures that failed for themselves, while a channel
+/// that had recovered, with more failures, waited minutes as the cooldown doubled.) A close
+/// starts the turn again.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_channels_of_a_host_take_its_probe_in_turn(pool: PgPool) {
+    // The API only: the test steps the host's probe watcher and the probes' results itself.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    // `first` has no failure, `second` 4, `third` 8.
+    let (first, second, host) = two_channels_on_one_host(&app, "first", "second").await;
+    let (_, key_c) = app.tenant("initech", "default").await;
+    let third = app.channel_with(&key_c, "third", json!({})).await;
+    assert_eq!(host_of(&pool, third).await, host, "one host");
+    app.deliver_many(&key_c, third, 3).await;
+    sqlx::query("UPDATE channels SET consecutive_failures = 8 WHERE id = $1")
+        .bind(third)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    start_host_probe(&app, &host).await;
+    let mut turns = vec![host_probe(&pool, &host).await.0];
+    for _ in 0..3 {
+        turns.push(fail_host_probe_and_probe_again(&pool, &host).await);
+    }
+    assert_eq!(
+        turns,
+        vec![Some(first), Some(second), Some(third), Some(first)],
+        "first={first} second={second} third={third}"
+    );
+    // A close (here the operator's) starts the turn again with the healthiest channel.
+    force_host(&app, &host, "close").await;
+    start_host_probe(&app, &host).await;
+    assert_eq!(host_probe(&pool, &host).await.0, Some(first));
+    app.stop().await;
+}
+
 /// Attempts of channel `channel` that started after `after`.
 async fn attempts_since(pool: &PgPool, channel: uuid::Uuid, after: DateTime<Utc>) -> i64 {
     sqlx::query_scalar(

@@ -37,8 +37,9 @@ pub fn decide(
 }
 
 /// Claims the host probe role of `generation` for `delivery_id` of `channel_id` (one
-/// conditional UPDATE on `probe_delivery_id IS NULL`, so exactly one delivery gets it). Returns
-/// whether this delivery won.
+/// conditional UPDATE on `probe_delivery_id IS NULL`, so exactly one delivery gets it), its
+/// channel recorded as the last tried (the turn of `wake_host_probe`). Returns whether this
+/// delivery won.
 pub async fn claim_probe(
     conn: &mut PgConnection,
     channel_id: Uuid,
@@ -46,7 +47,9 @@ pub async fn claim_probe(
     generation: i64,
 ) -> Result<bool> {
     Ok(sqlx::query(
-        "UPDATE host_circuits h SET probe_delivery_id = $2, probe_channel_id = $1, updated_at = now()
+        "UPDATE host_circuits h SET probe_delivery_id = $2, probe_channel_id = $1,
+             probed_channels = array_append(array_remove(h.probed_channels, $1), $1),
+             updated_at = now()
          FROM channels c
          WHERE c.id = $1 AND h.host_key = c.host_key
            AND h.state = 'half_open' AND h.generation = $3 AND h.probe_delivery_id IS NULL",

@@ -50,13 +50,15 @@
 //!
 //! **The host probe and its result.** The host probe watcher (one job per host, unique key
 //! `host_probe:<host>`, queue `circuit`) moves `open` to `half_open` after the cooldown and wakes
-//! exactly one waiting delivery of the host as the probe: of the channel with the fewest
-//! consecutive failures, never of a channel under a `Retry-After` hold (a held delivery that
-//! still meets the role in the admission hands it on, [`hand_on_probe`]). Any HTTP answer that is not a transient
-//! failure (2xx, or a permanent 4xx: the host is up, the channel is wrong) closes the host; a
-//! transient failure re-opens it with a doubled, capped cooldown. The probe is a real attempt of
-//! its delivery, so its result *also* counts for its channel's circuit as any attempt does (a
-//! success resets the channel's count; a failure is one of its consecutive failures).
+//! exactly one waiting delivery of the host as the probe: the channels take the role in turn
+//! since the host last closed (those not tried yet first, the fewest consecutive failures first;
+//! then the one tried longest ago), never a channel under a `Retry-After` hold (a held delivery
+//! that still meets the role in the admission hands it on, [`hand_on_probe`]). Any HTTP answer
+//! that is not a transient failure (2xx, or a permanent 4xx: the host is up, the channel is
+//! wrong) closes the host; a transient failure re-opens it with a doubled, capped cooldown. The
+//! probe is a real attempt of its delivery, so its result *also* counts for its channel's
+//! circuit as any attempt does (a success resets the channel's count; a failure is one of its
+//! consecutive failures).
 //!
 //! **A host that opens with nothing waiting** still resolves: on `half_open` the watcher grants
 //! the probe role to the next delivery of the host that arrives (the first to claim it with a

@@ -149,32 +149,39 @@ pub(super) async fn release_host_jobs(tx: &mut PgConnection, key: &str) -> Resul
     Ok(breakwater_queue::release_gate(&mut *tx, key).await?)
 }
 
-/// How many of a host's channels [`wake_host_probe`] ranks (the healthiest, by consecutive
-/// failures); the others follow in fetch order.
+/// How many of a host's channels [`wake_host_probe`] ranks (in turn, then the healthiest, by
+/// consecutive failures); the others follow in fetch order.
 const PROBE_RANKED_CHANNELS: i64 = 1000;
 
 /// Wakes exactly one waiting delivery of the host (among channels whose own circuit does not
 /// park them and that are not under a `Retry-After` hold) as its probe through the gate's one
 /// probe slot, and returns `(delivery, channel)`; `None` when none waits: the slot then goes to
-/// the next delivery that arrives, which claims the role in the admission. The delivery is the
-/// oldest of the channel with the fewest consecutive failures that has one waiting (ties:
-/// channel id), so a host that answers its healthy channels is tested with one of them, not with
-/// a channel that fails on its own. A channel under a hold would not send the probe before the
-/// hold ends (up to `circuit.retry_after_cap_ms`, 1 h by default) and every channel of the host
-/// would wait for it (a new-user trial saw a host half-open 5 min, its probe re-taken by the
-/// same held delivery at each lease).
+/// the next delivery that arrives, which claims the role in the admission.
+///
+/// The channels take the role **in turn** since the host last closed
+/// (`host_circuits.probed_channels`, appended by `set_probe` and [`claim_probe`]): first the
+/// channels not tried yet, the one with the fewest consecutive failures first (ties: channel
+/// id), so a host that answers its healthy channels is tested with one of them, not with a
+/// channel that fails on its own; then the one tried longest ago. The delivery is that channel's
+/// oldest waiting one. A design decision from two new-user trials: the oldest delivery of the
+/// whole host, and then the fewest failures alone, kept choosing channels that failed for
+/// themselves (a failed probe adds one failure to a channel with few), while a channel that had
+/// recovered, with more failures, waited minutes as the cooldown doubled.
+///
+/// A channel under a hold is never chosen: it would not send the probe before the hold ends (up
+/// to `circuit.retry_after_cap_ms`, 1 h by default) and every channel of the host would wait
+/// for it (a new-user trial saw a host half-open 5 min, its probe re-taken by the same held
+/// delivery at each lease).
 pub(super) async fn wake_host_probe(
     tx: &mut PgConnection,
     key: &str,
 ) -> Result<Option<(Uuid, Uuid)>> {
-    // The healthiest channels of the host first: a delivery of a channel that has been failing
-    // on its own (a bad path, a rejecting receiver) says little about the host, and choosing it
-    // again and again kept every healthy channel of the host waiting.
     let ranked: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM channels
-         WHERE host_key = $1 AND deleted_at IS NULL AND circuit_state = 'closed'
-           AND NOT coalesce(retry_after_until > now(), false)
-         ORDER BY consecutive_failures, id
+        "SELECT c.id FROM channels c JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.host_key = $1 AND c.deleted_at IS NULL AND c.circuit_state = 'closed'
+           AND NOT coalesce(c.retry_after_until > now(), false)
+         ORDER BY coalesce(array_position(h.probed_channels, c.id), 0), c.consecutive_failures,
+                  c.id
          LIMIT $2",
     )
     .bind(key)
@@ -239,7 +246,8 @@ pub(super) async fn close(
          UPDATE host_circuits h
          SET state = 'closed', changed_at = now(), generation = h.generation + 1,
              probe_failures = 0, next_probe_at = NULL, probe_deadline = NULL,
-             probe_delivery_id = NULL, probe_channel_id = NULL, updated_at = now()
+             probe_delivery_id = NULL, probe_channel_id = NULL, probed_channels = '{}',
+             updated_at = now()
          FROM before
          WHERE h.host_key = before.host_key AND before.state = ANY($2)
            AND ($3::int8 IS NULL OR before.generation = $3)

@@ -123,7 +123,7 @@ pub async fn watch_step(tx: &mut PgConnection, key: &str, cfg: &HostsConfig) -> 
 }
 
 /// Wakes one waiting delivery of the host and records it as the probe of `generation` (if the
-/// role is still free).
+/// role is still free), its channel as the last tried ([`wake_host_probe`]'s turn).
 pub(super) async fn set_probe(
     tx: &mut PgConnection,
     key: &str,
@@ -132,7 +132,8 @@ pub(super) async fn set_probe(
     let woken = wake_host_probe(tx, key).await?;
     if let Some((d, c)) = woken {
         sqlx::query(
-            "UPDATE host_circuits SET probe_delivery_id = $2, probe_channel_id = $3
+            "UPDATE host_circuits SET probe_delivery_id = $2, probe_channel_id = $3,
+                 probed_channels = array_append(array_remove(probed_channels, $3), $3)
              WHERE host_key = $1 AND generation = $4 AND probe_delivery_id IS NULL",
         )
         .bind(key)
