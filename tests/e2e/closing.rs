@@ -621,6 +621,27 @@ async fn a_node_clock_an_hour_behind_the_database_changes_nothing(pool: PgPool) 
         off_ms < 50,
         "Retry-After {until} held the channel until {held_until} ({off_ms} ms off)"
     );
+
+    // 5. The channel's view counts what waits out the hold: three more deliveries (the limited
+    //    one had its one attempt), none parked. (A new-user trial saw `parked: 0` and nothing else while hundreds
+    //    waited for an hour.)
+    for i in 0..3 {
+        app.deliver(&key, busy, json!({ "i": i })).await;
+    }
+    let path = format!("/api/v1/channels/{busy}");
+    let last = std::cell::RefCell::new(serde_json::Value::Null);
+    let counted = eventually(Duration::from_secs(10), || async {
+        let (_, v) = app.get(&path, &key).await;
+        let done = v["circuit"]["held"] == 3;
+        *last.borrow_mut() = v;
+        done
+    })
+    .await;
+    let last = last.into_inner();
+    assert!(counted, "{last}");
+    assert_eq!(last["circuit"]["parked"], 0, "{last}");
+    assert_eq!(last["concurrency"]["waiting"], 3, "{last}");
+    assert_eq!(app.receiver.count("busy"), 1, "nothing sent under the hold");
     app.stop().await;
 }
 

@@ -509,7 +509,7 @@ async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
     assert_eq!(v["max_in_flight"], 2);
     assert_eq!(
         v["concurrency"],
-        json!({ "in_flight": 0, "limit": 2, "floor": 1, "ceiling": 2 }),
+        json!({ "in_flight": 0, "waiting": 0, "limit": 2, "floor": 1, "ceiling": 2 }),
         "the initial limit (4) is held under the channel's ceiling"
     );
     let (s, v) = app
@@ -518,7 +518,7 @@ async fn a_channels_concurrency_ceiling_is_set_shown_and_checked(pool: PgPool) {
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         v["concurrency"],
-        json!({ "in_flight": 0, "limit": 4, "floor": 1, "ceiling": 64 })
+        json!({ "in_flight": 0, "waiting": 0, "limit": 4, "floor": 1, "ceiling": 64 })
     );
     for bad in [json!(0), json!(-3), json!(10_001), json!("ten")] {
         let (s, v) = app

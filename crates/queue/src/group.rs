@@ -200,16 +200,37 @@ pub async fn lock_group(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<()>
 
 /// Waiting jobs of the group if it is parked, or its gate is ([`crate::park_gate`]), else 0.
 pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i64> {
-    Ok(sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM jobs j
+    Ok(backlog(exec, group_id).await?.parked)
+}
+
+/// A group's waiting (`available` or `scheduled`) jobs, both counts from one statement (one
+/// snapshot, so `parked <= waiting`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    /// Every waiting job of the group, parked or not.
+    pub waiting: i64,
+    /// Those held by a parked group or a parked gate ([`crate::park_gate`]): the one definition
+    /// of "parked" for a count.
+    pub parked: i64,
+}
+
+/// Counts group `group_id`'s [`Backlog`]: one ordered range of `jobs_group_idx` per state.
+pub async fn backlog(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Backlog> {
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "waiting!",
+                  count(*) FILTER (WHERE g.parked OR coalesce(x.parked, false)) AS "parked!"
+         FROM jobs j
          JOIN job_groups g ON g.group_id = j.group_id
          LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-         WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')
-           AND (g.parked OR coalesce(x.parked, false))"#,
+         WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')"#,
         group_id,
     )
     .fetch_one(exec)
-    .await?)
+    .await?;
+    Ok(Backlog {
+        waiting: row.waiting,
+        parked: row.parked,
+    })
 }
 
 /// Groups that are parked (the reconciler compares them with their owner's state).

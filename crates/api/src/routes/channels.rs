@@ -205,6 +205,9 @@ pub(crate) struct ChannelView {
 struct ConcurrencyView {
     /// Deliveries of the channel in flight now, on every node.
     in_flight: i32,
+    /// Deliveries of the channel waiting for a send (due now or later, parked, held or not):
+    /// its backlog.
+    waiting: i64,
     /// The adaptive limit in force (AIMD), whole deliveries.
     limit: u32,
     /// Its lower bound.
@@ -231,8 +234,11 @@ struct CircuitView {
     close_after_successes: i32,
     /// Successful probe deliveries so far while half-open (0 in any other state).
     trial_successes: i32,
-    /// Jobs parked by the circuit, waiting for release.
+    /// Jobs parked by the circuit (the channel's own, or its host's), waiting for release.
     parked: i64,
+    /// Deliveries not parked but waiting out the `Retry-After` hold (`retry_after_until`): none
+    /// is sent before it ends. 0 without a hold.
+    held: i64,
     /// When the next probe may run (open).
     next_probe_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Failed probes in a row.
@@ -245,7 +251,7 @@ struct CircuitView {
 }
 
 pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelView, ApiError> {
-    let parked = channels::parked_count(state.pool(), channel.id).await?;
+    let backlog = channels::backlog(state.pool(), &channel).await?;
     let (default_threshold, default_cooldown, _, _) =
         circuit::effective_defaults(state.pool(), &state.settings().circuit).await?;
     let (default_close_after, _) =
@@ -262,7 +268,8 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         } else {
             0
         },
-        parked,
+        parked: backlog.parked,
+        held: backlog.held,
         next_probe_at: channel.next_probe_at,
         probe_failures: channel.probe_failures,
         retry_after_until: channel.retry_after_until,
@@ -282,6 +289,7 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         .map_or(limits.initial as f32, |l| l);
     let concurrency = ConcurrencyView {
         in_flight: group.map_or(0, |g| g.in_flight),
+        waiting: backlog.waiting,
         limit: (raw.floor().max(0.0) as u32).clamp(floor, ceiling),
         floor,
         ceiling,
