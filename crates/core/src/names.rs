@@ -14,7 +14,7 @@ pub const MAX_REASON_CHARS: usize = 500;
 /// those listed below),
 /// any of which would make a text show as another on the admin page or in a log. (The zero
 /// width joiners U+200C and U+200D stay: scripts and emoji sequences need them.)
-fn refused(c: char) -> bool {
+pub(crate) fn refused(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
         || matches!(c, '\u{200B}' | '\u{2060}'..='\u{2064}' | '\u{206A}'..='\u{206F}' | '\u{FEFF}')
@@ -28,7 +28,7 @@ fn refused(c: char) -> bool {
 
 /// Whether `c` is a zero width joiner or non-joiner (kept inside a text, but a text of nothing
 /// else shows as blank).
-fn joiner(c: char) -> bool {
+pub(crate) fn joiner(c: char) -> bool {
     matches!(c, '\u{200C}' | '\u{200D}')
 }
 

@@ -69,14 +69,33 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 /// tenant cannot map internal names to internal addresses.
 pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target";
 
+/// Whether `c` may not stand in a URL as given: white space, a control character, or one that
+/// shows as nothing — those of display names ([`crate::names`]), the zero width joiners, and
+/// the variation selectors (U+180B–U+180D, U+FE00–U+FE0F, U+E0100–U+E01EF), which IDNA maps to
+/// nothing in a host.
+fn unseen(c: char) -> bool {
+    c.is_whitespace()
+        || crate::names::refused(c)
+        || crate::names::joiner(c)
+        || matches!(c, '\u{180B}'..='\u{180D}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}')
+}
+
 /// Parses and checks the form of a channel URL: absolute `http` or `https`, a host, a port
 /// other than 0, no credentials, no fragment (RFC 9110 §4.2.4: a fragment is never sent in a
-/// request, so `…#x` would be delivered to `…` while the channel showed `#x`), at most 2 048
-/// characters. A host that is a literal internal IP
-/// is refused unless `allow_private`. Errors are messages for the `url` field.
+/// request, so `…#x` would be delivered to `…` while the channel showed `#x`), no space,
+/// control or invisible character anywhere ([`unseen`]: the WHATWG URL parser silently drops
+/// leading and trailing ones and every tab and newline, and IDNA drops invisible ones from a
+/// host, so the stored URL would differ from the one given without a word: a new-user trial),
+/// at most 2 048 characters. A host that is a literal
+/// internal IP is refused unless `allow_private`. Errors are messages for the `url` field.
 pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
     if raw.len() > 2048 {
         return Err("must be at most 2048 characters".into());
+    }
+    if let Some(c) = raw.chars().find(|&c| unseen(c)) {
+        return Err(format!(
+            "must not contain spaces, control or invisible characters (found {c:?}; percent-encode one that belongs in the URL, e.g. %20)"
+        ));
     }
     let url = Url::parse(raw).map_err(|e| format!("not a valid absolute URL ({e})"))?;
     if url.scheme() != "http" && url.scheme() != "https" {
@@ -198,6 +217,29 @@ mod tests {
             .unwrap_err()
             .contains("fragment"));
         assert!(parse_channel_url("https://example.com/hook?q=%23x", false).is_ok());
+        for spaced in [
+            " https://example.com/hook",
+            "https://example.com/hook ",
+            "https://exa\tmple.com/hook",
+            "https://example.com/a\nb",
+            "https://example.com/a b",
+            "https://example.com/\u{a0}",
+            // IDNA would drop these from the host: https://example.com/hook.
+            "https://exa\u{200B}mple.com/hook",
+            "https://exa\u{AD}mple.com/hook",
+            "https://exa\u{FE0F}mple.com/hook",
+            "https://exa\u{200D}mple.com/hook",
+        ] {
+            assert!(
+                parse_channel_url(spaced, false)
+                    .unwrap_err()
+                    .contains("spaces, control or invisible characters"),
+                "{spaced:?}"
+            );
+        }
+        // A name in another script is a URL as given (its host is stored in punycode).
+        assert!(parse_channel_url("https://bücher.example/hook", false).is_ok());
+        assert!(parse_channel_url("https://example.com/a%20b", false).is_ok());
         assert!(parse_channel_url("http://127.0.0.1:8080/", false).is_err());
         assert!(parse_channel_url("http://[::1]/", false).is_err());
         assert!(parse_channel_url("http://localhost/", false).is_err());

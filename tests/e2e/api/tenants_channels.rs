@@ -165,6 +165,9 @@ async fn invalid_channel_fields_are_422_and_create_nothing(pool: PgPool) {
         (json!({ "url": "ftp://x" }), "url"),
         (json!({ "url": "" }), "url"),
         (json!({ "url": "http://user:pw@example.com/" }), "url"),
+        // Never trimmed of spaces or cleaned of control characters without a word: refused.
+        (json!({ "url": format!(" {good}") }), "url"),
+        (json!({ "url": format!("{good}\n") }), "url"),
         (
             json!({ "url": good, "failure_threshold": 0 }),
             "failure_threshold",
