@@ -248,12 +248,41 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
     app.wait_received("vip", 50, Duration::from_secs(10)).await;
     let high_p95 = p95(app.latencies_ms("vip", &sent_at));
     let bulk_done = app.receiver.count("bulk");
-    println!("high tier beside a 5000 bulk backlog: p95 {high_p95} ms; bulk delivered so far {bulk_done}");
+    // How many bulk deliveries arrived while each high-tier one waited (from its enqueue to its
+    // arrival), for those sent while at least 1 000 of the bulk backlog were left: behind the
+    // backlog, one would wait for all of what was left; beside it, only for what the bulk tier's
+    // own workers send in the moment a high-tier delivery takes. A count, not a time, so a loaded
+    // machine, which slows both tiers alike, does not move it much (an assertion on the p95 in ms
+    // failed once beside a parallel build).
+    let bulk_at: Vec<Instant> = {
+        let mut v: Vec<Instant> = app.receiver.received("bulk").iter().map(|r| r.at).collect();
+        v.sort();
+        v
+    };
+    let mut overtaken: Vec<u128> = app
+        .receiver
+        .received("vip")
+        .iter()
+        .filter_map(|r| {
+            let sent = *sent_at.get(r.webhook_id.as_ref()?)?;
+            let from = bulk_at.partition_point(|t| *t <= sent);
+            let to = bulk_at.partition_point(|t| *t <= r.at);
+            (5_000 - from >= 1_000).then_some((to - from) as u128)
+        })
+        .collect();
+    overtaken.sort();
+    let measured = overtaken.len();
+    println!("high tier beside a 5000 bulk backlog: p95 {high_p95} ms; bulk delivered so far {bulk_done}; {measured} of 50 sent with at least 1000 bulk left");
     assert!(
-        bulk_done < 5_000,
-        "the bulk backlog was still there while the high tier was measured"
+        measured >= 25,
+        "only {measured} of 50 high-tier deliveries were sent while at least 1000 bulk ones waited: the test measured nothing"
     );
-    assert!(high_p95 < 500, "high-tier p95 {high_p95} ms");
+    let overtaken_p95 = p95(overtaken);
+    println!("bulk deliveries that arrived while a high-tier one waited: p95 {overtaken_p95}");
+    assert!(
+        overtaken_p95 < 500,
+        "{overtaken_p95} bulk deliveries (p95) arrived while a high-tier one waited ({high_p95} ms): it waited behind the bulk backlog"
+    );
     let queues: Vec<String> = sqlx::query_scalar("SELECT DISTINCT queue FROM jobs ORDER BY queue")
         .fetch_all(&pool)
         .await
@@ -262,7 +291,6 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
         queues,
         vec!["deliveries_bulk".to_string(), "deliveries_high".to_string()]
     );
-    assert!(eventually(Duration::from_secs(1), || async { true }).await);
     app.stop().await;
 }
 

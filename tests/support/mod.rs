@@ -51,7 +51,10 @@ pub fn test_settings() -> Settings {
     s.worker.request_timeout_ms = 2_000;
     s.worker.shutdown_grace_ms = 2_000;
     s.worker.heartbeat_interval_ms = 200;
-    s.worker.rescue_after_ms = 1_000;
+    // A node silent for 5 s is presumed dead. Not less: on this disk a heartbeat's write can
+    // stall past a second, and the other node of a test then rescued live runs (a rate-limit
+    // test saw deliveries with two attempts). Tests of rescue name a node that never beats.
+    s.worker.rescue_after_ms = 5_000;
     s.worker.rescue_interval_ms = 200;
     // Two pools per node (API, workers): keep parallel tests under the server's 100 connections.
     s.database.max_connections = 8;
