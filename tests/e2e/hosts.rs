@@ -907,7 +907,11 @@ async fn fail_host_probe_and_probe_again(pool: &PgPool, host: &str) -> Option<uu
     )
     .await
     .unwrap();
-    assert_eq!(t.map(|t| t.to), Some(hosts::State::Open), "the host re-opens");
+    assert_eq!(
+        t.map(|t| t.to),
+        Some(hosts::State::Open),
+        "the host re-opens"
+    );
     sqlx::query(
         "UPDATE host_circuits SET next_probe_at = now() - interval '1 s' WHERE host_key = $1",
     )
