@@ -716,3 +716,163 @@ async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
     );
     app.stop().await;
 }
+
+/// A pause and a resume never close a breaker without a probe: a channel paused while its
+/// circuit was open resumes to `open` with its probe due at once (the pause counted as
+/// cooldown, here 10 min), and only that probe's answer closes it. (A new-user trial paused and
+/// resumed an open channel and its whole backlog went straight at the dead endpoint.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.max_cooldown_ms = 600_000;
+        s.worker.max_attempts = 25;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app
+        .channel_with(
+            &key,
+            "down",
+            json!({ "cooldown_ms": 600_000, "failure_threshold": 2 }),
+        )
+        .await;
+    app.receiver.set("down", Behavior::Status(503, None));
+    let ids = app.deliver_many(&key, ch, 6).await;
+    app.wait_circuit(ch, "open", Duration::from_secs(15)).await;
+    wait_until(Duration::from_secs(10), "nothing in flight", || async {
+        let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+        v["concurrency"]["in_flight"] == 0
+    })
+    .await;
+    let before = app.receiver.count("down");
+
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
+        .await;
+    assert_eq!(
+        (s, v["circuit"]["state"].as_str()),
+        (200, Some("paused")),
+        "{v}"
+    );
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        v["circuit"]["state"], "open",
+        "back to the breaker's verdict: {v}"
+    );
+    assert_eq!(
+        v["circuit"]["consecutive_failures"], 2,
+        "its failures are kept: {v}"
+    );
+    // Its probe comes at once, fails (the endpoint is still down) and re-opens the circuit
+    // with a doubled cooldown: one request, not the backlog.
+    wait_until(
+        Duration::from_secs(15),
+        "the probe fails and re-opens",
+        || async {
+            let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+            v["circuit"]["state"] == "open" && v["circuit"]["probe_failures"] == 1
+        },
+    )
+    .await;
+    assert_eq!(app.receiver.count("down"), before + 1, "one probe request");
+    assert_eq!(
+        audit_count(&pool, ch, &["channel.resumed"]).await,
+        1,
+        "the resume is audited"
+    );
+
+    // Once the endpoint answers, a pause and a resume probe it at once, and the probe closes.
+    app.receiver.set("down", Behavior::Status(200, None));
+    for action in ["pause", "resume"] {
+        let (s, v) = app
+            .post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
+            .await;
+        assert_eq!(s, 200, "{action}: {v}");
+    }
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
+    for id in ids {
+        app.wait_delivery(id, "delivered", Duration::from_secs(15))
+            .await;
+    }
+    // A channel paused while closed still resumes to closed.
+    for action in ["pause", "resume"] {
+        let (s, v) = app
+            .post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
+            .await;
+        assert_eq!(s, 200, "{action}: {v}");
+    }
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(v["circuit"]["state"], "closed", "{v}");
+    app.stop().await;
+}
+
+/// A `Retry-After` hold ends with the endpoint that asked for it, and with an operator's close:
+/// a new URL (the circuit still closed) and a force-close both send the held deliveries at once,
+/// not after the hour. (A new-user trial found a 1-h hold that outlived both and that nobody
+/// could end.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_retry_after_hold_ends_with_a_new_url_or_an_operators_close(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    for (how, ep) in [
+        ("a new URL", "busy-url"),
+        ("an operator's close", "busy-close"),
+    ] {
+        app.receiver
+            .set(ep, Behavior::Status(429, Some("3600".into())));
+        let ch = app.channel(&key, ep).await;
+        app.deliver(&key, ch, json!({ "first": true })).await;
+        app.wait_received(ep, 1, Duration::from_secs(10)).await;
+        let ids = {
+            let mut v = Vec::new();
+            for i in 0..3 {
+                v.push(app.deliver(&key, ch, json!({ "i": i })).await);
+            }
+            v
+        };
+        let path = format!("/api/v1/channels/{ch}");
+        // Every waiting delivery held, none in flight (a 429 answered later would set a new
+        // hold, as it should).
+        wait_until(Duration::from_secs(10), "the hold holds all", || async {
+            let (_, v) = app.get(&path, &key).await;
+            let held = v["circuit"]["held"].as_i64().unwrap_or(0);
+            held >= 3 && v["concurrency"]["waiting"] == held && v["concurrency"]["in_flight"] == 0
+        })
+        .await;
+        let to = match how {
+            "a new URL" => {
+                let fixed = app.receiver.url(&format!("{ep}-fixed"));
+                let (s, v) = app.patch_channel(&key, ch, json!({ "url": fixed })).await;
+                assert_eq!(s, 200, "{v}");
+                assert_eq!(v["retry_after_until"], serde_json::Value::Null, "{v}");
+                format!("{ep}-fixed")
+            }
+            _ => {
+                app.receiver.set(ep, Behavior::Status(200, None));
+                let (s, v) = app
+                    .post_empty(
+                        &format!("/api/v1/admin/channels/{ch}/close"),
+                        breakwater_e2e::OPERATOR_KEY,
+                    )
+                    .await;
+                assert_eq!(s, 200, "{v}");
+                assert_eq!(
+                    audit_count(&pool, ch, &["circuit.retry_after_dropped"]).await,
+                    1,
+                    "the operator's close ended the hold, audited"
+                );
+                ep.to_string()
+            }
+        };
+        for id in &ids {
+            app.wait_delivery(*id, "delivered", Duration::from_secs(10))
+                .await;
+        }
+        assert!(app.receiver.count(&to) >= 3, "{how}: sent to {to}");
+    }
+    app.stop().await;
+}

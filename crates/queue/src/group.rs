@@ -362,6 +362,34 @@ pub async fn adapt_limit(
     Ok(())
 }
 
+/// Makes group `group_id`'s `scheduled` jobs whose `scheduled_at` lies between `from` and `to`
+/// (database times, inclusive) due now, keeping their order (`scheduled_at` now, then id), and
+/// wakes their queues: for a caller that ends a wait it had put on the whole group (a channel's
+/// `Retry-After` hold, whose snoozed jobs wait until just after its end). Other scheduled jobs
+/// (a backoff of their own) keep their times. One ordered range of `jobs_group_idx`. Returns how
+/// many moved.
+pub async fn make_group_due_between(
+    conn: &mut PgConnection,
+    group_id: Uuid,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<u64> {
+    let moved = sqlx::query_as!(
+        Moved,
+        r#"WITH moved AS (
+             UPDATE jobs SET state = 'available', scheduled_at = now()
+             WHERE group_id = $1 AND state = 'scheduled' AND scheduled_at BETWEEN $2 AND $3
+             RETURNING queue)
+         SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue"#,
+        group_id,
+        from,
+        to,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    notify_moved(&mut *conn, moved).await
+}
+
 /// Makes the waiting (`scheduled`) jobs with these unique keys due now, keeping their order
 /// (`scheduled_at` now, then id), and wakes their queues. Returns how many moved.
 pub async fn make_due(conn: &mut PgConnection, unique_keys: &[String]) -> Result<u64> {

@@ -84,9 +84,9 @@ pub use gate::{
     GateState,
 };
 pub use group::{
-    adapt_limit, backlog, define_group, group_state, lock_group, make_due, park_group,
-    parked_count, parked_groups, release_group, set_max_in_flight, waiting_count, wake_one,
-    Backlog, Feedback, GroupLimits, GroupState,
+    adapt_limit, backlog, define_group, group_state, lock_group, make_due, make_group_due_between,
+    park_group, parked_count, parked_groups, release_group, set_max_in_flight, waiting_count,
+    wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};

@@ -118,7 +118,9 @@ pub(crate) async fn pause(
     tenant_manual(&call, id, circuit::Manual::Pause, q).await
 }
 
-/// Resumes a paused channel: closes its circuit and releases every parked delivery.
+/// Resumes a paused channel: closes its circuit and releases every parked delivery; or, when
+/// the pause began while the circuit was open or half-open, returns it to `open` with its probe
+/// due at once (a pause and a resume never close a breaker without a probe).
 ///
 /// One UPDATE releases the whole backlog. Idempotent. 200 with the channel; 409 while an
 /// operator holds the channel's circuit (`operator_hold`), and for a channel that is not paused

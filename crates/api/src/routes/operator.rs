@@ -129,7 +129,9 @@ pub(crate) enum AdminAction {
 /// `POST /api/v1/admin/channels/{id}/{open|close|pause|resume}?reason=`: audited as `operator`.
 /// Idempotent. Any other action is 404. A pause or an open holds the circuit (`operator_hold`):
 /// the tenant can neither pause nor resume the channel until a resume or close here (or a probe
-/// after an open) closes it. 409 to resume a channel that is open or half-open, not paused.
+/// after an open) closes it. 409 to resume a channel that is open or half-open, not paused. A
+/// close also ends a `Retry-After` hold, in any state; a resume of a pause that began while the
+/// circuit was open returns it to `open` with a probe at once (as the tenant's).
 #[utoipa::path(
     post,
     path = "/api/v1/admin/channels/{id}/{action}",

@@ -347,10 +347,12 @@ pub async fn update(
         retime_rate_limited(conn, channel.id).await?;
     }
     if channel.url != old.url {
+        // The old endpoint's Retry-After hold says nothing about the new one (in any state).
+        crate::circuit::drop_retry_after(&mut *conn, channel.id).await?;
+        channel.retry_after_until = None;
         if let Some(at) = crate::circuit::probe_new_endpoint(&mut *conn, channel.id).await? {
             channel.next_probe_at = Some(at);
             channel.probe_failures = 0;
-            channel.retry_after_until = None;
         }
     }
     if let Some(details) = audit::changes(&audited_settings(&old), &audited_settings(&channel)) {

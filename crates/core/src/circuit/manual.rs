@@ -8,12 +8,16 @@ use super::*;
 pub enum Manual {
     /// Park the backlog and stop everything; never probed. From any state but `paused`.
     Pause,
-    /// Close a paused channel and release its backlog. From `paused` only.
+    /// End a pause. From `paused` only: to `closed` (the backlog released), or, when the pause
+    /// began while the circuit was `open` or `half_open`, back to `open` with a probe due at
+    /// once (the pause counts as cooldown), so a pause and a resume never close a breaker
+    /// without a probe.
     Resume,
     /// Open the circuit now (park, probe after the cooldown). From `closed`, `half_open`,
     /// `paused`.
     ForceOpen,
-    /// Close the circuit now and release the backlog. From `open`, `half_open`, `paused`.
+    /// Close the circuit now and release the backlog. From `open`, `half_open`, `paused`; in
+    /// any state it also ends a `Retry-After` hold ([`drop_retry_after`]).
     ForceClose,
 }
 
@@ -73,7 +77,9 @@ impl Manual {
 /// channel is already where the change would put it (so repeating a pause or a resume changes
 /// nothing and writes no second audit row). The winner parks or releases the backlog, audits
 /// with `actor` and `reason`, and alerts. An operator's pause or force-open sets the channel's
-/// operator hold; a close clears it.
+/// operator hold; a close clears it, and so does a resume. A pause records the state it
+/// interrupted (`paused_from`); a resume of a pause that interrupted an open or half-open
+/// circuit returns it to `open`, its probe due at once, its failure counts kept ([`Manual::Resume`]).
 ///
 /// Errors: [`Error::Conflict`] when the tenant changes a channel an operator holds, or resumes
 /// a channel that is not paused (its circuit breaker opened it: a probe closes it);
@@ -87,9 +93,8 @@ pub async fn apply_manual(
     reason: &str,
     cfg: &CircuitConfig,
 ) -> Result<Option<Transition>> {
-    let to = change.target();
-    let (state, held): (State, bool) = sqlx::query_as(
-        "SELECT circuit_state, operator_hold FROM channels
+    let (state, held, paused_from): (State, bool, Option<State>) = sqlx::query_as(
+        "SELECT circuit_state, operator_hold, paused_from FROM channels
          WHERE id = $1 AND deleted_at IS NULL FOR UPDATE",
     )
     .bind(channel_id)
@@ -102,8 +107,40 @@ pub async fn apply_manual(
             state.as_str()
         )));
     }
-    let hold = by == ManualBy::Operator && matches!(to, State::Paused | State::Open);
+    // A resume of a pause that interrupted an open (or half-open) circuit goes back to open.
+    let reopen = change == Manual::Resume
+        && state == State::Paused
+        && matches!(paused_from, Some(State::Open | State::HalfOpen));
+    let to = if reopen { State::Open } else { change.target() };
+    let hold = by == ManualBy::Operator && matches!(change, Manual::Pause | Manual::ForceOpen);
+    // An operator's close sends now: it ends a Retry-After hold too, in any state (a closed
+    // circuit can hold a channel for up to an hour that way, and nobody else can end it).
+    let dropped_hold = match change {
+        Manual::ForceClose => drop_retry_after(tx, channel_id).await?,
+        _ => None,
+    };
     if state == to {
+        if let Some(until) = dropped_hold {
+            let tenant_id: Uuid =
+                sqlx::query_scalar("SELECT tenant_id FROM channels WHERE id = $1")
+                    .bind(channel_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            audit::record(
+                &mut *tx,
+                &audit::Entry {
+                    reason: Some(reason),
+                    details: serde_json::json!({ "retry_after_until": until }),
+                    ..audit::Entry::channel(
+                        tenant_id,
+                        channel_id,
+                        actor,
+                        "circuit.retry_after_dropped",
+                    )
+                },
+            )
+            .await?;
+        }
         if hold && !held {
             // Already paused (or open) by the tenant or the breaker: the operator's change
             // takes the hold, audited, with no transition.
@@ -143,15 +180,16 @@ pub async fn apply_manual(
          SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_delivery_id = NULL, probe_deadline = NULL,
              next_probe_at = CASE WHEN $2 = 'open' THEN greatest(
-                 now() + (",
+                 CASE WHEN $5 THEN now() ELSE now() + (",
         cooldown_ms_sql!("cooldown_ms", "$3"),
         "::float8
-                          * interval '1 millisecond'),
+                          * interval '1 millisecond') END,
                  coalesce(retry_after_until, now())) END,
              consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE consecutive_failures END,
-             probe_failures = CASE WHEN $2 = 'paused' THEN probe_failures ELSE 0 END,
+             probe_failures = CASE WHEN $2 = 'paused' OR $5 THEN probe_failures ELSE 0 END,
              health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE health_unhealthy END,
-             operator_hold = CASE WHEN $2 = 'closed' THEN false ELSE operator_hold OR $4 END,
+             operator_hold = CASE WHEN $2 = 'closed' OR $5 THEN false ELSE operator_hold OR $4 END,
+             paused_from = CASE WHEN $2 = 'paused' THEN $6 END,
              updated_at = now()
          WHERE id = $1",
         returning_transition_sql!()
@@ -160,6 +198,8 @@ pub async fn apply_manual(
     .bind(to.as_str())
     .bind(cfg.cooldown_ms)
     .bind(hold)
+    .bind(reopen)
+    .bind(state.as_str())
     .fetch_one(&mut *tx)
     .await?;
     let (from, tenant_id, generation, failures, next_probe_at) = (

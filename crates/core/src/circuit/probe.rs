@@ -21,8 +21,9 @@ pub(super) async fn schedule_probe(
 /// Brings an open circuit's next probe forward to now because the channel's endpoint changed
 /// (a `PATCH` of its URL): the cooldown measured the old endpoint, and a tenant who fixed the URL
 /// should not wait for it (up to `max_cooldown_ms`, 10 min by default; found by a new-user
-/// trial). The doubling starts again (`probe_failures` 0) and a `Retry-After` hold of the old
-/// endpoint is dropped; the circuit stays open until the probe answers, so the backlog is not
+/// trial). The doubling starts again (`probe_failures` 0; the caller drops a `Retry-After` hold
+/// of the old endpoint first, [`drop_retry_after`], in any state); the circuit stays open until
+/// the probe answers, so the backlog is not
 /// released on a URL that may be wrong too. A circuit an operator holds open is left alone (its
 /// cooldown is the operator's). In the caller's transaction, which holds the channel row.
 /// Returns the new next probe time (database clock) if it moved.
@@ -31,8 +32,7 @@ pub async fn probe_new_endpoint(
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
     let at: Option<DateTime<Utc>> = sqlx::query_scalar(
-        "UPDATE channels SET next_probe_at = now(), probe_failures = 0, retry_after_until = NULL,
-             updated_at = now()
+        "UPDATE channels SET next_probe_at = now(), probe_failures = 0, updated_at = now()
          WHERE id = $1 AND circuit_state = 'open' AND NOT operator_hold AND deleted_at IS NULL
          RETURNING next_probe_at",
     )

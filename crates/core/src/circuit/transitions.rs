@@ -74,6 +74,45 @@ pub async fn set_retry_after(
     Ok(())
 }
 
+/// How far around a `Retry-After` hold's end its snoozed deliveries wait (the admission snoozes
+/// a held job until the end plus up to 250 ms of jitter, from a `now()` a few ms later than the
+/// one it compared with).
+const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(1);
+
+/// Drops channel `channel_id`'s `Retry-After` hold, if it has one on record: clears
+/// `retry_after_until` and, if the hold was still on (database clock), makes the deliveries
+/// snoozed until its end due now ([`breakwater_queue::make_group_due_between`]). For a new
+/// URL (the hold was the old endpoint's) and an operator's force-close (the operator's call
+/// overrides it); a design decision from a new-user trial, where an hour-long hold outlived
+/// both and nobody could end it. In the caller's transaction, which holds the channel row (then
+/// the group's job rows). Returns the end of the hold that was on, if one was.
+pub async fn drop_retry_after(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+) -> Result<Option<DateTime<Utc>>> {
+    let row: Option<(DateTime<Utc>, bool)> = sqlx::query_as(
+        "WITH old AS (SELECT id, retry_after_until FROM channels WHERE id = $1 FOR UPDATE)
+         UPDATE channels c SET retry_after_until = NULL, updated_at = now()
+         FROM old
+         WHERE c.id = old.id AND old.retry_after_until IS NOT NULL
+         RETURNING old.retry_after_until, old.retry_after_until > now()",
+    )
+    .bind(channel_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((until, true)) = row else {
+        return Ok(None);
+    };
+    breakwater_queue::make_group_due_between(
+        &mut *tx,
+        channel_id,
+        until - HOLD_SNOOZE_MARGIN,
+        until + HOLD_SNOOZE_MARGIN,
+    )
+    .await?;
+    Ok(Some(until))
+}
+
 /// Opens a closed circuit: the conditional UPDATE, then, for the winner only, the effects of
 /// opening (`on_opened`). `actor` and `reason` go to the audit log.
 pub async fn open_from_closed(
