@@ -585,12 +585,14 @@ async fn operators_see_and_steer_every_breaker(pool: PgPool) {
                 && (r["channel_id"].is_null() || r["channel_id"] == ca.to_string())),
         "{v}"
     );
-    let (_, v) = app.get(&format!("/api/v1/audit?channel_id={cb}"), &a).await;
-    assert_eq!(
-        v["data"].as_array().unwrap().len(),
-        0,
-        "another tenant's channel's audit is invisible"
-    );
+    // Another tenant's channel is a 404, like one that does not exist.
+    for other in [cb, Uuid::now_v7()] {
+        let (s, v) = app
+            .get(&format!("/api/v1/audit?channel_id={other}"), &a)
+            .await;
+        assert_eq!(s, 404, "another tenant's channel's audit is invisible: {v}");
+        assert!(v["detail"].as_str().unwrap().contains("channel"), "{v}");
+    }
     app.stop().await;
 }
 

@@ -47,7 +47,7 @@ use crate::routes;
 mod problems;
 use problems::Components;
 pub(crate) use problems::{
-    ById, Conflict, JsonBody, OperatorAuth, TenantAuth, Unavailable, WithQuery,
+    ById, Conflict, JsonBody, NotFound, OperatorAuth, TenantAuth, Unavailable, WithQuery,
 };
 
 /// The document: every route's operation, the schemas they use, the problem responses and the

@@ -231,6 +231,11 @@ problem_marker!(
     Conflict = [CONFLICT]
 );
 problem_marker!(
+    /// `responses(...)`: 404, an object named in the query (e.g. `channel_id`) does not exist or
+    /// is another tenant's.
+    NotFound = [NOT_FOUND]
+);
+problem_marker!(
     /// `responses(...)`: 503, the database is unreachable or busy (public routes that read it).
     Unavailable = [SERVICE_UNAVAILABLE]
 );

@@ -4,12 +4,13 @@
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::Query;
-use crate::openapi::{TenantAuth, WithQuery};
+use crate::openapi::{NotFound, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
 use crate::AppState;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit::{self, Record};
+use breakwater_core::channels;
 use breakwater_core::page::Order;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -39,6 +40,11 @@ pub(crate) async fn page(
     q: &AuditQuery,
 ) -> Result<Page<Record>, ApiError> {
     let keyset = q.page.keyset::<i64>(Order::NewestFirst)?;
+    // A tenant names only its own channels: another tenant's (or no) channel is a 404, as
+    // everywhere else, not an empty page.
+    if let (Some(tenant_id), Some(channel_id)) = (tenant_id, q.channel_id) {
+        channels::check_owned(state.pool(), tenant_id, channel_id).await?;
+    }
     let rows = audit::list(state.pool(), tenant_id, q.channel_id, &keyset).await?;
     Ok(Page::new(rows, &keyset, |r| r.id))
 }
@@ -53,6 +59,7 @@ pub(crate) async fn page(
     responses(
         (status = 200, description = "A page of audit entries.", body = Page<Record>),
         WithQuery<TenantAuth>,
+        NotFound,
     ),
     security(("tenant_key" = [])),
 )]

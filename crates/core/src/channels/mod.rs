@@ -12,7 +12,7 @@ mod read;
 mod secret;
 mod validate;
 
-pub use read::{backlog, get, get_any, list, list_all, Backlog, OperatorChannel};
+pub use read::{backlog, check_owned, get, get_any, list, list_all, Backlog, OperatorChannel};
 pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
 pub use validate::{canonical_event_types, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN};
 use validate::{

@@ -59,6 +59,18 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
     .ok_or(Error::NotFound("channel"))
 }
 
+/// Checks that `tenant_id` owns channel `id`, deleted or not (a deleted channel's audit log
+/// stays readable). Another tenant's channel is [`Error::NotFound`], exactly like a missing one.
+pub async fn check_owned(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<()> {
+    sqlx::query_scalar::<_, i32>("SELECT 1 FROM channels WHERE id = $1 AND tenant_id = $2")
+        .bind(id)
+        .bind(tenant_id)
+        .fetch_optional(exec)
+        .await?
+        .map(|_| ())
+        .ok_or(Error::NotFound("channel"))
+}
+
 /// Lists a page of `tenant_id`'s channels by id (ids are time-ordered UUIDv7, so oldest first
 /// is creation order); see [`crate::page`].
 pub async fn list(
