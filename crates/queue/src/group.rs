@@ -362,28 +362,27 @@ pub async fn adapt_limit(
     Ok(())
 }
 
-/// Makes group `group_id`'s `scheduled` jobs whose `scheduled_at` lies between `from` and `to`
-/// (database times, inclusive) due now, keeping their order (`scheduled_at` now, then id), and
-/// wakes their queues: for a caller that ends a wait it had put on the whole group (a channel's
-/// `Retry-After` hold, whose snoozed jobs wait until just after its end). Other scheduled jobs
-/// (a backoff of their own) keep their times. One ordered range of `jobs_group_idx`. Returns how
-/// many moved.
-pub async fn make_group_due_between(
+/// Makes group `group_id`'s `scheduled` jobs due no later than `until` (a database time) due
+/// now, keeping their order (`scheduled_at` now, then id), and wakes their queues: for a caller
+/// that ends a wait it had put on the whole group (a channel's `Retry-After` hold: its snoozed
+/// jobs wait until just after the hold's end, or an earlier end of the same hold before it was
+/// extended; a job whose own backoff ends before `until` would only have met the hold then).
+/// Jobs due later keep their times. One ordered range of `jobs_group_idx`. Returns how many
+/// moved.
+pub async fn make_group_due_until(
     conn: &mut PgConnection,
     group_id: Uuid,
-    from: chrono::DateTime<chrono::Utc>,
-    to: chrono::DateTime<chrono::Utc>,
+    until: chrono::DateTime<chrono::Utc>,
 ) -> Result<u64> {
     let moved = sqlx::query_as!(
         Moved,
         r#"WITH moved AS (
              UPDATE jobs SET state = 'available', scheduled_at = now()
-             WHERE group_id = $1 AND state = 'scheduled' AND scheduled_at BETWEEN $2 AND $3
+             WHERE group_id = $1 AND state = 'scheduled' AND scheduled_at <= $2
              RETURNING queue)
          SELECT queue AS "queue!", count(*) AS "n!" FROM moved GROUP BY queue"#,
         group_id,
-        from,
-        to,
+        until,
     )
     .fetch_all(&mut *conn)
     .await?;

@@ -84,7 +84,7 @@ pub use gate::{
     GateState,
 };
 pub use group::{
-    adapt_limit, backlog, define_group, group_state, lock_group, make_due, make_group_due_between,
+    adapt_limit, backlog, define_group, group_state, lock_group, make_due, make_group_due_until,
     park_group, parked_count, parked_groups, release_group, set_max_in_flight, waiting_count,
     wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };

@@ -143,10 +143,12 @@ async fn admit(
             let wait = snooze(PARK_RECHECK, 500);
             breakwater_queue::snooze(conn, job.id, job.claim_token, wait, None).await?;
         }
-        // Retry-After: the whole channel waits; this job is snoozed, no attempt used.
-        Admission::Wait(wait) => {
-            let wait = snooze(wait, 250);
-            breakwater_queue::snooze(conn, job.id, job.claim_token, wait, None).await?;
+        // Retry-After: the whole channel waits; this job is snoozed until the hold's end (read
+        // again under the channel row's lock, so a hold dropped meanwhile does not hold it), no
+        // attempt used.
+        Admission::Wait(_) => {
+            let jitter = snooze(Duration::ZERO, 250);
+            circuit::snooze_for_hold(conn, t.channel_id, job.id, job.claim_token, jitter).await?;
         }
         Admission::Gone => cancel_orphan(job, conn, t.delivery_id).await?,
         Admission::Claim { .. } => {

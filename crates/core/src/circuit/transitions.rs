@@ -74,24 +74,29 @@ pub async fn set_retry_after(
     Ok(())
 }
 
-/// How far around a `Retry-After` hold's end its snoozed deliveries wait (the admission snoozes
-/// a held job until the end plus up to 250 ms of jitter, from a `now()` a few ms later than the
-/// one it compared with).
-const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(1);
+/// How far past a `Retry-After` hold's end its snoozed deliveries may wait (the admission
+/// snoozes a held job until the end plus up to 250 ms of jitter, from a `now()` that can be
+/// seconds later than the one it compared with on a stalled disk).
+const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(5);
 
 /// Drops channel `channel_id`'s `Retry-After` hold, if it has one on record: clears
 /// `retry_after_until` and, if the hold was still on (database clock), makes the deliveries
-/// snoozed until its end due now ([`breakwater_queue::make_group_due_between`]). For a new
-/// URL (the hold was the old endpoint's) and an operator's force-close (the operator's call
-/// overrides it); a design decision from a new-user trial, where an hour-long hold outlived
-/// both and nobody could end it. In the caller's transaction, which holds the channel row (then
-/// the group's job rows). Returns the end of the hold that was on, if one was.
+/// waiting until its end (plus [`HOLD_SNOOZE_MARGIN`]) due now
+/// ([`breakwater_queue::make_group_due_until`]). For a new URL (the hold was the old
+/// endpoint's) and an operator's force-close (the operator's call overrides it); a design
+/// decision from a new-user trial, where an hour-long hold outlived both and nobody could end it.
+/// In the caller's transaction, which already holds the channel row (`FOR NO KEY UPDATE` here
+/// takes nothing new: a `FOR UPDATE` would wait for a worker's attempt insert, whose foreign
+/// key holds `KEY SHARE` on the row, while that worker waits for the caller: a deadlock); then
+/// the group's job rows. A delivery in its admission at that moment snoozes under the row's
+/// share lock ([`snooze_for_hold`]), so it sees the hold gone. Returns the end of the hold that
+/// was on, if one was.
 pub async fn drop_retry_after(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
     let row: Option<(DateTime<Utc>, bool)> = sqlx::query_as(
-        "WITH old AS (SELECT id, retry_after_until FROM channels WHERE id = $1 FOR UPDATE)
+        "WITH old AS (SELECT id, retry_after_until FROM channels WHERE id = $1 FOR NO KEY UPDATE)
          UPDATE channels c SET retry_after_until = NULL, updated_at = now()
          FROM old
          WHERE c.id = old.id AND old.retry_after_until IS NOT NULL
@@ -103,13 +108,8 @@ pub async fn drop_retry_after(
     let Some((until, true)) = row else {
         return Ok(None);
     };
-    breakwater_queue::make_group_due_between(
-        &mut *tx,
-        channel_id,
-        until - HOLD_SNOOZE_MARGIN,
-        until + HOLD_SNOOZE_MARGIN,
-    )
-    .await?;
+    breakwater_queue::make_group_due_until(&mut *tx, channel_id, until + HOLD_SNOOZE_MARGIN)
+        .await?;
     Ok(Some(until))
 }
 
