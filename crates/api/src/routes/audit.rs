@@ -40,11 +40,6 @@ pub(crate) async fn page(
     q: &AuditQuery,
 ) -> Result<Page<Record>, ApiError> {
     let keyset = q.page.keyset::<i64>(Order::NewestFirst)?;
-    // A tenant names only its own channels: another tenant's (or no) channel is a 404, as
-    // everywhere else, not an empty page.
-    if let (Some(tenant_id), Some(channel_id)) = (tenant_id, q.channel_id) {
-        channels::check_owned(state.pool(), tenant_id, channel_id).await?;
-    }
     let rows = audit::list(state.pool(), tenant_id, q.channel_id, &keyset).await?;
     Ok(Page::new(rows, &keyset, |r| r.id))
 }
@@ -72,6 +67,11 @@ pub(crate) async fn list(
             "tenant_id",
             "a tenant reads only its own audit log",
         ));
+    }
+    // A tenant names only its own channels: another tenant's (or no) channel is a 404, as
+    // everywhere else, not an empty page. (The operator's filter stays a filter.)
+    if let Some(channel_id) = q.channel_id {
+        channels::check_owned(call.state.pool(), call.tenant_id(), channel_id).await?;
     }
     Ok(axum::Json(
         page(&call.state, Some(call.tenant_id()), &q).await?,

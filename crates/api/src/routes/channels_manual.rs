@@ -122,9 +122,11 @@ pub(crate) async fn pause(
 /// the pause began while the circuit was open or half-open, returns it to `open` with its probe
 /// due at once (a pause and a resume never close a breaker without a probe).
 ///
-/// One UPDATE releases the whole backlog. Idempotent. 200 with the channel; 409 while an
-/// operator holds the channel's circuit (`operator_hold`), and for a channel that is not paused
-/// but open or half-open (the circuit breaker's: a probe closes it).
+/// One UPDATE releases the whole backlog. Idempotent (a repeated resume of a closed channel
+/// changes nothing). 200 with the channel; 409 while an operator holds the channel's circuit
+/// (`operator_hold`), and for a channel that is not paused but open or half-open (the circuit
+/// breaker's: a probe closes it), which includes a repeated resume of one that went back to
+/// open.
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/resume",
