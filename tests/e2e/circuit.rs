@@ -672,25 +672,55 @@ async fn an_open_channel_is_never_fetched_and_the_reconciler_repairs_a_missed_re
     app.stop().await;
 }
 
+/// A node and tenant `acme`'s channel to `endpoint`, which answers 503, with a 10-min cooldown
+/// (the cap raised to match) and a threshold of 2, `n` deliveries waiting, its circuit open and
+/// nothing of it in flight. Deliveries outlive the test (25 attempts). Returns the app, the
+/// tenant's key, the channel and the deliveries.
+async fn open_for_ten_minutes(
+    pool: &PgPool,
+    endpoint: &str,
+    n: usize,
+) -> (TestApp, String, Uuid, Vec<Uuid>) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.max_cooldown_ms = 600_000;
+        s.worker.max_attempts = 25;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app
+        .channel_with(
+            &key,
+            endpoint,
+            json!({ "cooldown_ms": 600_000, "failure_threshold": 2 }),
+        )
+        .await;
+    app.receiver.set(endpoint, Behavior::Status(503, None));
+    let ids = app.deliver_many(&key, ch, n).await;
+    app.wait_circuit(ch, "open", Duration::from_secs(15)).await;
+    wait_until(Duration::from_secs(10), "nothing in flight", || async {
+        let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+        v["concurrency"]["in_flight"] == 0
+    })
+    .await;
+    (app, key, ch, ids)
+}
+
+/// The tenant's `action` (`pause` or `resume`) on channel `ch`: asserts 200, returns the view.
+async fn tenant_action(app: &TestApp, key: &str, ch: Uuid, action: &str) -> serde_json::Value {
+    let (s, v) = app
+        .post_empty(&format!("/api/v1/channels/{ch}/{action}"), key)
+        .await;
+    assert_eq!(s, 200, "{action}: {v}");
+    v
+}
+
 /// A tenant who fixes the URL of a channel whose circuit is open does not wait for the cooldown
 /// the old endpoint earned (here 10 min): the next probe comes at once, to the new URL, and its
 /// answer closes the circuit and releases the backlog. (A new-user trial waited up to the
 /// 10-min cooldown cap after fixing a URL.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
-    let app = TestApp::spawn_with(pool.clone(), |s| {
-        s.circuit.max_cooldown_ms = 600_000;
-        // Nothing may go dead while the circuit is open.
-        s.worker.max_attempts = 25;
-    })
-    .await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app
-        .channel_with(&key, "broken", json!({ "cooldown_ms": 600_000 }))
-        .await;
-    app.receiver.set("broken", Behavior::Status(503, None));
-    let ids = app.deliver_many(&key, ch, 8).await;
-    app.wait_circuit(ch, "open", Duration::from_secs(15)).await;
+    let (app, key, ch, ids) = open_for_ten_minutes(&pool, "broken", 8).await;
     let far: bool = sqlx::query_scalar(
         "SELECT next_probe_at > now() + interval '5 min' FROM channels WHERE id = $1",
     )
@@ -723,41 +753,12 @@ async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
 /// resumed an open channel and its whole backlog went straight at the dead endpoint.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(pool: PgPool) {
-    let app = TestApp::spawn_with(pool.clone(), |s| {
-        s.circuit.max_cooldown_ms = 600_000;
-        s.worker.max_attempts = 25;
-    })
-    .await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let ch = app
-        .channel_with(
-            &key,
-            "down",
-            json!({ "cooldown_ms": 600_000, "failure_threshold": 2 }),
-        )
-        .await;
-    app.receiver.set("down", Behavior::Status(503, None));
-    let ids = app.deliver_many(&key, ch, 6).await;
-    app.wait_circuit(ch, "open", Duration::from_secs(15)).await;
-    wait_until(Duration::from_secs(10), "nothing in flight", || async {
-        let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
-        v["concurrency"]["in_flight"] == 0
-    })
-    .await;
+    let (app, key, ch, ids) = open_for_ten_minutes(&pool, "down", 6).await;
     let before = app.receiver.count("down");
 
-    let (s, v) = app
-        .post_empty(&format!("/api/v1/channels/{ch}/pause"), &key)
-        .await;
-    assert_eq!(
-        (s, v["circuit"]["state"].as_str()),
-        (200, Some("paused")),
-        "{v}"
-    );
-    let (s, v) = app
-        .post_empty(&format!("/api/v1/channels/{ch}/resume"), &key)
-        .await;
-    assert_eq!(s, 200, "{v}");
+    let v = tenant_action(&app, &key, ch, "pause").await;
+    assert_eq!(v["circuit"]["state"], "paused", "{v}");
+    let v = tenant_action(&app, &key, ch, "resume").await;
     assert_eq!(
         v["circuit"]["state"], "open",
         "back to the breaker's verdict: {v}"
@@ -787,10 +788,7 @@ async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(poo
     // Once the endpoint answers, a pause and a resume probe it at once, and the probe closes.
     app.receiver.set("down", Behavior::Status(200, None));
     for action in ["pause", "resume"] {
-        let (s, v) = app
-            .post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
-            .await;
-        assert_eq!(s, 200, "{action}: {v}");
+        tenant_action(&app, &key, ch, action).await;
     }
     app.wait_circuit(ch, "closed", Duration::from_secs(15))
         .await;
@@ -799,13 +797,8 @@ async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(poo
             .await;
     }
     // A channel paused while closed still resumes to closed.
-    for action in ["pause", "resume"] {
-        let (s, v) = app
-            .post_empty(&format!("/api/v1/channels/{ch}/{action}"), &key)
-            .await;
-        assert_eq!(s, 200, "{action}: {v}");
-    }
-    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    tenant_action(&app, &key, ch, "pause").await;
+    let v = tenant_action(&app, &key, ch, "resume").await;
     assert_eq!(v["circuit"]["state"], "closed", "{v}");
     app.stop().await;
 }

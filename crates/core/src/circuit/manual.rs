@@ -126,20 +126,10 @@ pub async fn apply_manual(
                     .bind(channel_id)
                     .fetch_one(&mut *tx)
                     .await?;
-            audit::record(
-                &mut *tx,
-                &audit::Entry {
-                    reason: Some(reason),
-                    details: serde_json::json!({ "retry_after_until": until }),
-                    ..audit::Entry::channel(
-                        tenant_id,
-                        channel_id,
-                        actor,
-                        "circuit.retry_after_dropped",
-                    )
-                },
-            )
-            .await?;
+            let details = serde_json::json!({ "retry_after_until": until });
+            let ids = (tenant_id, channel_id);
+            let entry = unchanged(ids, actor, "circuit.retry_after_dropped", reason, details);
+            audit::record(&mut *tx, &entry).await?;
         }
         if hold && !held {
             // Already paused (or open) by the tenant or the breaker: the operator's change
@@ -151,15 +141,10 @@ pub async fn apply_manual(
             .bind(channel_id)
             .fetch_one(&mut *tx)
             .await?;
-            audit::record(
-                &mut *tx,
-                &audit::Entry {
-                    reason: Some(reason),
-                    details: serde_json::json!({ "circuit_state": state.as_str() }),
-                    ..audit::Entry::channel(tenant_id, channel_id, actor, "circuit.operator_hold")
-                },
-            )
-            .await?;
+            let details = serde_json::json!({ "circuit_state": state.as_str() });
+            let ids = (tenant_id, channel_id);
+            let entry = unchanged(ids, actor, "circuit.operator_hold", reason, details);
+            audit::record(&mut *tx, &entry).await?;
         }
         return Ok(None);
     }
@@ -255,4 +240,20 @@ pub async fn apply_manual(
         State::HalfOpen => unreachable!("no manual change targets half_open"),
     }
     Ok(Some(t))
+}
+
+/// The audit entry of a manual change that made no transition (the state stays): `action` by
+/// `actor` on channel `ids.1` of tenant `ids.0`, for `reason`, with `details`.
+fn unchanged<'a>(
+    ids: (Uuid, Uuid),
+    actor: &'a str,
+    action: &'a str,
+    reason: &'a str,
+    details: serde_json::Value,
+) -> audit::Entry<'a> {
+    audit::Entry {
+        reason: Some(reason),
+        details,
+        ..audit::Entry::channel(ids.0, ids.1, actor, action)
+    }
 }
