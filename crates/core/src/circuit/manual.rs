@@ -93,8 +93,8 @@ pub async fn apply_manual(
     reason: &str,
     cfg: &CircuitConfig,
 ) -> Result<Option<Transition>> {
-    let (state, held, paused_from): (State, bool, Option<State>) = sqlx::query_as(
-        "SELECT circuit_state, operator_hold, paused_from FROM channels
+    let (tenant_id, state, held, paused_from): (Uuid, State, bool, Option<State>) = sqlx::query_as(
+        "SELECT tenant_id, circuit_state, operator_hold, paused_from FROM channels
          WHERE id = $1 AND deleted_at IS NULL FOR UPDATE",
     )
     .bind(channel_id)
@@ -121,11 +121,6 @@ pub async fn apply_manual(
     };
     if state == to {
         if let Some(until) = dropped_hold {
-            let tenant_id: Uuid =
-                sqlx::query_scalar("SELECT tenant_id FROM channels WHERE id = $1")
-                    .bind(channel_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
             let details = serde_json::json!({ "retry_after_until": until });
             let ids = (tenant_id, channel_id);
             let entry = unchanged(ids, actor, "circuit.retry_after_dropped", reason, details);
@@ -134,12 +129,11 @@ pub async fn apply_manual(
         if hold && !held {
             // Already paused (or open) by the tenant or the breaker: the operator's change
             // takes the hold, audited, with no transition.
-            let tenant_id: Uuid = sqlx::query_scalar(
-                "UPDATE channels SET operator_hold = true, updated_at = now() WHERE id = $1
-                 RETURNING tenant_id",
+            sqlx::query(
+                "UPDATE channels SET operator_hold = true, updated_at = now() WHERE id = $1",
             )
             .bind(channel_id)
-            .fetch_one(&mut *tx)
+            .execute(&mut *tx)
             .await?;
             let details = serde_json::json!({ "circuit_state": state.as_str() });
             let ids = (tenant_id, channel_id);

@@ -46,14 +46,14 @@ pub async fn claim_probe(
     delivery_id: Uuid,
     generation: i64,
 ) -> Result<bool> {
-    Ok(sqlx::query(
-        "UPDATE host_circuits h SET probe_delivery_id = $2, probe_channel_id = $1,
-             probed_channels = array_append(array_remove(h.probed_channels, $1), $1),
-             updated_at = now()
+    Ok(sqlx::query(concat!(
+        "UPDATE host_circuits h SET probe_delivery_id = $2, probe_channel_id = $1, ",
+        probe_turn_sql!("$1"),
+        ", updated_at = now()
          FROM channels c
          WHERE c.id = $1 AND h.host_key = c.host_key
            AND h.state = 'half_open' AND h.generation = $3 AND h.probe_delivery_id IS NULL",
-    )
+    ))
     .bind(channel_id)
     .bind(delivery_id)
     .bind(generation)

@@ -89,6 +89,23 @@
 //! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
 //! the channel shows its host's state (`host_circuit_state`).
 
+/// Records channel `$channel` (a bind parameter such as `"$3"`) as the last to take its host's
+/// probe, as a `SET` item of an UPDATE of `host_circuits`: moved to the end of
+/// `probed_channels`, one entry per channel (the turn `wake_host_probe` reads). The one copy of
+/// this rule, for both ways a probe is chosen (`set_probe`, `claim_probe`); expands to a string
+/// literal for `concat!`.
+macro_rules! probe_turn_sql {
+    ($channel:literal) => {
+        concat!(
+            "probed_channels = array_append(array_remove(probed_channels, ",
+            $channel,
+            "), ",
+            $channel,
+            ")"
+        )
+    };
+}
+
 mod config;
 mod gate;
 mod operator;

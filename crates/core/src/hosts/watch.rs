@@ -131,11 +131,11 @@ pub(super) async fn set_probe(
 ) -> Result<Option<(Uuid, Uuid)>> {
     let woken = wake_host_probe(tx, key).await?;
     if let Some((d, c)) = woken {
-        sqlx::query(
-            "UPDATE host_circuits SET probe_delivery_id = $2, probe_channel_id = $3,
-                 probed_channels = array_append(array_remove(probed_channels, $3), $3)
-             WHERE host_key = $1 AND generation = $4 AND probe_delivery_id IS NULL",
-        )
+        sqlx::query(concat!(
+            "UPDATE host_circuits SET probe_delivery_id = $2, probe_channel_id = $3, ",
+            probe_turn_sql!("$3"),
+            " WHERE host_key = $1 AND generation = $4 AND probe_delivery_id IS NULL",
+        ))
         .bind(key)
         .bind(d)
         .bind(c)
