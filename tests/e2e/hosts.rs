@@ -374,7 +374,7 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
     })
     .await;
     let (_, a) = app.tenant("a", "default").await;
-    let (_, b) = app.tenant("b", "default").await;
+    let (tenant_b, b) = app.tenant("b", "default").await;
     let ca = app.channel(&a, "a").await;
     let cb = app.channel(&b, "b").await;
     let host = host_of(&pool, ca).await;
@@ -432,6 +432,25 @@ async fn an_operator_forces_a_host_open_and_closed_and_a_tenant_cannot(pool: PgP
     // Held by the host, they count as parked everywhere, not as a due backlog.
     let (_, cv) = app.get(&format!("/api/v1/channels/{ca}"), &a).await;
     assert_eq!(cv["circuit"]["parked"], 1, "{cv}");
+    // The operator's channel list counts them too, though both channels' own circuits are
+    // closed (it counted 0 for a closed channel before).
+    let (s, lv) = app
+        .get(
+            &format!("/api/v1/admin/channels?tenant_id={tenant_b}"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(s, 200, "{lv}");
+    let row = &lv["data"][0];
+    assert_eq!(
+        (
+            row["id"].clone(),
+            row["circuit_state"].clone(),
+            row["parked"].clone()
+        ),
+        (json!(cb), json!("closed"), json!(1)),
+        "{lv}"
+    );
     let (_, qv) = app.get("/api/v1/admin/queues", OPERATOR_KEY).await;
     let q = qv
         .as_array()

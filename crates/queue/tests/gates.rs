@@ -707,6 +707,47 @@ async fn a_group_parked_on_its_own_stays_parked_inside_an_open_gate(pool: PgPool
     assert!(got.capped_gates.is_empty());
 }
 
+/// `parked_count_sql` (for lists of many groups) and `backlog` (one group) count the same parked
+/// jobs: a group parked on its own, a group parked by its gate, neither, and no group row.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_parked_count_of_a_list_is_the_backlogs(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 2, 3).await;
+    let other = gated_groups(&pool, "host-b", None, 2, 4).await;
+    let missing = Uuid::new_v4();
+    let listed = |pool: PgPool, g: Uuid| async move {
+        let sql = format!("SELECT {}", breakwater_queue::parked_count_sql("$1::uuid"));
+        sqlx::query_scalar::<_, i64>(&sql)
+            .bind(g)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let both = |pool: PgPool, g: Uuid| async move {
+        let one = breakwater_queue::backlog(&pool, g).await.unwrap().parked;
+        (one, listed(pool, g).await)
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    for g in groups.iter().chain(&other) {
+        assert_eq!(both(pool.clone(), *g).await, (0, 0), "nothing parked yet");
+    }
+    park_group(&mut conn, groups[0]).await.unwrap();
+    park_gate(&mut conn, "host-b").await.unwrap();
+    assert_eq!(
+        both(pool.clone(), groups[0]).await,
+        (3, 3),
+        "parked on its own"
+    );
+    assert_eq!(
+        both(pool.clone(), groups[1]).await,
+        (0, 0),
+        "its gate is open"
+    );
+    for g in &other {
+        assert_eq!(both(pool.clone(), *g).await, (4, 4), "parked by its gate");
+    }
+    assert_eq!(both(pool.clone(), missing).await, (0, 0), "no group row");
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_drifted_gate_counter_is_found_and_recounted(pool: PgPool) {
     gated_groups(&pool, "host-a", None, 2, 3).await;

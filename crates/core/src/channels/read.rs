@@ -99,7 +99,8 @@ pub struct OperatorChannel {
     /// Tenant tier.
     #[schema(value_type = crate::Tier)]
     pub tier: String,
-    /// Jobs parked by the circuit.
+    /// Waiting deliveries held by a parked circuit: the channel's own (open, half-open, paused)
+    /// or its host's; the same count as the channel view's `circuit.parked`.
     pub parked: i64,
 }
 
@@ -118,15 +119,14 @@ pub async fn list_all(
         .join(", ");
     let sql = format!(
         "SELECT {cols}, t.name AS tenant_name, t.tier,
-                CASE WHEN c.circuit_state = 'closed' THEN 0
-                     ELSE {waiting} END AS parked
+                {parked} AS parked
          FROM channels c JOIN tenants t ON t.id = c.tenant_id
          WHERE c.deleted_at IS NULL AND ($1::text IS NULL OR c.circuit_state = $1)
            AND ($2::uuid IS NULL OR c.tenant_id = $2){}{}
          LIMIT $3",
         page.seek("c.id", 4),
         page.order_by("c.id"),
-        waiting = breakwater_queue::waiting_count_sql("c.id"),
+        parked = breakwater_queue::parked_count_sql("c.id"),
     );
     let q = sqlx::query_as(&sql)
         .bind(state)
