@@ -869,3 +869,81 @@ async fn a_retry_after_hold_ends_with_a_new_url_or_an_operators_close(pool: PgPo
     }
     app.stop().await;
 }
+
+/// An answer from a URL the channel no longer has moves nothing of the channel's. The request
+/// goes out, the tenant `PATCH`es a new URL while it is in flight, and then the old URL answers:
+/// a `429` with an hour's `Retry-After` (failure threshold 1) sets no hold on the new URL and
+/// opens nothing; a half-open probe's `503` does not re-open the circuit for a 10-min cooldown,
+/// the role passes on and the new URL's answer closes it. Either way the delivery goes to the
+/// new URL at once. (A new-user trial: the old URL's late 429 held the new one for an hour.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_late_answer_of_an_old_url_moves_nothing_on_the_new_one(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.worker.request_timeout_ms = 5_000;
+        s.circuit.max_cooldown_ms = 600_000;
+        s.worker.max_attempts = 25;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let slow = |answer: Behavior| Behavior::Delayed(Duration::from_secs(3), Box::new(answer));
+
+    // A closed channel: the old URL's slow 429.
+    app.receiver
+        .set("late", slow(Behavior::Status(429, Some("3600".into()))));
+    let ch = app
+        .channel_with(&key, "late", json!({ "failure_threshold": 1 }))
+        .await;
+    let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    app.wait_received("late", 1, Duration::from_secs(10)).await;
+    let new_url = app.receiver.url("late-new");
+    let (s, v) = app.patch_channel(&key, ch, json!({ "url": new_url })).await;
+    assert_eq!(s, 200, "{v}");
+    app.wait_delivery(id, "delivered", Duration::from_secs(15))
+        .await;
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(
+        (
+            v["retry_after_until"].clone(),
+            v["circuit"]["state"].clone(),
+            v["circuit"]["consecutive_failures"].clone(),
+        ),
+        (serde_json::Value::Null, json!("closed"), json!(0)),
+        "no hold, no failure from the old URL: {v}"
+    );
+    let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(d["attempts"], 2, "the old URL's 429, then the new URL: {d}");
+    assert_eq!(app.receiver.count("late-new"), 1);
+
+    // An open channel: its probe's slow 503 from the old URL.
+    app.receiver.set(
+        "probe",
+        Behavior::Sequence(vec![
+            Behavior::Status(503, None),
+            slow(Behavior::Status(503, None)),
+        ]),
+    );
+    let ch = app
+        .channel_with(&key, "probe", json!({ "failure_threshold": 1 }))
+        .await;
+    let id = app.deliver(&key, ch, json!({ "n": 2 })).await;
+    app.wait_circuit(ch, "open", Duration::from_secs(10)).await;
+    // The probe is in flight (the second request), then the URL and a 10-min cooldown change.
+    app.wait_received("probe", 2, Duration::from_secs(10)).await;
+    let new_url = app.receiver.url("probe-new");
+    let (s, v) = app
+        .patch_channel(&key, ch, json!({ "url": new_url, "cooldown_ms": 600_000 }))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["circuit"]["state"], "half_open", "{v}");
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        app.receiver.count("probe"),
+        2,
+        "nothing more to the old URL"
+    );
+    assert_eq!(app.receiver.count("probe-new"), 1);
+    app.stop().await;
+}

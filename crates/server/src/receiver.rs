@@ -28,6 +28,9 @@ pub enum Behavior {
     /// Answer the endpoint's n-th request (from 0) as the n-th behavior, and every later one as
     /// the last (e.g. a 301, then 200s). Nested sequences answer as their first behavior.
     Sequence(Vec<Behavior>),
+    /// Wait this long, then answer as the inner behavior (e.g. a slow `429` with a
+    /// `Retry-After`). The request is recorded on arrival.
+    Delayed(Duration, Box<Behavior>),
 }
 
 /// One received request.
@@ -178,12 +181,7 @@ async fn handle(
             .map(|wh| wh.verify(&body, &headers).is_ok())
             .unwrap_or(false)
     });
-    let answered = match &behavior {
-        Behavior::Status(code, _) | Behavior::Delay(_, code) | Behavior::Redirect(code, _) => {
-            Some(*code)
-        }
-        Behavior::Hang | Behavior::Sequence(_) => None,
-    };
+    let answered = answered_status(&behavior);
     inner.lock().unwrap().received.push(Received {
         endpoint: name,
         webhook_id: headers
@@ -207,6 +205,11 @@ async fn handle(
         at,
         answered,
     });
+    let mut behavior = behavior;
+    while let Behavior::Delayed(wait, then) = behavior {
+        tokio::time::sleep(wait).await;
+        behavior = *then;
+    }
     match behavior {
         Behavior::Status(code, retry_after) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -224,8 +227,8 @@ async fn handle(
             }
             resp
         }
-        // (A nested sequence was resolved to its first step above.)
-        Behavior::Hang | Behavior::Sequence(_) => {
+        // (A nested sequence was resolved to its first step above, and a delay waited out.)
+        Behavior::Hang | Behavior::Sequence(_) | Behavior::Delayed(..) => {
             std::future::pending::<()>().await;
             unreachable!()
         }
@@ -238,5 +241,16 @@ async fn handle(
             )
                 .into_response()
         }
+    }
+}
+
+/// The status `behavior` answers with, if it answers.
+fn answered_status(behavior: &Behavior) -> Option<u16> {
+    match behavior {
+        Behavior::Status(code, _) | Behavior::Delay(_, code) | Behavior::Redirect(code, _) => {
+            Some(*code)
+        }
+        Behavior::Delayed(_, then) => answered_status(then),
+        Behavior::Hang | Behavior::Sequence(_) => None,
     }
 }

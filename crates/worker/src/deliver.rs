@@ -11,7 +11,7 @@
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Status};
+use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
@@ -267,9 +267,12 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     let new_status = new_status(class, job);
     let mut tx = w.pool.begin().await?;
     let attempt = attempt_record(w, a, &d, &sent, class, elapsed, &error_text, new_status);
-    if !deliveries::record_attempt(&mut tx, &attempt).await? {
-        return cancelled_in_flight(job, tx, class, attempt.duration_ms).await;
-    }
+    let endpoint = match deliveries::record_attempt(&mut tx, &attempt).await? {
+        Recorded::Applied(endpoint) => endpoint,
+        Recorded::Cancelled => {
+            return cancelled_in_flight(job, tx, class, attempt.duration_ms).await;
+        }
+    };
     let result = AttemptResult {
         channel_id: d.channel_id,
         class,
@@ -280,10 +283,14 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         error: &error_text,
         retry_after: sent.retry_after.as_deref(),
         rejected: d.rejected,
+        endpoint,
     };
     let after =
         circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts).await?;
+    // The adaptive concurrency limit learns from the channel's endpoint only (not from an
+    // answer of the URL it had before a change).
     let feedback = match class {
+        _ if endpoint != Endpoint::Same => Feedback::Neutral,
         Class::Success => Feedback::Ok(elapsed),
         Class::Transient => Feedback::Overloaded,
         Class::Permanent => Feedback::Neutral,
@@ -331,7 +338,7 @@ fn new_status(class: Class, job: &Job) -> Status {
 fn attempt_record<'a>(
     w: &'a Worker,
     a: &Admitted,
-    d: &Dispatch,
+    d: &'a Dispatch,
     sent: &'a Sent,
     class: Class,
     elapsed: Duration,
@@ -351,6 +358,8 @@ fn attempt_record<'a>(
         error: (class != Class::Success).then_some(error_text),
         response_excerpt: sent.excerpt.as_deref(),
         node_id: &w.node_id,
+        url: &d.url,
+        host_key: d.host_key.as_deref(),
         new_status,
     }
 }

@@ -3,6 +3,7 @@
 //! attempt.
 
 use super::*;
+use crate::deliveries::Endpoint;
 use crate::hosts::{self, HostsConfig};
 use crate::outcome::{
     honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class, Observed,
@@ -34,6 +35,9 @@ pub struct AttemptResult<'a> {
     /// Whether the channel was in an endpoint-rejection streak when the attempt began
     /// ([`crate::deliveries::Dispatch::rejected`]).
     pub rejected: bool,
+    /// Whether the channel's endpoint is still the one the request went to
+    /// ([`crate::deliveries::record_attempt`]'s comparison).
+    pub endpoint: Endpoint,
 }
 
 /// What [`after_attempt`] tells the worker.
@@ -62,6 +66,13 @@ pub struct AfterAttempt {
 /// 4. the endpoint-rejection streak (401/403, [`crate::alerts::endpoint_rejected`]), ended by
 ///    the next success ([`crate::alerts::rejection_cleared`]).
 ///
+/// An answer from an endpoint the channel no longer has (its URL changed while the request was
+/// in flight, [`Endpoint`]) moves nothing of the channel's: no hold, no failure or success
+/// counted, no rejection streak; a channel probe's answer is inconclusive (the role passes on
+/// at once, to a delivery for the new URL). The host's circuit takes it only if the new URL is
+/// on the same host; a host probe's answer from another host is dropped, and the host's watcher
+/// takes the probe over at its deadline.
+///
 /// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
 /// every statement is conditional on the state it moves from.
 pub async fn after_attempt(
@@ -72,17 +83,28 @@ pub async fn after_attempt(
     max_attempts: i32,
 ) -> Result<AfterAttempt> {
     let mut transitions = Vec::new();
-    let host = hosts::record_result(
-        tx,
-        a.channel_id,
-        a.host_probe,
-        host_class(a.observed),
-        a.failures_before,
-        a.error,
-        hosts_cfg,
-    )
-    .await?;
-    transitions.extend(host.map(|t| t.counted()));
+    if a.endpoint != Endpoint::NewHost {
+        let host = hosts::record_result(
+            tx,
+            a.channel_id,
+            a.host_probe,
+            host_class(a.observed),
+            a.failures_before,
+            a.error,
+            hosts_cfg,
+        )
+        .await?;
+        transitions.extend(host.map(|t| t.counted()));
+    }
+    if a.endpoint != Endpoint::Same {
+        if let Some(generation) = a.probe_generation {
+            probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
+        }
+        return Ok(AfterAttempt {
+            retry_after: None,
+            transitions,
+        });
+    }
     let retry_after = retry_after_wait(tx, a, cfg).await?;
     if let Some(wait) = retry_after {
         set_retry_after(&mut *tx, a.channel_id, wait).await?;

@@ -172,6 +172,8 @@ pub async fn probe_succeeded(
 /// (DESIGN.md), so it neither counts as a success nor reopens the circuit; the delivery is
 /// finished (dead), so the probe role passes at once to the next parked delivery, with a fresh
 /// lease — instead of sitting with a finished delivery until its lease expires and a takeover.
+/// Also the answer of a probe whose request went to a URL the channel no longer has
+/// ([`after_attempt`]).
 /// Conditional on `half_open` and the generation (a stale result changes nothing); the
 /// generation moves, fencing the next probe. No audit row (nothing changed state) and no alert.
 /// Returns the next probe delivery (`Some(None)`: nothing waiting, the next delivery to arrive
@@ -202,7 +204,7 @@ pub async fn probe_inconclusive(
         schedule_probe(tx, channel_id, Some(deadline)).await?;
     }
     let next = chosen.map(|(d, _)| d);
-    tracing::info!(%channel_id, ?next, "probe answered with a permanent failure; the role passes on");
+    tracing::info!(%channel_id, ?next, "probe inconclusive (a permanent failure, or an answer from an old URL); the role passes on");
     Ok(Some(next))
 }
 

@@ -31,6 +31,9 @@ pub struct Dispatch {
     pub attempts: i32,
     /// Endpoint.
     pub url: String,
+    /// The endpoint's host key ([`crate::hosts::host_key`]) at this read: with `url`, what
+    /// [`record_attempt`] compares with the channel's at the end ([`Endpoint`]).
+    pub host_key: Option<String>,
     /// Channel secret (`whsec_…`); never log it.
     pub signing_secret: String,
     /// The channel's previous secret while its rotation's grace period lasts (database time),
@@ -64,7 +67,7 @@ pub async fn begin_attempt(
                   d.event_type,
                   coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
                       AS "payload!",
-                  d.created_at, d.attempts, c.url, c.signing_secret,
+                  d.created_at, d.attempts, c.url, c.host_key AS "host_key?", c.signing_secret,
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                       AS "previous_signing_secret?",
                   c.rejected_since IS NOT NULL AS "rejected!",
@@ -101,23 +104,55 @@ pub struct AttemptRecord<'a> {
     pub response_excerpt: Option<&'a str>,
     /// Node that made it.
     pub node_id: &'a str,
+    /// The URL the request went to ([`Dispatch::url`]).
+    pub url: &'a str,
+    /// Its host key ([`Dispatch::host_key`]).
+    pub host_key: Option<&'a str>,
     /// The delivery's status afterwards: [`Status::Delivered`], [`Status::Failed`] (retry
     /// scheduled) or [`Status::Dead`].
     pub new_status: Status,
 }
 
+/// Whether a channel's endpoint is still the one an attempt was sent to, when the attempt is
+/// recorded: a `PATCH` of the URL may commit while the request is in flight (up to the request
+/// timeout, 30 s by default). A design decision after a new-user trial: a late `429` from the
+/// old URL set a `Retry-After` hold on the new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The same URL: the answer is the channel's.
+    Same,
+    /// Another URL on the same host (the same host key): the answer still speaks for the host,
+    /// not for the channel's new endpoint.
+    NewUrl,
+    /// Another host: the answer speaks for neither the channel's endpoint nor its host.
+    NewHost,
+}
+
+/// What [`record_attempt`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// The attempt is logged and the delivery has its new status; `Endpoint` compares the
+    /// attempt's URL and host with the channel's now.
+    Applied(Endpoint),
+    /// The delivery was cancelled while the attempt was in flight (by its tenant, or its channel
+    /// was deleted), or no longer exists: the attempt is still logged (if the delivery exists),
+    /// the delivery stays `cancelled`, and the caller must let the result change nothing else
+    /// (no circuit, no retry).
+    Cancelled,
+}
+
 /// Records an attempt row and moves the delivery to its new status, in the caller's
-/// transaction. The attempt number is the delivery's `attempts + 1`.
+/// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]; the
+/// channel row is read, not locked: a URL change committed in the few milliseconds before the
+/// caller commits is not seen). The attempt number is the delivery's `attempts + 1`.
 ///
-/// Returns false when the delivery was cancelled while the attempt was in flight (by its tenant,
-/// or its channel was deleted): the attempt is still logged, but the delivery stays `cancelled`
-/// and the caller must let the result change nothing else (no circuit, no retry). Also false
-/// when the delivery no longer exists. The delivery's row lock makes this exact: a cancel
-/// either committed before (seen here) or waits for this transaction and then finds the
-/// delivery final (a channel deletion skips a locked row instead; the worker's gate cancels it
-/// later, see [`crate::lifecycle`]).
-pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<bool> {
-    let applied: Option<bool> = sqlx::query_scalar!(
+/// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
+/// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
+/// (seen here) or waits for this transaction and then finds the delivery final (a channel
+/// deletion skips a locked row instead; the worker's gate cancels it later, see
+/// [`crate::lifecycle`]).
+pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<Recorded> {
+    let row = sqlx::query!(
         r#"
         WITH d AS (
             UPDATE deliveries
@@ -135,7 +170,10 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
                                            channel_id, probe)
             SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         )
-        SELECT status <> 'cancelled' AS "applied!" FROM d
+        SELECT d.status <> 'cancelled' AS "applied!",
+               c.url IS DISTINCT FROM $13 AS "new_url!",
+               c.host_key IS DISTINCT FROM $14 AS "new_host!"
+        FROM d LEFT JOIN channels c ON c.id = $11
         "#,
         r.delivery_id,
         r.started_at,
@@ -149,10 +187,19 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
         r.node_id,
         r.channel_id,
         r.probe,
+        r.url,
+        r.host_key,
     )
     .fetch_optional(&mut *tx)
     .await?;
-    Ok(applied.unwrap_or(false))
+    Ok(match row {
+        Some(row) if row.applied => Recorded::Applied(match (row.new_url, row.new_host) {
+            (_, true) => Endpoint::NewHost,
+            (true, false) => Endpoint::NewUrl,
+            (false, false) => Endpoint::Same,
+        }),
+        _ => Recorded::Cancelled,
+    })
 }
 
 /// Ends a delivery whose channel is gone (deleted while its job waited or ran): `cancelled`
