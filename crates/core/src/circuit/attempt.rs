@@ -56,7 +56,9 @@ pub struct AfterAttempt {
 /// recorded the attempt, before the job is finished), for the winners of each conditional
 /// UPDATE only:
 /// 1. the host circuit ([`hosts::record_result`], with the answer's [`host_class`]: a 429 is
-///    not a host failure) first — lock order host row, channel row, job groups;
+///    not a host failure) first: it takes the channel's group row, then the host row, before
+///    any update of the channel row (whose `KEY SHARE` the attempt row's foreign key took
+///    first; the whole order is in [`hosts::record_result`]);
 /// 2. a `Retry-After` hold on the channel ([`set_retry_after`]): an HTTP-date is turned into a
 ///    wait against the database's clock (this transaction's `now()`), never the node's;
 /// 3. the channel circuit: a probe's success ([`probe_succeeded`], which may replay dead letters

@@ -5,7 +5,10 @@ use super::*;
 
 /// Records the result of one attempt of `delivery_id` of channel `channel_id` for its host
 /// circuit: the one call the worker makes, in the transaction that records the attempt, before
-/// the channel circuit's calls (lock order: host row, then channel row, then job groups).
+/// the channel circuit's calls. The locks of that transaction, in order: the channel row's
+/// `KEY SHARE` (the attempt row's foreign key, [`crate::deliveries::record_attempt`]), the
+/// channel's job group row (here, when a host transition may follow), the host row, the channel
+/// row's own updates (the channel circuit), the gate row (a host transition).
 ///
 /// - the host probe (`host_probe` = its generation): a transient failure re-opens the host, any
 ///   other answer closes it;
