@@ -747,49 +747,76 @@ async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
     app.stop().await;
 }
 
-/// A pause and a resume never close a breaker without a probe: a channel paused while its
-/// circuit was open resumes to `open` with its probe due at once (the pause counted as
-/// cooldown, here 10 min), and only that probe's answer closes it. (A new-user trial paused and
-/// resumed an open channel and its whole backlog went straight at the dead endpoint.)
+/// A pause and a resume never close a breaker without a probe, and never bring its probe
+/// forward: a channel paused while its circuit was open resumes to `open` with its probe time as
+/// it was (here 10 min away: nothing is sent, the watcher waits for it); a pause that outlasts
+/// the cooldown resumes with the probe due at once, and only that probe's answer closes it. (A
+/// new-user trial paused and resumed an open channel and its whole backlog went straight at the
+/// dead endpoint; a later one toggled five times and got five probes and a 10-min cooldown.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(pool: PgPool) {
     let (app, key, ch, ids) = open_for_ten_minutes(&pool, "down", 6).await;
     let before = app.receiver.count("down");
+    let path = format!("/api/v1/channels/{ch}");
+    let (_, v) = app.get(&path, &key).await;
+    let probe_at = v["next_probe_at"].clone();
+    assert!(probe_at.is_string(), "{v}");
 
-    let v = tenant_action(&app, &key, ch, "pause").await;
-    assert_eq!(v["circuit"]["state"], "paused", "{v}");
-    let v = tenant_action(&app, &key, ch, "resume").await;
+    // Quick toggles: the probe stays where the cooldown put it.
+    for _ in 0..3 {
+        let v = tenant_action(&app, &key, ch, "pause").await;
+        assert_eq!(v["circuit"]["state"], "paused", "{v}");
+        let v = tenant_action(&app, &key, ch, "resume").await;
+        assert_eq!(
+            v["circuit"]["state"], "open",
+            "back to the breaker's verdict: {v}"
+        );
+        assert_eq!(
+            (
+                v["next_probe_at"].clone(),
+                v["circuit"]["consecutive_failures"].clone()
+            ),
+            (probe_at.clone(), json!(2)),
+            "the probe time and the failures are kept: {v}"
+        );
+    }
+    let watcher_waits: bool = sqlx::query_scalar(
+        "SELECT scheduled_at > now() + interval '5 minutes' FROM jobs
+         WHERE unique_key = $1 AND state IN ('available', 'scheduled')",
+    )
+    .bind(format!("probe:{ch}"))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(watcher_waits, "the probe watcher waits for the cooldown");
     assert_eq!(
-        v["circuit"]["state"], "open",
-        "back to the breaker's verdict: {v}"
+        audit_count(&pool, ch, &["channel.resumed"]).await,
+        3,
+        "each resume is audited"
     );
-    assert_eq!(
-        v["circuit"]["consecutive_failures"], 2,
-        "its failures are kept: {v}"
-    );
-    // Its probe comes at once, fails (the endpoint is still down) and re-opens the circuit
-    // with a doubled cooldown: one request, not the backlog.
+
+    // A pause that outlasts the cooldown: its probe comes at once on resume, fails (the endpoint
+    // is still down) and re-opens the circuit with a doubled cooldown — one request, not the
+    // backlog.
+    tenant_action(&app, &key, ch, "pause").await;
+    end_cooldown(&pool, ch).await;
+    tenant_action(&app, &key, ch, "resume").await;
     wait_until(
         Duration::from_secs(15),
         "the probe fails and re-opens",
         || async {
-            let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+            let (_, v) = app.get(&path, &key).await;
             v["circuit"]["state"] == "open" && v["circuit"]["probe_failures"] == 1
         },
     )
     .await;
     assert_eq!(app.receiver.count("down"), before + 1, "one probe request");
-    assert_eq!(
-        audit_count(&pool, ch, &["channel.resumed"]).await,
-        1,
-        "the resume is audited"
-    );
 
-    // Once the endpoint answers, a pause and a resume probe it at once, and the probe closes.
+    // Once the endpoint answers, the next such resume probes it and the probe closes.
     app.receiver.set("down", Behavior::Status(200, None));
-    for action in ["pause", "resume"] {
-        tenant_action(&app, &key, ch, action).await;
-    }
+    tenant_action(&app, &key, ch, "pause").await;
+    end_cooldown(&pool, ch).await;
+    tenant_action(&app, &key, ch, "resume").await;
     app.wait_circuit(ch, "closed", Duration::from_secs(15))
         .await;
     for id in ids {
@@ -800,6 +827,30 @@ async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(poo
     tenant_action(&app, &key, ch, "pause").await;
     let v = tenant_action(&app, &key, ch, "resume").await;
     assert_eq!(v["circuit"]["state"], "closed", "{v}");
+    app.stop().await;
+}
+
+/// A new URL while a channel is paused from open counts for its resume: the resume probes the
+/// new URL at once (not after the old endpoint's 10-min cooldown), and its answer closes the
+/// circuit.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_new_url_while_paused_from_open_is_probed_at_the_resume(pool: PgPool) {
+    let (app, key, ch, ids) = open_for_ten_minutes(&pool, "gone", 3).await;
+    tenant_action(&app, &key, ch, "pause").await;
+    let (s, v) = app
+        .patch_channel(&key, ch, json!({ "url": app.receiver.url("moved") }))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["circuit"]["state"], "paused", "{v}");
+    let v = tenant_action(&app, &key, ch, "resume").await;
+    assert_eq!(v["circuit"]["state"], "open", "{v}");
+    app.wait_circuit(ch, "closed", Duration::from_secs(15))
+        .await;
+    for id in ids {
+        app.wait_delivery(id, "delivered", Duration::from_secs(15))
+            .await;
+    }
+    assert_eq!(app.receiver.count("moved"), 3);
     app.stop().await;
 }
 

@@ -70,7 +70,8 @@ pub struct Channel {
     /// Per-channel ceiling of the adaptive concurrency limit: most deliveries in flight at once,
     /// cluster-wide (null = `worker.channel_concurrency_ceiling`).
     pub max_in_flight: Option<i32>,
-    /// When the next probe may run, while open.
+    /// When the next probe may run, while open; while paused from open or half-open, the
+    /// earliest its probe goes once resumed (a pause keeps it, a new URL makes it now).
     pub next_probe_at: Option<DateTime<Utc>>,
     /// Failed probes in a row (the cooldown doubles with each).
     pub probe_failures: i32,

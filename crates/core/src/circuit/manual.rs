@@ -9,9 +9,13 @@ pub enum Manual {
     /// Park the backlog and stop everything; never probed. From any state but `paused`.
     Pause,
     /// End a pause. From `paused` only: to `closed` (the backlog released), or, when the pause
-    /// began while the circuit was `open` or `half_open`, back to `open` with a probe due at
-    /// once (the pause counts as cooldown), so a pause and a resume never close a breaker
-    /// without a probe.
+    /// began while the circuit was `open` or `half_open`, back to `open` with its probe due when
+    /// it was due before the pause (a pause keeps `next_probe_at`), or at once if that time has
+    /// passed (the pause counted as cooldown, no more); a new URL while paused makes it due at
+    /// once ([`probe_new_endpoint`]). So a pause and a resume never close a breaker without a
+    /// probe, and toggling them neither probes a dead endpoint early nor doubles its cooldown
+    /// (a design decision after a new-user trial: five quick toggles meant five probes and a
+    /// 10-min cooldown).
     Resume,
     /// Open the circuit now (park, probe after the cooldown). From `closed`, `half_open`,
     /// `paused`.
@@ -78,8 +82,9 @@ impl Manual {
 /// nothing and writes no second audit row). The winner parks or releases the backlog, audits
 /// with `actor` and `reason`, and alerts. An operator's pause or force-open sets the channel's
 /// operator hold; a close clears it, and so does a resume. A pause records the state it
-/// interrupted (`paused_from`); a resume of a pause that interrupted an open or half-open
-/// circuit returns it to `open`, its probe due at once, its failure counts kept ([`Manual::Resume`]).
+/// interrupted (`paused_from`) and keeps `next_probe_at`; a resume of a pause that interrupted
+/// an open or half-open circuit returns it to `open`, its probe due no earlier than before the
+/// pause, its failure counts kept ([`Manual::Resume`]).
 ///
 /// Errors: [`Error::Conflict`] when the tenant changes a channel an operator holds, or resumes
 /// a channel that is not paused (its circuit breaker opened it: a probe closes it);
@@ -158,12 +163,13 @@ pub async fn apply_manual(
         "UPDATE channels
          SET circuit_state = $2, circuit_changed_at = now(), circuit_generation = circuit_generation + 1,
              probe_delivery_id = NULL, probe_deadline = NULL,
-             next_probe_at = CASE WHEN $2 = 'open' THEN greatest(
-                 CASE WHEN $5 THEN now() ELSE now() + (",
+             next_probe_at = CASE
+                 WHEN $2 = 'open' AND $5 THEN greatest(next_probe_at, now(), retry_after_until)
+                 WHEN $2 = 'open' THEN greatest(now() + (",
         cooldown_ms_sql!("cooldown_ms", "$3"),
         "::float8
-                          * interval '1 millisecond') END,
-                 coalesce(retry_after_until, now())) END,
+                          * interval '1 millisecond'), coalesce(retry_after_until, now()))
+                 WHEN $2 = 'paused' THEN next_probe_at END,
              consecutive_failures = CASE WHEN $2 = 'closed' THEN 0 ELSE consecutive_failures END,
              probe_failures = CASE WHEN $2 = 'paused' OR $5 THEN probe_failures ELSE 0 END,
              health_unhealthy = CASE WHEN $2 = 'closed' THEN false ELSE health_unhealthy END,

@@ -24,25 +24,32 @@ pub(super) async fn schedule_probe(
 /// trial). The doubling starts again (`probe_failures` 0; the caller drops a `Retry-After` hold
 /// of the old endpoint first, [`drop_retry_after`], in any state); the circuit stays open until
 /// the probe answers, so the backlog is not
-/// released on a URL that may be wrong too. A circuit an operator holds open is left alone (its
-/// cooldown is the operator's). In the caller's transaction, which holds the channel row.
-/// Returns the new next probe time (database clock) if it moved.
+/// released on a URL that may be wrong too. A channel paused while open (or half-open) keeps its
+/// probe time for its resume ([`Manual::Resume`]): a new URL makes that now too, and its resume
+/// probes at once. A circuit an operator holds open is left alone (its cooldown is the
+/// operator's). In the caller's transaction, which holds the channel row. Returns the new next
+/// probe time (database clock) if it moved.
 pub async fn probe_new_endpoint(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
-    let at: Option<DateTime<Utc>> = sqlx::query_scalar(
+    let row: Option<(DateTime<Utc>, State)> = sqlx::query_as(
         "UPDATE channels SET next_probe_at = now(), probe_failures = 0, updated_at = now()
-         WHERE id = $1 AND circuit_state = 'open' AND NOT operator_hold AND deleted_at IS NULL
-         RETURNING next_probe_at",
+         WHERE id = $1 AND NOT operator_hold AND deleted_at IS NULL
+           AND (circuit_state = 'open'
+                OR (circuit_state = 'paused' AND paused_from IN ('open', 'half_open')))
+         RETURNING next_probe_at, circuit_state",
     )
     .bind(channel_id)
     .fetch_optional(&mut *tx)
     .await?;
-    if at.is_some() {
-        schedule_probe(tx, channel_id, at).await?;
+    let Some((at, state)) = row else {
+        return Ok(None);
+    };
+    if state == State::Open {
+        schedule_probe(tx, channel_id, Some(at)).await?;
     }
-    Ok(at)
+    Ok(Some(at))
 }
 
 /// Makes sure the circuit watcher job `args` (a channel's probe watcher, or a host's) with
