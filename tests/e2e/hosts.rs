@@ -1242,3 +1242,65 @@ async fn a_host_probe_is_never_a_delivery_under_a_retry_after_hold(pool: PgPool)
     assert_eq!(host_state(&pool, &host).await, "half_open");
     app.stop().await;
 }
+
+/// Late answers of a host a channel has moved away from count for neither host: three channels
+/// of two tenants whose requests hang at one host move (`PATCH`) to another while in flight, and
+/// the old host's late 503s open neither the new host (where a third tenant's channel keeps
+/// delivering) nor the old one. (A new-user trial: they opened the new host and parked the
+/// uninvolved tenant for 28 s.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        tune(s);
+        s.worker.request_timeout_ms = 5_000;
+        s.hosts.probe_lease_ms = 10_000;
+    })
+    .await;
+    let other = breakwater_e2e::Receiver::start().await.unwrap();
+    let (_, a) = app.tenant("a", "default").await;
+    let (_, b) = app.tenant("b", "default").await;
+    let (_, c) = app.tenant("c", "default").await;
+    let slow_503 = Behavior::Delayed(
+        Duration::from_secs(3),
+        Box::new(Behavior::Status(503, None)),
+    );
+    let mut moved = Vec::new();
+    for (key, ep) in [(&a, "a1"), (&a, "a2"), (&b, "b1")] {
+        app.receiver.set(ep, slow_503.clone());
+        let ch = app.channel(key, ep).await;
+        moved.push((key, ch, ep, app.deliver(key, ch, json!({ "ep": ep })).await));
+    }
+    let old_host = host_of(&pool, moved[0].1).await;
+    let staying = app.create_channel(&c, &other.url("c1"), json!({})).await;
+    let staying: uuid::Uuid = staying["id"].as_str().unwrap().parse().unwrap();
+    let new_host = host_of(&pool, staying).await;
+    assert_ne!(old_host, new_host);
+    for (_, _, ep, _) in &moved {
+        app.wait_received(ep, 1, Duration::from_secs(10)).await;
+    }
+    for (key, ch, ep, _) in &moved {
+        let (s, v) = app
+            .patch_channel(key, *ch, json!({ "url": other.url(ep) }))
+            .await;
+        assert_eq!(s, 200, "{v}");
+    }
+    for (_, _, _, id) in &moved {
+        app.wait_delivery(*id, "delivered", Duration::from_secs(20))
+            .await;
+    }
+    // The third tenant's channel on the new host was never held.
+    let id = app.deliver(&c, staying, json!({ "c": 1 })).await;
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        (
+            host_state(&pool, &new_host).await,
+            host_state(&pool, &old_host).await
+        ),
+        ("closed".to_string(), "closed".to_string())
+    );
+    assert!(host_audit(&pool, &new_host).await.is_empty());
+    assert!(host_audit(&pool, &old_host).await.is_empty());
+    other.stop();
+    app.stop().await;
+}

@@ -11,7 +11,7 @@
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
+use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Recorded, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
@@ -254,7 +254,7 @@ async fn attempt(
 /// Records the result in one transaction: the delivery and its attempt, the circuits
 /// ([`circuit::after_attempt`]), the channel's adaptive concurrency limit, and last the job
 /// (which releases its slot); then, once committed, the metrics. Locks are taken channel row
-/// before job group row, as everywhere. If the job's claim was lost (this run was rescued), the
+/// before job group row, as everywhere (the lock order of [`circuit::after_attempt`]). If the job's claim was lost (this run was rescued), the
 /// job update changes nothing and everything is rolled back.
 async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
     let Attempted {
@@ -284,13 +284,15 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         retry_after: sent.retry_after.as_deref(),
         rejected: d.rejected,
         endpoint,
+        url: &d.url,
+        host_key: d.host_key.as_deref(),
     };
     let after =
         circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts).await?;
     // The adaptive concurrency limit learns from the channel's endpoint only (not from an
     // answer of the URL it had before a change).
     let feedback = match class {
-        _ if endpoint != Endpoint::Same => Feedback::Neutral,
+        _ if endpoint.url_changed => Feedback::Neutral,
         Class::Success => Feedback::Ok(elapsed),
         Class::Transient => Feedback::Overloaded,
         Class::Permanent => Feedback::Neutral,

@@ -36,8 +36,13 @@ pub struct AttemptResult<'a> {
     /// ([`crate::deliveries::Dispatch::rejected`]).
     pub rejected: bool,
     /// Whether the channel's endpoint is still the one the request went to
-    /// ([`crate::deliveries::record_attempt`]'s comparison).
+    /// ([`crate::deliveries::record_attempt`]'s comparison, unlocked; compared again under the
+    /// channel row's lock when the result may write, see [`after_attempt`]).
     pub endpoint: Endpoint,
+    /// The URL the request went to.
+    pub url: &'a str,
+    /// Its host key, as read before the request.
+    pub host_key: Option<&'a str>,
 }
 
 /// What [`after_attempt`] tells the worker.
@@ -56,9 +61,7 @@ pub struct AfterAttempt {
 /// recorded the attempt, before the job is finished), for the winners of each conditional
 /// UPDATE only:
 /// 1. the host circuit ([`hosts::record_result`], with the answer's [`host_class`]: a 429 is
-///    not a host failure) first: it takes the channel's group row, then the host row, before
-///    any update of the channel row (whose `KEY SHARE` the attempt row's foreign key took
-///    first; the whole order is in [`hosts::record_result`]);
+///    not a host failure) first, after the channel row's lock (**Locks**, below);
 /// 2. a `Retry-After` hold on the channel ([`set_retry_after`]): an HTTP-date is turned into a
 ///    wait against the database's clock (this transaction's `now()`), never the node's;
 /// 3. the channel circuit: a probe's success ([`probe_succeeded`], which may replay dead letters
@@ -70,10 +73,21 @@ pub struct AfterAttempt {
 ///
 /// An answer from an endpoint the channel no longer has (its URL changed while the request was
 /// in flight, [`Endpoint`]) moves nothing of the channel's: no hold, no failure or success
-/// counted, no rejection streak; a channel probe's answer is inconclusive (the role passes on
-/// at once, to a delivery for the new URL). The host's circuit takes it only if the new URL is
-/// on the same host; a host probe's answer from another host is dropped, and the host's watcher
-/// takes the probe over at its deadline.
+/// counted, no rejection streak; a channel probe's answer is inconclusive (the role passes on:
+/// to a waiting delivery at once, or to the probe's own retry after its backoff). The host's
+/// circuit takes it only if the channel's host key is unchanged; a host probe's answer from
+/// another host is dropped, and that host's watcher takes the probe over at its lease's end
+/// (`hosts.probe_lease_ms`).
+///
+/// **Locks.** A result that may make a transition (a transient failure, a probe's or host
+/// probe's answer) first locks the channel row (`FOR NO KEY UPDATE`) and compares the endpoint
+/// again under it, so the comparison is exact for every result that writes, and the locks come
+/// in the order of a `PATCH` or a pause: channel row, then the channel's job group row
+/// ([`hosts::record_result`]), host row, gate row. (The attempt row's foreign key took only
+/// `KEY SHARE`, which does not order against a `PATCH`'s `FOR NO KEY UPDATE`: without this a
+/// `PATCH` holding the channel row and waiting for the group row deadlocked with an attempt
+/// holding the group row and waiting for the channel row.) A success of a closed channel takes
+/// no lock and keeps the unlocked comparison.
 ///
 /// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
 /// every statement is conditional on the state it moves from.
@@ -85,7 +99,16 @@ pub async fn after_attempt(
     max_attempts: i32,
 ) -> Result<AfterAttempt> {
     let mut transitions = Vec::new();
-    if a.endpoint != Endpoint::NewHost {
+    let may_transition = a.class == Class::Transient
+        || host_class(a.observed) == Class::Transient
+        || a.probe_generation.is_some()
+        || a.host_probe.is_some();
+    let endpoint = if may_transition {
+        lock_and_compare(tx, a).await?
+    } else {
+        a.endpoint
+    };
+    if !endpoint.host_changed {
         let host = hosts::record_result(
             tx,
             a.channel_id,
@@ -98,7 +121,7 @@ pub async fn after_attempt(
         .await?;
         transitions.extend(host.map(|t| t.counted()));
     }
-    if a.endpoint != Endpoint::Same {
+    if endpoint.url_changed {
         if let Some(generation) = a.probe_generation {
             probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
         }
@@ -170,4 +193,24 @@ async fn retry_after_wait(
         SystemTime::from(crate::clock::db_now(&mut *tx).await?),
         Duration::from_millis(cfg.retry_after_cap_ms as u64),
     ))
+}
+
+/// Locks channel `a.channel_id`'s row (`FOR NO KEY UPDATE`, the lock its circuit's updates take
+/// anyway) and compares its URL and host key with the attempt's. A channel row that is gone
+/// counts as changed.
+async fn lock_and_compare(tx: &mut PgConnection, a: &AttemptResult<'_>) -> Result<Endpoint> {
+    let row: Option<(bool, bool)> = sqlx::query_as(
+        "SELECT url IS DISTINCT FROM $2, host_key IS DISTINCT FROM $3 FROM channels
+         WHERE id = $1 FOR NO KEY UPDATE",
+    )
+    .bind(a.channel_id)
+    .bind(a.url)
+    .bind(a.host_key)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (url_changed, host_changed) = row.unwrap_or((true, true));
+    Ok(Endpoint {
+        url_changed,
+        host_changed,
+    })
 }

@@ -115,17 +115,16 @@ pub struct AttemptRecord<'a> {
 
 /// Whether a channel's endpoint is still the one an attempt was sent to, when the attempt is
 /// recorded: a `PATCH` of the URL may commit while the request is in flight (up to the request
-/// timeout, 30 s by default). A design decision after a new-user trial: a late `429` from the
-/// old URL set a `Retry-After` hold on the new one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    /// The same URL: the answer is the channel's.
-    Same,
-    /// Another URL on the same host (the same host key): the answer still speaks for the host,
-    /// not for the channel's new endpoint.
-    NewUrl,
-    /// Another host: the answer speaks for neither the channel's endpoint nor its host.
-    NewHost,
+/// timeout, `worker.request_timeout_ms`, 15 s by default). A design decision after a new-user
+/// trial: a late `429` from the old URL set a `Retry-After` hold on the new one, and late `503`s
+/// of three moved channels opened the host they moved to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The channel's URL is another now: the answer does not speak for its endpoint.
+    pub url_changed: bool,
+    /// The channel's host key is another now (a new host, or the same URL keyed again): the
+    /// answer does not speak for its host.
+    pub host_changed: bool,
 }
 
 /// What [`record_attempt`] did.
@@ -143,8 +142,9 @@ pub enum Recorded {
 
 /// Records an attempt row and moves the delivery to its new status, in the caller's
 /// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]; the
-/// channel row is read, not locked: a URL change committed in the few milliseconds before the
-/// caller commits is not seen). The attempt number is the delivery's `attempts + 1`.
+/// channel row is read, not locked: a URL change that commits after this statement is not seen
+/// here — [`crate::circuit::after_attempt`] compares again under the row's lock before it
+/// writes anything that a failure moves). The attempt number is the delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
@@ -193,10 +193,9 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
     .fetch_optional(&mut *tx)
     .await?;
     Ok(match row {
-        Some(row) if row.applied => Recorded::Applied(match (row.new_url, row.new_host) {
-            (_, true) => Endpoint::NewHost,
-            (true, false) => Endpoint::NewUrl,
-            (false, false) => Endpoint::Same,
+        Some(row) if row.applied => Recorded::Applied(Endpoint {
+            url_changed: row.new_url,
+            host_changed: row.new_host,
         }),
         _ => Recorded::Cancelled,
     })

@@ -84,9 +84,10 @@
 //! fetch and the queue's slot-release trigger take group rows before gate rows, and the fetch
 //! *waits* for a gate row). A result that may make a host transition therefore takes its own
 //! group row first ([`record_result`]); the watcher and the operator routes take no group row.
-//! A channel row, where one is locked too, comes before all three (a pause or a `PATCH` locks it
-//! first; an attempt's transaction holds its `KEY SHARE` from the attempt row's foreign key
-//! before [`record_result`] runs).
+//! A channel row, where one is locked too, comes before all three: a pause or a `PATCH` locks it
+//! first, and an attempt's transaction locks it (`FOR NO KEY UPDATE`) before [`record_result`]
+//! runs ([`crate::circuit::after_attempt`]; the `KEY SHARE` of the attempt row's foreign key
+//! does not order against a `PATCH`'s `FOR NO KEY UPDATE`).
 //!
 //! A delivery held by its host keeps its status (`pending`, or `failed` with a retry
 //! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
