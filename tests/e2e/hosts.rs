@@ -1304,3 +1304,96 @@ async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
     other.stop();
     app.stop().await;
 }
+
+/// A host probe's answer that comes from the host its channel has just left (a `PATCH` to
+/// another host while the probe was in flight) hands the old host's probe role on at once to a
+/// delivery of a channel still there, instead of the old host waiting for the probe's lease
+/// (`hosts.probe_lease_ms`, 60 s by default) before its watcher chooses again. The answer is
+/// recorded as the worker records it ([`circuit::after_attempt`]); the API runs, the test steps
+/// the watcher. (A code review: the old host stayed half-open with no probe for the lease.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: PgPool) {
+    use breakwater_core::circuit::{self, AttemptResult, CircuitConfig};
+    use breakwater_core::deliveries::Endpoint;
+    use breakwater_core::hosts::HostsConfig;
+    use breakwater_core::outcome::{Class, Observed};
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
+    let other = breakwater_e2e::Receiver::start().await.unwrap();
+    let (_, key_a) = app.tenant("acme", "default").await;
+    let (_, key_b) = app.tenant("globex", "default").await;
+    let moving = app.channel_with(&key_a, "moving", json!({})).await;
+    let staying = app.channel_with(&key_b, "staying", json!({})).await;
+    let host = host_of(&pool, moving).await;
+    app.deliver_many(&key_a, moving, 2).await;
+    let waiting = app.deliver_many(&key_b, staying, 2).await;
+    // The staying channel has failed on its own: the moving one is the healthiest, the probe.
+    sqlx::query("UPDATE channels SET consecutive_failures = 4 WHERE id = $1")
+        .bind(staying)
+        .execute(&pool)
+        .await
+        .unwrap();
+    start_host_probe(&app, &host).await;
+    let (channel, delivery) = host_probe(&pool, &host).await;
+    assert_eq!(channel, Some(moving));
+    let generation: i64 =
+        sqlx::query_scalar("SELECT generation FROM host_circuits WHERE host_key = $1")
+            .bind(&host)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let old_url = app.receiver.url("moving");
+    let (s, v) = app
+        .patch_channel(&key_a, moving, json!({ "url": other.url("moving") }))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_ne!(host_of(&pool, moving).await, host);
+
+    // The old host answers the probe.
+    let mut tx = pool.begin().await.unwrap();
+    circuit::after_attempt(
+        &mut tx,
+        &AttemptResult {
+            delivery_id: delivery.unwrap(),
+            channel_id: moving,
+            class: Class::Success,
+            observed: Observed::Status(200),
+            probe_generation: None,
+            host_probe: Some(generation),
+            failures_before: 0,
+            error: "",
+            retry_after: None,
+            rejected: false,
+            endpoint: Endpoint {
+                url_changed: true,
+                host_changed: true,
+            },
+            url: &old_url,
+            host_key: Some(&host),
+        },
+        &CircuitConfig::default(),
+        &HostsConfig::default(),
+        25,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let (channel, delivery) = host_probe(&pool, &host).await;
+    assert_eq!(
+        channel,
+        Some(staying),
+        "the role went to a channel still on the host"
+    );
+    assert!(
+        waiting.contains(&delivery.unwrap()),
+        "a waiting delivery of it"
+    );
+    assert_eq!(host_state(&pool, &host).await, "half_open");
+    let same: i64 = sqlx::query_scalar("SELECT generation FROM host_circuits WHERE host_key = $1")
+        .bind(&host)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(same, generation, "the same probe generation, no takeover");
+    other.stop();
+    app.stop().await;
+}

@@ -274,6 +274,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         }
     };
     let result = AttemptResult {
+        delivery_id: d.id,
         channel_id: d.channel_id,
         class,
         observed: sent.observed,

@@ -14,6 +14,8 @@ use std::time::SystemTime;
 /// the request, from the [`Admission::Send`] that let it go and the classified answer.
 #[derive(Debug, Clone, Copy)]
 pub struct AttemptResult<'a> {
+    /// The delivery.
+    pub delivery_id: Uuid,
     /// The delivery's channel.
     pub channel_id: Uuid,
     /// The answer's class ([`crate::outcome::classify`]).
@@ -76,14 +78,16 @@ pub struct AfterAttempt {
 /// counted, no rejection streak; a channel probe's answer is inconclusive (the role passes on:
 /// to a waiting delivery at once, or to the probe's own retry after its backoff). The host's
 /// circuit takes it only if the channel's host key is unchanged; a host probe's answer from
-/// another host is dropped, and that host's watcher takes the probe over at its lease's end
-/// (`hosts.probe_lease_ms`).
+/// the host its channel left hands that host's probe role on to another of its waiting
+/// deliveries at once ([`hosts::hand_on_stale_probe`]; before, the host waited for the probe's
+/// lease, `hosts.probe_lease_ms`, 60 s by default).
 ///
 /// **Locks.** A result that may make a transition (a transient failure, a probe's or host
 /// probe's answer) first locks the channel row (`FOR NO KEY UPDATE`) and compares the endpoint
 /// again under it, so the comparison is exact for every result that writes, and the locks come
 /// in the order of a `PATCH` or a pause: channel row, then the channel's job group row
-/// ([`hosts::record_result`]), host row, gate row. (The attempt row's foreign key took only
+/// ([`hosts::record_result`]), host row, gate row (a stale host probe's hand-on: the old host's
+/// row, then its gate row). (The attempt row's foreign key took only
 /// `KEY SHARE`, which does not order against a `PATCH`'s `FOR NO KEY UPDATE`: without this a
 /// `PATCH` holding the channel row and waiting for the group row deadlocked with an attempt
 /// holding the group row and waiting for the channel row.) A success of a closed channel takes
@@ -120,6 +124,8 @@ pub async fn after_attempt(
         )
         .await?;
         transitions.extend(host.map(|t| t.counted()));
+    } else if let (Some(generation), Some(old)) = (a.host_probe, a.host_key) {
+        hosts::hand_on_stale_probe(tx, old, a.delivery_id, generation).await?;
     }
     if endpoint.url_changed {
         if let Some(generation) = a.probe_generation {

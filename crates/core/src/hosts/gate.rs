@@ -78,26 +78,79 @@ pub async fn hand_on_probe(
 ) -> Result<bool> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let key: Option<String> = sqlx::query_scalar(
-        "UPDATE host_circuits h SET probe_delivery_id = NULL, probe_channel_id = NULL,
-             updated_at = now()
-         FROM channels c
-         WHERE c.id = $1 AND h.host_key = c.host_key AND h.state = 'half_open'
-           AND h.generation = $3
-           AND (h.probe_delivery_id IS NULL OR h.probe_delivery_id = $2)
-         RETURNING h.host_key",
+        "SELECT h.host_key FROM channels c JOIN host_circuits h ON h.host_key = c.host_key
+         WHERE c.id = $1",
     )
     .bind(channel_id)
-    .bind(delivery_id)
-    .bind(generation)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(key) = key else {
         return Ok(false);
     };
-    let woken = set_probe(&mut tx, &key, generation).await?;
-    tracing::info!(host_key = %key, generation, from = %delivery_id, to = ?woken.map(|(d, _)| d),
-        "host probe handed on: its channel is under a Retry-After hold");
+    let handed = hand_on(
+        &mut tx,
+        &key,
+        delivery_id,
+        generation,
+        "its channel is under a Retry-After hold",
+    )
+    .await?;
     tx.commit().await?;
+    Ok(handed)
+}
+
+/// Hands host `key`'s probe role of `generation` on from delivery `delivery_id`, whose answer
+/// came from that host after its channel moved to another (a `PATCH` of the URL while the probe
+/// was in flight): the answer no longer speaks for a channel of the host, so another waiting
+/// delivery of the host is woken as the probe at once, instead of the host waiting for the
+/// probe's lease (`hosts.probe_lease_ms`, 60 s by default) and its watcher. In the caller's
+/// transaction (the attempt's, which holds the channel row; then the host row and its gate row,
+/// the order of [`crate::circuit::after_attempt`]). Returns whether the role was handed on.
+pub(crate) async fn hand_on_stale_probe(
+    tx: &mut PgConnection,
+    key: &str,
+    delivery_id: Uuid,
+    generation: i64,
+) -> Result<bool> {
+    hand_on(
+        tx,
+        key,
+        delivery_id,
+        generation,
+        "its answer came after its channel moved to another host",
+    )
+    .await
+}
+
+/// The role hand-on of [`hand_on_probe`] and [`hand_on_stale_probe`]: one conditional UPDATE
+/// of host `key`'s row (half-open, `generation`, the role free or held by `delivery_id`), then
+/// [`set_probe`].
+async fn hand_on(
+    tx: &mut PgConnection,
+    key: &str,
+    delivery_id: Uuid,
+    generation: i64,
+    why: &str,
+) -> Result<bool> {
+    let cleared = sqlx::query(
+        "UPDATE host_circuits SET probe_delivery_id = NULL, probe_channel_id = NULL,
+             updated_at = now()
+         WHERE host_key = $1 AND state = 'half_open' AND generation = $3
+           AND (probe_delivery_id IS NULL OR probe_delivery_id = $2)",
+    )
+    .bind(key)
+    .bind(delivery_id)
+    .bind(generation)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !cleared {
+        return Ok(false);
+    }
+    let woken = set_probe(tx, key, generation).await?;
+    tracing::info!(host_key = %key, generation, from = %delivery_id, to = ?woken.map(|(d, _)| d),
+        "host probe handed on: {why}");
     Ok(true)
 }
 
