@@ -998,3 +998,42 @@ async fn a_late_answer_of_an_old_url_moves_nothing_on_the_new_one(pool: PgPool) 
     assert_eq!(app.receiver.count("probe-new"), 1);
     app.stop().await;
 }
+
+/// A permanent failure (`404`) that a URL gives after its channel moved away from it (a `PATCH`
+/// while the request was in flight) does not make the delivery dead: it is retried, at the new
+/// URL, which delivers it. A `404` of the channel's own URL still makes it dead. (A code review:
+/// the tenant's delivery went dead though its new endpoint was never tried.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_late_4xx_of_an_old_url_is_retried_at_the_new_one(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.worker.request_timeout_ms = 5_000;
+    })
+    .await;
+    let (_, key) = app.tenant("acme", "default").await;
+    app.receiver.set(
+        "gone",
+        Behavior::Delayed(
+            Duration::from_secs(3),
+            Box::new(Behavior::Status(404, None)),
+        ),
+    );
+    let ch = app.channel_with(&key, "gone", json!({})).await;
+    let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    app.wait_received("gone", 1, Duration::from_secs(10)).await;
+    let new_url = app.receiver.url("gone-new");
+    let (s, v) = app.patch_channel(&key, ch, json!({ "url": new_url })).await;
+    assert_eq!(s, 200, "{v}");
+    app.wait_delivery(id, "delivered", Duration::from_secs(20))
+        .await;
+    let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(d["attempts"], 2, "the old URL's 404, then the new URL: {d}");
+    assert_eq!(app.receiver.count("gone-new"), 1);
+
+    // The channel's own URL answering 404: dead, not retried.
+    app.receiver.set("gone-new", Behavior::Status(404, None));
+    let id = app.deliver(&key, ch, json!({ "n": 2 })).await;
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
+    let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(d["attempts"], 1, "{d}");
+    app.stop().await;
+}

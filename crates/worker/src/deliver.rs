@@ -11,7 +11,7 @@
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Recorded, Status};
+use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
@@ -264,15 +264,16 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         elapsed,
     } = at;
     let error_text = describe(&sent);
-    let new_status = new_status(class, job);
+    let statuses = Statuses::after(class, job);
     let mut tx = w.pool.begin().await?;
-    let attempt = attempt_record(w, a, &d, &sent, class, elapsed, &error_text, new_status);
+    let attempt = attempt_record(w, a, &d, &sent, class, elapsed, &error_text, statuses);
     let endpoint = match deliveries::record_attempt(&mut tx, &attempt).await? {
         Recorded::Applied(endpoint) => endpoint,
         Recorded::Cancelled => {
             return cancelled_in_flight(job, tx, class, attempt.duration_ms).await;
         }
     };
+    let new_status = statuses.of(endpoint);
     let result = AttemptResult {
         delivery_id: d.id,
         channel_id: d.channel_id,
@@ -299,7 +300,12 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         Class::Permanent => Feedback::Neutral,
     };
     breakwater_queue::adapt_limit(&mut *tx, d.channel_id, feedback, &w.limits).await?;
-    if !finish_job(w, job, &mut tx, class, new_status, &error_text, &after).await? {
+    // A permanent failure of an endpoint the channel has left is retried against its new one.
+    let job_class = match class {
+        Class::Permanent if new_status == Status::Failed => Class::Transient,
+        _ => class,
+    };
+    if !finish_job(w, job, &mut tx, job_class, new_status, &error_text, &after).await? {
         tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
         tx.rollback().await?;
         return Ok(());
@@ -325,13 +331,40 @@ pub(crate) fn count_transitions(transitions: &[breakwater_core::audit::Transitio
     }
 }
 
-/// The delivery's status after an attempt of class `class`.
-fn new_status(class: Class, job: &Job) -> Status {
-    match class {
-        Class::Success => Status::Delivered,
-        Class::Permanent => Status::Dead,
-        Class::Transient if job.is_last_attempt() => Status::Dead,
-        Class::Transient => Status::Failed,
+/// The delivery's status after an attempt, for [`deliveries::record_attempt`]: one if the
+/// channel's URL is still the one the request went to, one if it changed while the request was
+/// in flight.
+#[derive(Debug, Clone, Copy)]
+struct Statuses {
+    same: Status,
+    moved: Status,
+}
+
+impl Statuses {
+    /// After an attempt of class `class`: delivered, retried (failed) or dead; a permanent
+    /// failure of a URL the channel no longer has is retried (at the new URL) unless this was
+    /// the last attempt.
+    fn after(class: Class, job: &Job) -> Self {
+        let same = match class {
+            Class::Success => Status::Delivered,
+            Class::Permanent => Status::Dead,
+            Class::Transient if job.is_last_attempt() => Status::Dead,
+            Class::Transient => Status::Failed,
+        };
+        let moved = match class {
+            Class::Permanent if !job.is_last_attempt() => Status::Failed,
+            _ => same,
+        };
+        Self { same, moved }
+    }
+
+    /// The status `record_attempt` applied, given its comparison of the endpoint.
+    fn of(self, endpoint: Endpoint) -> Status {
+        if endpoint.url_changed {
+            self.moved
+        } else {
+            self.same
+        }
     }
 }
 
@@ -346,7 +379,7 @@ fn attempt_record<'a>(
     class: Class,
     elapsed: Duration,
     error_text: &'a str,
-    new_status: Status,
+    statuses: Statuses,
 ) -> AttemptRecord<'a> {
     AttemptRecord {
         delivery_id: d.id,
@@ -363,7 +396,8 @@ fn attempt_record<'a>(
         node_id: &w.node_id,
         url: &d.url,
         host_key: d.host_key.as_deref(),
-        new_status,
+        new_status: statuses.same,
+        moved_status: statuses.moved,
     }
 }
 

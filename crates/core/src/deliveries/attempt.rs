@@ -111,6 +111,12 @@ pub struct AttemptRecord<'a> {
     /// The delivery's status afterwards: [`Status::Delivered`], [`Status::Failed`] (retry
     /// scheduled) or [`Status::Dead`].
     pub new_status: Status,
+    /// The status instead, if the channel's URL is no longer `url` ([`Endpoint::url_changed`]):
+    /// the worker retries a permanent failure of the old URL (a `404` of an endpoint the tenant
+    /// has moved away from) against the new one, so it passes [`Status::Failed`] here where
+    /// `new_status` is [`Status::Dead`] (a design decision after a code review: such a delivery
+    /// was dead though its new endpoint was never tried).
+    pub moved_status: Status,
 }
 
 /// Whether a channel's endpoint is still the one an attempt was sent to, when the attempt is
@@ -144,7 +150,9 @@ pub enum Recorded {
 /// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]; the
 /// channel row is read, not locked: a URL change that commits after this statement is not seen
 /// here — [`crate::circuit::after_attempt`] compares again under the row's lock before it
-/// writes anything that a failure moves). The attempt number is the delivery's `attempts + 1`.
+/// writes anything that a failure moves). The delivery's new status is `r.new_status`, or
+/// `r.moved_status` when the URL changed (in the same statement, so the status and the returned
+/// [`Endpoint`] agree). The attempt number is the delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
@@ -154,16 +162,25 @@ pub enum Recorded {
 pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<Recorded> {
     let row = sqlx::query!(
         r#"
-        WITH d AS (
+        WITH ch AS (
+            SELECT url IS DISTINCT FROM $13 AS new_url, host_key IS DISTINCT FROM $14 AS new_host
+            FROM channels WHERE id = $11
+        ), target AS (
+            SELECT CASE WHEN coalesce((SELECT new_url FROM ch), true) THEN $15 ELSE $9 END
+                       AS status
+        ), d AS (
             UPDATE deliveries
             SET attempts = attempts + 1,
-                status = CASE WHEN status = 'cancelled' THEN status ELSE $9 END,
-                last_error = CASE WHEN status = 'cancelled' THEN last_error ELSE $7 END,
-                updated_at = CASE WHEN status = 'cancelled' THEN updated_at ELSE now() END,
-                delivered_at = CASE WHEN status <> 'cancelled' AND $9 = 'delivered' THEN now()
+                status = CASE WHEN deliveries.status = 'cancelled' THEN deliveries.status
+                              ELSE target.status END,
+                last_error = CASE WHEN deliveries.status = 'cancelled' THEN last_error ELSE $7 END,
+                updated_at = CASE WHEN deliveries.status = 'cancelled' THEN updated_at ELSE now() END,
+                delivered_at = CASE WHEN deliveries.status <> 'cancelled'
+                                         AND target.status = 'delivered' THEN now()
                                     ELSE delivered_at END
+            FROM target
             WHERE id = $1
-            RETURNING attempts, status
+            RETURNING attempts, deliveries.status
         ), logged AS (
             INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
                                            status_code, error_kind, error, response_excerpt, node_id,
@@ -171,9 +188,9 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
             SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         )
         SELECT d.status <> 'cancelled' AS "applied!",
-               c.url IS DISTINCT FROM $13 AS "new_url!",
-               c.host_key IS DISTINCT FROM $14 AS "new_host!"
-        FROM d LEFT JOIN channels c ON c.id = $11
+               coalesce(ch.new_url, true) AS "new_url!",
+               coalesce(ch.new_host, true) AS "new_host!"
+        FROM d LEFT JOIN ch ON true
         "#,
         r.delivery_id,
         r.started_at,
@@ -189,6 +206,7 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
         r.probe,
         r.url,
         r.host_key,
+        r.moved_status.as_str(),
     )
     .fetch_optional(&mut *tx)
     .await?;
