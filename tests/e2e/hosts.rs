@@ -1309,7 +1309,8 @@ async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
 /// another host while the probe was in flight) hands the old host's probe role on at once to a
 /// delivery of a channel still there, instead of the old host waiting for the probe's lease
 /// (`hosts.probe_lease_ms`, 60 s by default) before its watcher chooses again. The answer is
-/// recorded as the worker records it ([`circuit::after_attempt`]); the API runs, the test steps
+/// recorded as the worker records it ([`circuit::lock_for_result`], then
+/// [`circuit::after_attempt`]); the API runs, the test steps
 /// the watcher. (A code review: the old host stayed half-open with no probe for the lease.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: PgPool) {
@@ -1348,8 +1349,13 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
     assert_eq!(s, 200, "{v}");
     assert_ne!(host_of(&pool, moving).await, host);
 
-    // The old host answers the probe.
+    // The old host answers the probe, recorded in the worker's order (the channel row first).
     let mut tx = pool.begin().await.unwrap();
+    assert!(
+        circuit::lock_for_result(&mut tx, moving, Class::Success, true)
+            .await
+            .unwrap()
+    );
     circuit::after_attempt(
         &mut tx,
         &AttemptResult {
@@ -1394,6 +1400,22 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
         .await
         .unwrap();
     assert_eq!(same, generation, "the same probe generation, no takeover");
+    // The gate's probe slot is bound to the staying channel's group, and the woken delivery's
+    // job is fetchable now, at the urgent priority.
+    let (group, slots): (Option<uuid::Uuid>, i32) =
+        sqlx::query_as("SELECT probe_group, probe_slots FROM job_gates WHERE gate_key = $1")
+            .bind(&host)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((group, slots), (Some(staying), 1));
+    let (state, priority): (String, i16) =
+        sqlx::query_as("SELECT state, priority FROM jobs WHERE args->>'delivery_id' = $1")
+            .bind(delivery.unwrap().to_string())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), priority), ("available", 0));
     other.stop();
     app.stop().await;
 }

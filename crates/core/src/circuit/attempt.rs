@@ -38,8 +38,8 @@ pub struct AttemptResult<'a> {
     /// ([`crate::deliveries::Dispatch::rejected`]).
     pub rejected: bool,
     /// Whether the channel's endpoint is still the one the request went to
-    /// ([`crate::deliveries::record_attempt`]'s comparison, unlocked; compared again under the
-    /// channel row's lock when the result may write, see [`after_attempt`]).
+    /// ([`crate::deliveries::record_attempt`]'s comparison; exact when the caller took
+    /// [`lock_for_result`] first, see [`after_attempt`]).
     pub endpoint: Endpoint,
     /// The URL the request went to.
     pub url: &'a str,
@@ -82,16 +82,12 @@ pub struct AfterAttempt {
 /// deliveries at once ([`hosts::hand_on_stale_probe`]; before, the host waited for the probe's
 /// lease, `hosts.probe_lease_ms`, 60 s by default).
 ///
-/// **Locks.** A result that may make a transition (a transient failure, a probe's or host
-/// probe's answer) first locks the channel row (`FOR NO KEY UPDATE`) and compares the endpoint
-/// again under it, so the comparison is exact for every result that writes, and the locks come
-/// in the order of a `PATCH` or a pause: channel row, then the channel's job group row
-/// ([`hosts::record_result`]), host row, gate row (a stale host probe's hand-on: the old host's
-/// row, then its gate row). (The attempt row's foreign key took only
-/// `KEY SHARE`, which does not order against a `PATCH`'s `FOR NO KEY UPDATE`: without this a
-/// `PATCH` holding the channel row and waiting for the group row deadlocked with an attempt
-/// holding the group row and waiting for the channel row.) A success of a closed channel takes
-/// no lock and keeps the unlocked comparison.
+/// **Locks.** The caller took [`lock_for_result`] first, before recording the attempt, so for
+/// every result that writes here `a.endpoint` is exact (a `PATCH` of the URL committed before it,
+/// or waits for this transaction), and the locks come in the order of a `PATCH` or a pause:
+/// channel row, delivery row (the attempt's record), then the channel's job group row
+/// ([`hosts::record_result`], or before a stale host probe's hand-on), host row, gate row. A
+/// success of a closed channel takes no lock and keeps the unlocked comparison.
 ///
 /// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
 /// every statement is conditional on the state it moves from.
@@ -103,15 +99,7 @@ pub async fn after_attempt(
     max_attempts: i32,
 ) -> Result<AfterAttempt> {
     let mut transitions = Vec::new();
-    let may_transition = a.class == Class::Transient
-        || host_class(a.observed) == Class::Transient
-        || a.probe_generation.is_some()
-        || a.host_probe.is_some();
-    let endpoint = if may_transition {
-        lock_and_compare(tx, a).await?
-    } else {
-        a.endpoint
-    };
+    let endpoint = a.endpoint;
     if !endpoint.host_changed {
         let host = hosts::record_result(
             tx,
@@ -125,7 +113,7 @@ pub async fn after_attempt(
         .await?;
         transitions.extend(host.map(|t| t.counted()));
     } else if let (Some(generation), Some(old)) = (a.host_probe, a.host_key) {
-        hosts::hand_on_stale_probe(tx, old, a.delivery_id, generation).await?;
+        hosts::hand_on_stale_probe(tx, a.channel_id, old, a.delivery_id, generation).await?;
     }
     if endpoint.url_changed {
         if let Some(generation) = a.probe_generation {
@@ -201,22 +189,38 @@ async fn retry_after_wait(
     ))
 }
 
-/// Locks channel `a.channel_id`'s row (`FOR NO KEY UPDATE`, the lock its circuit's updates take
-/// anyway) and compares its URL and host key with the attempt's. A channel row that is gone
-/// counts as changed.
-async fn lock_and_compare(tx: &mut PgConnection, a: &AttemptResult<'_>) -> Result<Endpoint> {
-    let row: Option<(bool, bool)> = sqlx::query_as(
-        "SELECT url IS DISTINCT FROM $2, host_key IS DISTINCT FROM $3 FROM channels
-         WHERE id = $1 FOR NO KEY UPDATE",
-    )
-    .bind(a.channel_id)
-    .bind(a.url)
-    .bind(a.host_key)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let (url_changed, host_changed) = row.unwrap_or((true, true));
-    Ok(Endpoint {
-        url_changed,
-        host_changed,
-    })
+/// Whether recording an attempt's result takes its channel row's lock first
+/// ([`lock_for_result`]): every failure (a transient one may move a circuit; a permanent one
+/// makes the delivery dead only if the channel still has the URL it was sent to) and every
+/// channel probe's or host probe's answer (`probe`). A success of a non-probe takes none, so
+/// a healthy channel's results do not queue behind one another.
+pub fn locks_channel(class: Class, probe: bool) -> bool {
+    class != Class::Success || probe
+}
+
+/// The first step of recording an attempt, in its transaction before
+/// [`crate::deliveries::record_attempt`]: locks channel `channel_id`'s row
+/// (`FOR NO KEY UPDATE`, the lock its circuit's updates take anyway) if [`locks_channel`], so
+/// that statement's comparison of the endpoint ([`Endpoint`]) is exact for every result whose
+/// effects depend on it: a `PATCH` of the URL either committed before (seen) or waits for this
+/// transaction. Before, the comparison was made unlocked and again under a later lock, and a
+/// `PATCH` that committed between the two left a late `4xx` of the old URL's delivery dead (a
+/// design decision after a code review). Channel row before the delivery's row: the order of a
+/// pause, a probe's replay and a tenant's replay. Returns whether it locked (`false` also when
+/// the channel row is gone; `record_attempt` then counts the endpoint as changed).
+pub async fn lock_for_result(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    class: Class,
+    probe: bool,
+) -> Result<bool> {
+    if !locks_channel(class, probe) {
+        return Ok(false);
+    }
+    let row: Option<Uuid> =
+        sqlx::query_scalar("SELECT id FROM channels WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(channel_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    Ok(row.is_some())
 }

@@ -104,14 +104,19 @@ pub async fn hand_on_probe(
 /// was in flight): the answer no longer speaks for a channel of the host, so another waiting
 /// delivery of the host is woken as the probe at once, instead of the host waiting for the
 /// probe's lease (`hosts.probe_lease_ms`, 60 s by default) and its watcher. In the caller's
-/// transaction (the attempt's, which holds the channel row; then the host row and its gate row,
-/// the order of [`crate::circuit::after_attempt`]). Returns whether the role was handed on.
+/// transaction (the attempt's, which holds the channel row): it takes channel `channel_id`'s
+/// job group row first, then the host row and its gate row (the module's lock order: the
+/// attempt's transaction goes on to finish the job, and the queue's slot-release trigger takes
+/// the group row then; taken after the gate row, it could deadlock with another of the
+/// channel's jobs finishing under the same gate). Returns whether the role was handed on.
 pub(crate) async fn hand_on_stale_probe(
     tx: &mut PgConnection,
+    channel_id: Uuid,
     key: &str,
     delivery_id: Uuid,
     generation: i64,
 ) -> Result<bool> {
+    breakwater_queue::lock_group(&mut *tx, channel_id).await?;
     hand_on(
         tx,
         key,

@@ -83,11 +83,14 @@
 //! **Lock order**: a channel's job group row, then its host row, then the host's gate row (the
 //! fetch and the queue's slot-release trigger take group rows before gate rows, and the fetch
 //! *waits* for a gate row). A result that may make a host transition therefore takes its own
-//! group row first ([`record_result`]); the watcher and the operator routes take no group row.
-//! A channel row, where one is locked too, comes before all three: a pause or a `PATCH` locks it
-//! first, and an attempt's transaction locks it (`FOR NO KEY UPDATE`) before [`record_result`]
-//! runs ([`crate::circuit::after_attempt`]; the `KEY SHARE` of the attempt row's foreign key
-//! does not order against a `PATCH`'s `FOR NO KEY UPDATE`).
+//! group row first ([`record_result`]), and so does a stale host probe's hand-on in an
+//! attempt's transaction ([`hand_on_stale_probe`]: that transaction then finishes its job,
+//! whose slot-release trigger takes the group row); the watcher and the operator routes take
+//! no group row and finish no job. A channel row, where one is locked too, comes before all
+//! three: a pause or a `PATCH` locks it first, and an attempt's transaction locks it
+//! (`FOR NO KEY UPDATE`) before it records the attempt ([`crate::circuit::lock_for_result`]; the
+//! `KEY SHARE` of the attempt row's foreign key does not order against a `PATCH`'s
+//! `FOR NO KEY UPDATE`).
 //!
 //! A delivery held by its host keeps its status (`pending`, or `failed` with a retry
 //! scheduled): marking each one `paused` would turn the one-row park into a write per delivery;
