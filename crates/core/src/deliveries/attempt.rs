@@ -147,12 +147,14 @@ pub enum Recorded {
 }
 
 /// Records an attempt row and moves the delivery to its new status, in the caller's
-/// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]; the
-/// channel row is read, not locked: a URL change that commits after this statement is not seen
-/// here — [`crate::circuit::after_attempt`] compares again under the row's lock before it
-/// writes anything that a failure moves). The delivery's new status is `r.new_status`, or
-/// `r.moved_status` when the URL changed (in the same statement, so the status and the returned
-/// [`Endpoint`] agree). The attempt number is the delivery's `attempts + 1`.
+/// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]). The
+/// comparison is exact when the caller locked the channel row first
+/// ([`crate::circuit::lock_for_result`], which the worker takes for every failure and every
+/// probe's answer): a URL change then committed before this statement or waits for the
+/// transaction. Unlocked (a success of a non-probe), a change committing after this statement is
+/// not seen, and the answer counts as the channel's. The delivery's new status is
+/// `r.new_status`, or `r.moved_status` when the URL changed (in the same statement, so the status
+/// and the returned [`Endpoint`] agree). The attempt number is the delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
