@@ -1039,143 +1039,89 @@ async fn a_late_4xx_of_an_old_url_is_retried_at_the_new_one(pool: PgPool) {
 }
 
 /// A `PATCH` of the URL cannot commit between an attempt's record and its circuit step: the
-/// recording of a permanent failure (a `404`) takes the channel row first
-/// ([`circuit::lock_for_result`]), so the `PATCH` waits for the attempt's transaction, and the
-/// delivery's status and the circuit both go by the URL the channel had (its own: dead). Before,
-/// a `PATCH` committing between the two left the delivery dead while the circuit step saw the
-/// URL moved (a code review: the delivery of a moved channel went dead untried at its new URL).
-/// The API runs; the test records the attempt as the worker does.
+/// worker's record of a permanent failure (a `404`) takes the channel row first
+/// ([`circuit::lock_for_result`]), so a `PATCH` waits for the attempt's transaction, and the
+/// delivery's status and the circuit both go by the URL the channel had (its own: dead). The
+/// test holds the delivery's row, so the worker's record stops inside it, sends the `PATCH`,
+/// sees it wait for the worker, and lets go. Before, the record compared the URL unlocked and
+/// the circuit step again under a later lock: a `PATCH` committing between the two left the
+/// delivery dead while the circuit saw the URL moved (a code review).
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_url_change_waits_for_the_record_of_a_permanent_failure(pool: PgPool) {
-    use breakwater_core::circuit::AttemptResult;
-    use breakwater_core::deliveries::{self, AttemptRecord, Recorded, Status};
-    use breakwater_core::hosts::HostsConfig;
-    use breakwater_core::outcome::{Class, Observed};
-    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    // The PATCH may wait for the record as long as the test holds it (the API's default
+    // lock_timeout is 250 ms).
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.database.api_lock_timeout_ms = 30_000;
+        s.worker.request_timeout_ms = 10_000;
+    })
+    .await;
     let (_, key) = app.tenant("acme", "default").await;
+    app.receiver.set(
+        "old",
+        Behavior::Delayed(
+            Duration::from_secs(2),
+            Box::new(Behavior::Status(404, None)),
+        ),
+    );
     let ch = app.channel_with(&key, "old", json!({})).await;
     let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
-    let (url, host_key): (String, Option<String>) =
-        sqlx::query_as("SELECT url, host_key FROM channels WHERE id = $1")
-            .bind(ch)
-            .fetch_one(&pool)
+    app.wait_received("old", 1, Duration::from_secs(10)).await;
+    // The 404 comes in 2 s: hold the delivery's row before the worker records it.
+    let mut holder = pool.begin().await.unwrap();
+    let holder_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *holder)
+        .await
+        .unwrap();
+    sqlx::query("SELECT 1 FROM deliveries WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    // The backends waiting for a lock that `pid` holds (in this test's database), with what
+    // they run.
+    let waiting_on = |pid: i32| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (i32, String)>(
+                "SELECT pid, query FROM pg_stat_activity
+                 WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))",
+            )
+            .bind(pid)
+            .fetch_all(&pool)
             .await
-            .unwrap();
-    // Claimed as a worker claims it (the job is finished with the attempt's record below).
-    let queue: String =
-        sqlx::query_scalar("SELECT queue FROM jobs WHERE args->>'delivery_id' = $1")
-            .bind(id.to_string())
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    let job = breakwater_queue::fetch(
-        &pool,
-        &queue,
-        "test",
-        1,
-        &breakwater_queue::GroupLimits::default(),
+            .unwrap()
+        }
+    };
+    wait_until(
+        Duration::from_secs(10),
+        "the worker's record waits for the delivery row",
+        || async { !waiting_on(holder_pid).await.is_empty() },
     )
-    .await
-    .unwrap()
-    .pop()
-    .expect("the delivery's job is claimed");
+    .await;
+    // It stays blocked until the holder lets go.
+    let worker_pid = waiting_on(holder_pid).await[0].0;
 
-    let mut tx = pool.begin().await.unwrap();
-    assert!(
-        circuit::lock_for_result(&mut tx, ch, Class::Permanent, false)
-            .await
-            .unwrap(),
-        "a permanent failure's record locks the channel row"
-    );
     let patch = app.patch_channel(&key, ch, json!({ "url": app.receiver.url("new") }));
-    let record = async {
-        // The PATCH is waiting for the channel row's lock (this database's backends only).
+    let release = async {
         wait_until(
             Duration::from_secs(10),
-            "the PATCH waits for a lock",
+            "the PATCH waits for the worker's lock of the channel row",
             || async {
-                sqlx::query_scalar::<_, bool>(
-                    "SELECT count(*) > 0 FROM pg_stat_activity
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                )
-                .fetch_one(&pool)
-                .await
-                .unwrap()
+                waiting_on(worker_pid)
+                    .await
+                    .iter()
+                    .any(|(_, q)| q.contains("FROM channels"))
             },
         )
         .await;
-        let started_at = chrono::Utc::now();
-        let recorded = deliveries::record_attempt(
-            &mut tx,
-            &AttemptRecord {
-                delivery_id: id,
-                channel_id: ch,
-                probe: false,
-                started_at,
-                duration_ms: 3,
-                outcome: Class::Permanent.as_str(),
-                status_code: Some(404),
-                error_kind: None,
-                error: Some("404 Not Found"),
-                response_excerpt: None,
-                node_id: "test",
-                url: &url,
-                host_key: host_key.as_deref(),
-                new_status: Status::Dead,
-                moved_status: Status::Failed,
-            },
-        )
-        .await
-        .unwrap();
-        let Recorded::Applied(endpoint) = recorded else {
-            panic!("not cancelled: {recorded:?}");
-        };
-        assert!(
-            !endpoint.url_changed,
-            "the URL cannot change under the lock"
-        );
-        circuit::after_attempt(
-            &mut tx,
-            &AttemptResult {
-                delivery_id: id,
-                channel_id: ch,
-                class: Class::Permanent,
-                observed: Observed::Status(404),
-                probe_generation: None,
-                host_probe: None,
-                failures_before: 0,
-                error: "404 Not Found",
-                retry_after: None,
-                rejected: false,
-                endpoint,
-                url: &url,
-                host_key: host_key.as_deref(),
-            },
-            &CircuitConfig::default(),
-            &HostsConfig::default(),
-            25,
-        )
-        .await
-        .unwrap();
-        assert!(
-            breakwater_queue::discard(&mut *tx, job.id, job.claim_token, "404 Not Found")
-                .await
-                .unwrap(),
-            "the claim holds"
-        );
-        tx.commit().await.unwrap();
+        holder.rollback().await.unwrap();
     };
-    let ((s, v), ()) = tokio::join!(patch, record);
-    assert_eq!(
-        s, 200,
-        "the PATCH goes through once the attempt is recorded: {v}"
-    );
+    let ((s, v), ()) = tokio::join!(patch, release);
+    assert_eq!(s, 200, "the PATCH goes through after the record: {v}");
     assert_eq!(v["url"], app.receiver.url("new"));
-    let status: String = sqlx::query_scalar("SELECT status FROM deliveries WHERE id = $1")
-        .bind(id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(status, "dead", "the 404 came from the channel's own URL");
+    app.wait_delivery(id, "dead", Duration::from_secs(10)).await;
+    let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+    assert_eq!(d["attempts"], 1, "the 404 of the channel's own URL: {d}");
+    assert_eq!(app.receiver.count("new"), 0);
     app.stop().await;
 }

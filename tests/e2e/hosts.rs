@@ -1352,7 +1352,7 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
     // The old host answers the probe, recorded in the worker's order (the channel row first).
     let mut tx = pool.begin().await.unwrap();
     assert!(
-        circuit::lock_for_result(&mut tx, moving, Class::Success, true)
+        circuit::lock_for_result(&mut tx, moving, Class::Success, true, 0, false)
             .await
             .unwrap()
     );

@@ -18,10 +18,13 @@
 //! the status, skips the circuit and ends the job as cancelled. Two rare paths are closed as
 //! well: a delivery row locked by a worker recording a result at the very moment of the delete
 //! is skipped (`SKIP LOCKED`: waiting for it could deadlock, as that worker may be waiting for
-//! the channel row this transaction holds) and ends `failed` with a retry; when that retry is
-//! fetched, the gate finds the channel gone and the worker cancels it without a request
-//! ([`crate::deliveries::cancel_orphan`]). A job group left parked (the channel was open or
-//! paused) is released by the parking reconciler so such a retry can reach the worker.
+//! the job group row this transaction holds; a result that touches the channel locks the
+//! channel row before the delivery row, [`crate::circuit::lock_for_result`], so only a plain
+//! success can be there, and it ends `delivered`); and a retry that outlives the delete is
+//! cancelled when it is fetched: the gate finds the channel gone and the worker cancels it
+//! without a request ([`crate::deliveries::cancel_orphan`]). A job group left parked (the
+//! channel was open or paused) is released by the parking reconciler so such a retry can reach
+//! the worker.
 
 use crate::deliveries::Status;
 use crate::{audit, circuit, keys, Error, Result};
@@ -65,9 +68,9 @@ async fn retire_channels(
         breakwater_queue::release_group(&mut *tx, *id).await?;
         breakwater_queue::set_group_gate(&mut *tx, *id, None).await?;
     }
-    // SKIP LOCKED: a row locked now belongs to a worker recording an attempt's result, which may
-    // be waiting for a channel row this transaction holds; waiting for it would deadlock. Its
-    // delivery is cancelled by the worker's gate instead (module docs).
+    // SKIP LOCKED: a row locked now belongs to a worker recording a success, which may be
+    // waiting for a job group row this transaction holds; waiting for it could deadlock (module
+    // docs).
     let deliveries = sqlx::query(
         "UPDATE deliveries d SET status = 'cancelled', last_error = $2, updated_at = now()
          FROM (SELECT id FROM deliveries

@@ -254,8 +254,9 @@ async fn attempt(
 /// Records the result in one transaction: the channel row's lock if the result needs it
 /// ([`circuit::lock_for_result`]), the delivery and its attempt, the circuits
 /// ([`circuit::after_attempt`]), the channel's adaptive concurrency limit, and last the job
-/// (which releases its slot); then, once committed, the metrics. Locks are taken channel row,
-/// delivery row, job group row, as everywhere (the lock order of [`circuit::after_attempt`]).
+/// (which releases its slot); then, once committed, the metrics. Locks are taken channel row
+/// (when taken at all), delivery row, job group row (the lock order of
+/// [`circuit::after_attempt`]).
 /// If the job's claim was lost (this run was rescued), the job update changes nothing and
 /// everything is rolled back.
 async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
@@ -269,7 +270,15 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     let statuses = Statuses::after(class, job);
     let mut tx = w.pool.begin().await?;
     let attempt = attempt_record(w, a, &d, &sent, class, elapsed, &error_text, statuses);
-    circuit::lock_for_result(&mut tx, d.channel_id, class, attempt.probe).await?;
+    circuit::lock_for_result(
+        &mut tx,
+        d.channel_id,
+        class,
+        attempt.probe,
+        a.failures_before,
+        d.rejected,
+    )
+    .await?;
     let endpoint = match deliveries::record_attempt(&mut tx, &attempt).await? {
         Recorded::Applied(endpoint) => endpoint,
         Recorded::Cancelled => {
@@ -467,71 +476,4 @@ async fn finish_job(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(attempt: i32, max_attempts: i32) -> Job {
-        Job {
-            id: 1,
-            queue: "deliveries".into(),
-            kind: "deliver".into(),
-            args: serde_json::Value::Null,
-            priority: 0,
-            attempt,
-            max_attempts,
-            claim_token: Uuid::nil(),
-            unique_key: None,
-            group_id: None,
-            gate_key: None,
-            created_at: Utc::now(),
-        }
-    }
-
-    fn statuses(same: Status, moved: Status) -> Statuses {
-        Statuses { same, moved }
-    }
-
-    #[test]
-    fn a_permanent_failure_of_a_moved_url_is_retried_unless_it_was_the_last_attempt() {
-        use Status::{Dead, Delivered, Failed};
-        let first = job(1, 3);
-        let last = job(3, 3);
-        assert_eq!(
-            Statuses::after(Class::Permanent, &first),
-            statuses(Dead, Failed)
-        );
-        assert_eq!(
-            Statuses::after(Class::Permanent, &last),
-            statuses(Dead, Dead)
-        );
-        assert_eq!(
-            Statuses::after(Class::Transient, &first),
-            statuses(Failed, Failed)
-        );
-        assert_eq!(
-            Statuses::after(Class::Transient, &last),
-            statuses(Dead, Dead)
-        );
-        assert_eq!(
-            Statuses::after(Class::Success, &last),
-            statuses(Delivered, Delivered)
-        );
-    }
-
-    #[test]
-    fn the_status_follows_the_endpoint_comparison() {
-        let s = Statuses::after(Class::Permanent, &job(1, 3));
-        let moved = Endpoint {
-            url_changed: true,
-            host_changed: false,
-        };
-        assert_eq!(s.of(moved), Status::Failed);
-        assert_eq!(s.of(Endpoint::default()), Status::Dead);
-        // Only the URL decides: a re-keyed host with the same URL is the channel's endpoint.
-        let rekeyed = Endpoint {
-            url_changed: false,
-            host_changed: true,
-        };
-        assert_eq!(s.of(rekeyed), Status::Dead);
-    }
-}
+mod tests;

@@ -87,7 +87,10 @@ pub struct AfterAttempt {
 /// or waits for this transaction), and the locks come in the order of a `PATCH` or a pause:
 /// channel row, delivery row (the attempt's record), then the channel's job group row
 /// ([`hosts::record_result`], or before a stale host probe's hand-on), host row, gate row. A
-/// success of a closed channel takes no lock and keeps the unlocked comparison.
+/// success that writes nothing here (a non-probe's, with no failures before and no rejection
+/// streak) takes no channel lock: only the worker's adaptive-limit feedback goes by its
+/// unlocked comparison (a `PATCH` committing in those milliseconds lets the new URL's limit
+/// learn from one old answer).
 ///
 /// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
 /// every statement is conditional on the state it moves from.
@@ -191,30 +194,36 @@ async fn retry_after_wait(
 
 /// Whether recording an attempt's result takes its channel row's lock first
 /// ([`lock_for_result`]): every failure (a transient one may move a circuit; a permanent one
-/// makes the delivery dead only if the channel still has the URL it was sent to) and every
-/// channel probe's or host probe's answer (`probe`). A success of a non-probe takes none, so
-/// a healthy channel's results do not queue behind one another.
-pub fn locks_channel(class: Class, probe: bool) -> bool {
-    class != Class::Success || probe
+/// makes the delivery dead only if the channel still has the URL it was sent to), every channel
+/// probe's or host probe's answer (`probe`), and a success that writes the channel: one after
+/// failures (`failures_before > 0`: the counts and the host's failure row are cleared) or in an
+/// endpoint-rejection streak (`rejected`). Any other success takes none, so a healthy channel's
+/// results do not queue behind one another. (A code review: a success after failures took the
+/// host's failure row and then the channel row, and deadlocked with a failure of the same
+/// channel holding the channel row and inserting that failure row.)
+pub fn locks_channel(class: Class, probe: bool, failures_before: i32, rejected: bool) -> bool {
+    class != Class::Success || probe || failures_before > 0 || rejected
 }
 
 /// The first step of recording an attempt, in its transaction before
 /// [`crate::deliveries::record_attempt`]: locks channel `channel_id`'s row
 /// (`FOR NO KEY UPDATE`, the lock its circuit's updates take anyway) if [`locks_channel`], so
-/// that statement's comparison of the endpoint ([`Endpoint`]) is exact for every result whose
-/// effects depend on it: a `PATCH` of the URL either committed before (seen) or waits for this
-/// transaction. Before, the comparison was made unlocked and again under a later lock, and a
-/// `PATCH` that committed between the two left a late `4xx` of the old URL's delivery dead (a
-/// design decision after a code review). Channel row before the delivery's row: the order of a
-/// pause, a probe's replay and a tenant's replay. Returns whether it locked (`false` also when
-/// the channel row is gone; `record_attempt` then counts the endpoint as changed).
+/// that statement's comparison of the endpoint ([`Endpoint`]) is exact for every result that
+/// writes the channel or its circuits: a `PATCH` of the URL either committed before (seen) or
+/// waits for this transaction. Before, the comparison was made unlocked and again under a later
+/// lock, and a `PATCH` that committed between the two left a late `4xx` of the old URL's
+/// delivery dead (a design decision after a code review). Channel row before the delivery's
+/// row: the order of a pause, a deletion, a probe's replay and a tenant's replay. Returns
+/// whether it locked (channels are deleted softly, so a locked row is always found).
 pub async fn lock_for_result(
     tx: &mut PgConnection,
     channel_id: Uuid,
     class: Class,
     probe: bool,
+    failures_before: i32,
+    rejected: bool,
 ) -> Result<bool> {
-    if !locks_channel(class, probe) {
+    if !locks_channel(class, probe, failures_before, rejected) {
         return Ok(false);
     }
     let row: Option<Uuid> =

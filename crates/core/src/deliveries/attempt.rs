@@ -149,18 +149,17 @@ pub enum Recorded {
 /// Records an attempt row and moves the delivery to its new status, in the caller's
 /// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]). The
 /// comparison is exact when the caller locked the channel row first
-/// ([`crate::circuit::lock_for_result`], which the worker takes for every failure and every
-/// probe's answer): a URL change then committed before this statement or waits for the
-/// transaction. Unlocked (a success of a non-probe), a change committing after this statement is
-/// not seen, and the answer counts as the channel's. The delivery's new status is
+/// ([`crate::circuit::lock_for_result`], which the worker takes for every failure, every
+/// probe's answer and every success that writes the channel): a URL change then committed
+/// before this statement or waits for the transaction. Unlocked (any other success), a change
+/// committing after this statement is not seen, and the answer counts as the channel's. The delivery's new status is
 /// `r.new_status`, or `r.moved_status` when the URL changed (in the same statement, so the status
 /// and the returned [`Endpoint`] agree). The attempt number is the delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
 /// (seen here) or waits for this transaction and then finds the delivery final (a channel
-/// deletion skips a locked row instead; the worker's gate cancels it later, see
-/// [`crate::lifecycle`]).
+/// deletion skips a locked row instead, see [`crate::lifecycle`]).
 pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<Recorded> {
     let row = sqlx::query!(
         r#"
