@@ -256,9 +256,8 @@ async fn attempt(
 /// ([`circuit::after_attempt`]), the channel's adaptive concurrency limit, and last the job
 /// (which releases its slot); then, once committed, the metrics. Locks are taken channel row
 /// (when taken at all), delivery row, job group row (the lock order of
-/// [`circuit::after_attempt`]).
-/// If the job's claim was lost (this run was rescued), the job update changes nothing and
-/// everything is rolled back.
+/// [`circuit::after_attempt`]). If the job's claim was lost (this run was rescued), the job
+/// update changes nothing and everything is rolled back.
 async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
     let Attempted {
         d,

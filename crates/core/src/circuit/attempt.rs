@@ -102,7 +102,7 @@ pub async fn after_attempt(
     max_attempts: i32,
 ) -> Result<AfterAttempt> {
     let mut transitions = Vec::new();
-    let endpoint = a.endpoint;
+    let endpoint = a.endpoint; // exact: the caller took lock_for_result (Locks, above)
     if !endpoint.host_changed {
         let host = hosts::record_result(
             tx,

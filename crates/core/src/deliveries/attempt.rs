@@ -152,9 +152,10 @@ pub enum Recorded {
 /// ([`crate::circuit::lock_for_result`], which the worker takes for every failure, every
 /// probe's answer and every success that writes the channel): a URL change then committed
 /// before this statement or waits for the transaction. Unlocked (any other success), a change
-/// committing after this statement is not seen, and the answer counts as the channel's. The delivery's new status is
-/// `r.new_status`, or `r.moved_status` when the URL changed (in the same statement, so the status
-/// and the returned [`Endpoint`] agree). The attempt number is the delivery's `attempts + 1`.
+/// committing after this statement is not seen, and the answer counts as the channel's. The
+/// delivery's new status is `r.new_status`, or `r.moved_status` when the URL changed (in the
+/// same statement, so the status and the returned [`Endpoint`] agree). The attempt number is the
+/// delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
