@@ -1040,7 +1040,7 @@ async fn a_late_4xx_of_an_old_url_is_retried_at_the_new_one(pool: PgPool) {
 
 /// A `PATCH` of the URL cannot commit between an attempt's record and its circuit step: the
 /// worker's record of a permanent failure (a `404`) takes the channel row first
-/// ([`circuit::lock_for_result`]), so a `PATCH` waits for the attempt's transaction, and the
+/// ([`circuit::after_attempt`]), so a `PATCH` waits for the attempt's transaction, and the
 /// delivery's status and the circuit both go by the URL the channel had (its own: dead). The
 /// test holds the delivery's row, so the worker's record stops inside it, sends the `PATCH`,
 /// sees it wait for the worker, and lets go. Before, the record compared the URL unlocked and

@@ -1309,15 +1309,14 @@ async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
 /// another host while the probe was in flight) hands the old host's probe role on at once to a
 /// delivery of a channel still there, instead of the old host waiting for the probe's lease
 /// (`hosts.probe_lease_ms`, 60 s by default) before its watcher chooses again. The answer is
-/// recorded as the worker records it ([`circuit::lock_for_result`], then
-/// [`circuit::after_attempt`]); the API runs, the test steps
+/// recorded as the worker records it ([`circuit::after_attempt`]); the API runs, the test steps
 /// the watcher. (A code review: the old host stayed half-open with no probe for the lease.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: PgPool) {
     use breakwater_core::circuit::{self, AttemptResult, CircuitConfig};
-    use breakwater_core::deliveries::Endpoint;
+    use breakwater_core::deliveries::{self, Status};
     use breakwater_core::hosts::HostsConfig;
-    use breakwater_core::outcome::{Class, Observed};
+    use breakwater_core::outcome::Observed;
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
     let other = breakwater_e2e::Receiver::start().await.unwrap();
     let (_, key_a) = app.tenant("acme", "default").await;
@@ -1342,46 +1341,51 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
             .fetch_one(&pool)
             .await
             .unwrap();
-    let old_url = app.receiver.url("moving");
+    // The probe's request goes out (the delivery is read with the old URL), then the PATCH.
+    let sent = deliveries::begin_attempt(&pool, delivery.unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sent.host_key.as_deref(), Some(host.as_str()));
     let (s, v) = app
         .patch_channel(&key_a, moving, json!({ "url": other.url("moving") }))
         .await;
     assert_eq!(s, 200, "{v}");
     assert_ne!(host_of(&pool, moving).await, host);
 
-    // The old host answers the probe, recorded in the worker's order (the channel row first).
+    // The old host answers the probe (a 503: its delivery is retried at the new URL, and its
+    // job stays live, as no worker runs here), recorded as the worker records it.
     let mut tx = pool.begin().await.unwrap();
-    assert!(
-        circuit::lock_for_result(&mut tx, moving, Class::Success, true, 0, false)
-            .await
-            .unwrap()
-    );
-    circuit::after_attempt(
+    let after = circuit::after_attempt(
         &mut tx,
         &AttemptResult {
-            delivery_id: delivery.unwrap(),
-            channel_id: moving,
-            class: Class::Success,
-            observed: Observed::Status(200),
+            dispatch: &sent,
+            observed: Observed::Status(503),
+            duration: Duration::from_millis(5),
             probe_generation: None,
             host_probe: Some(generation),
             failures_before: 0,
             error: "",
+            response_excerpt: None,
             retry_after: None,
-            rejected: false,
-            endpoint: Endpoint {
-                url_changed: true,
-                host_changed: true,
-            },
-            url: &old_url,
-            host_key: Some(&host),
+            node_id: "test",
+            last_attempt: false,
         },
         &CircuitConfig::default(),
         &HostsConfig::default(),
         25,
     )
     .await
-    .unwrap();
+    .unwrap()
+    .expect("the delivery is not cancelled");
+    assert_eq!(
+        (
+            after.status,
+            after.endpoint.url_changed,
+            after.endpoint.host_changed
+        ),
+        (Status::Failed, true, true)
+    );
     tx.commit().await.unwrap();
     let (channel, delivery) = host_probe(&pool, &host).await;
     assert_eq!(

@@ -678,6 +678,54 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
     app.stop().await;
 }
 
+/// A delivery in flight when its channel is paused shows `paused` once its failure is recorded,
+/// as every other delivery its channel holds: its retry waits in the parked group until the
+/// resume, `?status=paused` lists it, and the resume delivers it. (A new-user trial: it showed
+/// `failed` while the channel said `parked: 1`.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_failure_recorded_after_a_pause_shows_paused(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (key, ch) = app.tenant_with_channel("late").await;
+    app.receiver.set(
+        "late",
+        Behavior::Delayed(
+            Duration::from_millis(1_500),
+            Box::new(Behavior::Status(503, None)),
+        ),
+    );
+    let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    app.wait_received("late", 1, Duration::from_secs(10)).await;
+    app.pause(&key, ch).await;
+    wait_until(
+        Duration::from_secs(10),
+        "the attempt in flight at the pause is recorded",
+        || async {
+            let (_, d) = app.get(&format!("/api/v1/deliveries/{id}"), &key).await;
+            d["attempts"] == 1
+        },
+    )
+    .await;
+    assert_eq!(app.delivery_status(id).await, "paused");
+    let (s, page) = app
+        .get(
+            &format!("/api/v1/channels/{ch}/deliveries?status=paused"),
+            &key,
+        )
+        .await;
+    assert_eq!(s, 200, "{page}");
+    assert_eq!(page["data"][0]["id"], json!(id), "{page}");
+    let (_, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(v["circuit"]["parked"], 1, "{v}");
+    assert_eq!(app.receiver.count("late"), 1, "nothing sent while paused");
+
+    app.receiver.set("late", Behavior::Status(200, None));
+    app.resume(&key, ch).await;
+    app.wait_delivery(id, "delivered", Duration::from_secs(10))
+        .await;
+    assert_eq!(app.receiver.count("late"), 2);
+    app.stop().await;
+}
+
 /// An operator's pause or force-open holds the circuit: the tenant's own pause and resume are
 /// refused (409, nothing changes, nothing audited) until an operator resumes or closes it; a
 /// tenant's resume of a channel its breaker opened is refused too (a probe closes it). Before, a

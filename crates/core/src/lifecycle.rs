@@ -19,7 +19,7 @@
 //! well: a delivery row locked by a worker recording a result at the very moment of the delete
 //! is skipped (`SKIP LOCKED`: waiting for it could deadlock, as that worker may be waiting for
 //! the job group row this transaction holds; a result that touches the channel locks the
-//! channel row before the delivery row, [`crate::circuit::lock_for_result`], so only a plain
+//! channel row before the delivery row, [`crate::circuit::after_attempt`], so only a plain
 //! success can be there, and it ends `delivered`); and a retry that outlives the delete is
 //! cancelled when it is fetched: the gate finds the channel gone and the worker cancels it
 //! without a request ([`crate::deliveries::cancel_orphan`]). A job group left parked (the

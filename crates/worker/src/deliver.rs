@@ -11,7 +11,7 @@
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
-use breakwater_core::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
+use breakwater_core::deliveries::{self, Dispatch, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
@@ -251,83 +251,51 @@ async fn attempt(
     }))
 }
 
-/// Records the result in one transaction: the channel row's lock if the result needs it
-/// ([`circuit::lock_for_result`]), the delivery and its attempt, the circuits
-/// ([`circuit::after_attempt`]), the channel's adaptive concurrency limit, and last the job
-/// (which releases its slot); then, once committed, the metrics. Locks are taken channel row
-/// (when taken at all), delivery row, job group row (the lock order of
-/// [`circuit::after_attempt`]). If the job's claim was lost (this run was rescued), the job
-/// update changes nothing and everything is rolled back.
+/// Records the result in one transaction: the attempt, the delivery's status and the circuits
+/// ([`circuit::after_attempt`], which takes the locks in their order), the channel's adaptive
+/// concurrency limit, and last the job (which releases its slot); then, once committed, the
+/// metrics. If the job's claim was lost (this run was rescued), the job update changes nothing
+/// and everything is rolled back.
 async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
-    let Attempted {
-        d,
-        sent,
-        class,
-        elapsed,
-    } = at;
-    let error_text = describe(&sent);
-    let statuses = Statuses::after(class, job);
-    let mut tx = w.pool.begin().await?;
-    let attempt = attempt_record(w, a, &d, &sent, class, elapsed, &error_text, statuses);
-    circuit::lock_for_result(
-        &mut tx,
-        d.channel_id,
-        class,
-        attempt.probe,
-        a.failures_before,
-        d.rejected,
-    )
-    .await?;
-    let endpoint = match deliveries::record_attempt(&mut tx, &attempt).await? {
-        Recorded::Applied(endpoint) => endpoint,
-        Recorded::Cancelled => {
-            return cancelled_in_flight(job, tx, class, attempt.duration_ms).await;
-        }
-    };
-    let new_status = statuses.of(endpoint);
+    let error_text = describe(&at.sent);
     let result = AttemptResult {
-        delivery_id: d.id,
-        channel_id: d.channel_id,
-        class,
-        observed: sent.observed,
+        dispatch: &at.d,
+        observed: at.sent.observed,
+        duration: at.elapsed,
         probe_generation: a.probe_generation,
         host_probe: a.host_probe,
         failures_before: a.failures_before,
         error: &error_text,
-        retry_after: sent.retry_after.as_deref(),
-        rejected: d.rejected,
-        endpoint,
-        url: &d.url,
-        host_key: d.host_key.as_deref(),
+        response_excerpt: at.sent.excerpt.as_deref(),
+        retry_after: at.sent.retry_after.as_deref(),
+        node_id: &w.node_id,
+        last_attempt: job.is_last_attempt(),
     };
-    let after =
-        circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts).await?;
-    // The adaptive concurrency limit learns from the channel's endpoint only (not from an
-    // answer of the URL it had before a change).
-    let feedback = match class {
-        _ if endpoint.url_changed => Feedback::Neutral,
-        Class::Success => Feedback::Ok(elapsed),
+    let mut tx = w.pool.begin().await?;
+    let after = circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts);
+    let Some(after) = after.await? else {
+        return cancelled_in_flight(job, tx, at.class).await;
+    };
+    // The adaptive concurrency limit learns from the channel's endpoint only.
+    let feedback = match at.class {
+        _ if after.endpoint.url_changed => Feedback::Neutral,
+        Class::Success => Feedback::Ok(at.elapsed),
         Class::Transient => Feedback::Overloaded,
         Class::Permanent => Feedback::Neutral,
     };
-    breakwater_queue::adapt_limit(&mut *tx, d.channel_id, feedback, &w.limits).await?;
-    // A permanent failure of an endpoint the channel has left is retried against its new one.
-    let job_class = match class {
-        Class::Permanent if new_status == Status::Failed => Class::Transient,
-        _ => class,
-    };
-    if !finish_job(w, job, &mut tx, job_class, new_status, &error_text, &after).await? {
-        tracing::warn!(delivery_id = %d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
+    breakwater_queue::adapt_limit(&mut *tx, at.d.channel_id, feedback, &w.limits).await?;
+    if !finish_job(w, job, &mut tx, &error_text, &after).await? {
+        tracing::warn!(delivery_id = %at.d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
         tx.rollback().await?;
         return Ok(());
     }
     tx.commit().await?;
     count_transitions(&after.transitions);
-    crate::observe::attempt(job, &d, class, new_status, a.probe_generation);
+    crate::observe::attempt(job, &at.d, at.class, after.status, a.probe_generation);
     tracing::debug!(
-        outcome = class.as_str(),
-        duration_ms = attempt.duration_ms,
-        new_status = new_status.as_str(),
+        outcome = at.class.as_str(),
+        duration_ms = at.elapsed.as_millis(),
+        new_status = after.status.as_str(),
         probe = a.probe_generation.is_some(),
         "attempt recorded"
     );
@@ -342,83 +310,12 @@ pub(crate) fn count_transitions(transitions: &[breakwater_core::audit::Transitio
     }
 }
 
-/// The delivery's status after an attempt, for [`deliveries::record_attempt`]: one if the
-/// channel's URL is still the one the request went to, one if it changed while the request was
-/// in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Statuses {
-    same: Status,
-    moved: Status,
-}
-
-impl Statuses {
-    /// After an attempt of class `class`: delivered, retried (failed) or dead; a permanent
-    /// failure of a URL the channel no longer has is retried (at the new URL) unless this was
-    /// the last attempt.
-    fn after(class: Class, job: &Job) -> Self {
-        let same = match class {
-            Class::Success => Status::Delivered,
-            Class::Permanent => Status::Dead,
-            Class::Transient if job.is_last_attempt() => Status::Dead,
-            Class::Transient => Status::Failed,
-        };
-        let moved = match class {
-            Class::Permanent if !job.is_last_attempt() => Status::Failed,
-            _ => same,
-        };
-        Self { same, moved }
-    }
-
-    /// The status `record_attempt` applied, given its comparison of the endpoint.
-    fn of(self, endpoint: Endpoint) -> Status {
-        if endpoint.url_changed {
-            self.moved
-        } else {
-            self.same
-        }
-    }
-}
-
-/// The attempt row of [`deliveries::record_attempt`]. The attempt's start is on the database
-/// clock (read by `begin_attempt`), its duration on this node's monotonic clock.
-#[allow(clippy::too_many_arguments)]
-fn attempt_record<'a>(
-    w: &'a Worker,
-    a: &Admitted,
-    d: &'a Dispatch,
-    sent: &'a Sent,
-    class: Class,
-    elapsed: Duration,
-    error_text: &'a str,
-    statuses: Statuses,
-) -> AttemptRecord<'a> {
-    AttemptRecord {
-        delivery_id: d.id,
-        channel_id: d.channel_id,
-        // A channel probe or a host probe.
-        probe: a.probe_generation.is_some() || a.host_probe.is_some(),
-        started_at: d.started_at,
-        duration_ms: i32::try_from(elapsed.as_millis()).unwrap_or(i32::MAX),
-        outcome: class.as_str(),
-        status_code: sent.observed.status_code().map(i32::from),
-        error_kind: sent.observed.error_kind(),
-        error: (class != Class::Success).then_some(error_text),
-        response_excerpt: sent.excerpt.as_deref(),
-        node_id: &w.node_id,
-        url: &d.url,
-        host_key: d.host_key.as_deref(),
-        new_status: statuses.same,
-        moved_status: statuses.moved,
-    }
-}
-
 /// Cancelled while in flight (by its tenant, or its channel was deleted): the attempt is logged,
 /// and nothing else changes — no circuit, no concurrency feedback, no retry.
 async fn cancelled_in_flight(
     job: &Job,
     mut tx: sqlx::Transaction<'_, Postgres>,
     class: Class,
-    duration_ms: i32,
 ) -> Result<()> {
     if breakwater_queue::cancel(
         &mut *tx,
@@ -434,45 +331,36 @@ async fn cancelled_in_flight(
     }
     tracing::debug!(
         outcome = class.as_str(),
-        duration_ms,
         "attempt of a cancelled delivery recorded; nothing else changes"
     );
     Ok(())
 }
 
-/// Completes, discards or retries the job by class; a transient failure's retry waits the
-/// backoff, or the `Retry-After` if longer. Returns whether the job's claim still held (and the
-/// queue agreed with the delivery's new status); `false` means roll back.
+/// Finishes the job by the delivery's status: delivered completes it, dead discards it (a
+/// permanent failure, or the last attempt), failed or paused retries it after the backoff, or
+/// the `Retry-After` if longer (a paused one's retry then waits in the parked group). Returns
+/// whether the job's claim still held and the queue agreed; `false` means roll back.
 async fn finish_job(
     w: &Worker,
     job: &Job,
     tx: &mut PgConnection,
-    class: Class,
-    new_status: Status,
     error_text: &str,
     after: &AfterAttempt,
 ) -> Result<bool> {
-    Ok(match class {
-        Class::Success => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
-        Class::Permanent => {
+    Ok(match after.status {
+        Status::Delivered => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        Status::Dead => {
             breakwater_queue::discard(&mut *tx, job.id, job.claim_token, error_text).await?
         }
-        Class::Transient => {
-            // A Retry-After longer than the backoff decides when this delivery goes again.
+        _ => {
             let delay = w
                 .backoff
                 .delay(job.attempt)
                 .max(after.retry_after.unwrap_or_default());
-            match breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, error_text)
-                .await?
-            {
-                Some(RetryOutcome::Retried(_)) => new_status == Status::Failed,
-                Some(RetryOutcome::Discarded) => new_status == Status::Dead,
-                None => false,
-            }
+            let retried =
+                breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, error_text)
+                    .await?;
+            matches!(retried, Some(RetryOutcome::Retried(_)))
         }
     })
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,27 +1,30 @@
-//! After an attempt: the one call ([`after_attempt`]) that moves a channel's circuits — its
-//! host's and its own — and records a `Retry-After` hold, in the transaction that records the
-//! attempt.
+//! After an attempt: the one call ([`after_attempt`]) that records it and moves what it moves —
+//! the delivery's status, its channel's circuits (its host's and its own), a `Retry-After`
+//! hold — in one transaction of the worker's.
 
 use super::*;
-use crate::deliveries::Endpoint;
+use crate::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
 use crate::hosts::{self, HostsConfig};
 use crate::outcome::{
-    honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class, Observed,
+    classify, honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class,
+    Observed,
 };
 use std::time::SystemTime;
 
-/// What one attempt of a delivery gave, as far as the circuits care. Built by the worker after
-/// the request, from the [`Admission::Send`] that let it go and the classified answer.
+/// What one attempt of a delivery gave. Built by the worker after the request, from the
+/// delivery it loaded ([`deliveries::begin_attempt`]), the [`Admission::Send`] that let it go
+/// and what the request observed.
 #[derive(Debug, Clone, Copy)]
 pub struct AttemptResult<'a> {
-    /// The delivery.
-    pub delivery_id: Uuid,
-    /// The delivery's channel.
-    pub channel_id: Uuid,
-    /// The answer's class ([`crate::outcome::classify`]).
-    pub class: Class,
-    /// What the request observed (status, or the kind of failure).
+    /// The delivery as loaded for the attempt: its id, channel, the URL and host key the request
+    /// went to, whether the channel was in a rejection streak, and the attempt's start (database
+    /// clock).
+    pub dispatch: &'a Dispatch,
+    /// What the request observed (status, or the kind of failure); its class is
+    /// [`classify`]'s.
     pub observed: Observed,
+    /// How long the request took (the worker's monotonic clock).
+    pub duration: Duration,
     /// The channel probe's generation, when this delivery was the half-open probe (or trial).
     pub probe_generation: Option<i64>,
     /// The host probe's generation, when this delivery was the host probe.
@@ -29,27 +32,40 @@ pub struct AttemptResult<'a> {
     /// The channel's consecutive failures read by the gate before the attempt (a success
     /// resets the counts only when this is above 0: no write in the common case).
     pub failures_before: i32,
-    /// The error text of the attempt (the failure reason written on the channel and audited),
-    /// URL-free.
+    /// The attempt's error text, URL-free: logged with a failed attempt, written on the channel
+    /// as its failure reason and audited. Ignored for a success.
     pub error: &'a str,
+    /// The first bytes of the response body, if any.
+    pub response_excerpt: Option<&'a str>,
     /// The raw `Retry-After` header of the answer, if any.
     pub retry_after: Option<&'a str>,
-    /// Whether the channel was in an endpoint-rejection streak when the attempt began
-    /// ([`crate::deliveries::Dispatch::rejected`]).
-    pub rejected: bool,
-    /// Whether the channel's endpoint is still the one the request went to
-    /// ([`crate::deliveries::record_attempt`]'s comparison; exact when the caller took
-    /// [`lock_for_result`] first, see [`after_attempt`]).
-    pub endpoint: Endpoint,
-    /// The URL the request went to.
-    pub url: &'a str,
-    /// Its host key, as read before the request.
-    pub host_key: Option<&'a str>,
+    /// The node that made the attempt.
+    pub node_id: &'a str,
+    /// Whether this was the delivery's last attempt (its job's `attempt >= max_attempts`).
+    pub last_attempt: bool,
 }
 
-/// What [`after_attempt`] tells the worker.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+impl AttemptResult<'_> {
+    /// The answer's class.
+    pub fn class(&self) -> Class {
+        classify(self.observed)
+    }
+
+    /// Whether the attempt was a channel probe (or trial) or a host probe.
+    fn probe(&self) -> bool {
+        self.probe_generation.is_some() || self.host_probe.is_some()
+    }
+}
+
+/// What [`after_attempt`] did, for the worker to finish the job and count.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AfterAttempt {
+    /// The delivery's status now ([`deliveries::status_after`]): delivered (complete the job),
+    /// dead (discard it), or failed or paused (retry it).
+    pub status: Status,
+    /// The attempt's endpoint against the channel's now: an answer of a URL the channel has left
+    /// speaks for nothing of the channel's (nor for its adaptive concurrency limit).
+    pub endpoint: Endpoint,
     /// The `Retry-After` wait the answer imposed on the channel (measured on the database
     /// clock, capped at `retry_after_cap_ms`), if the answer's class honours one: a retry of
     /// this delivery waits at least this long.
@@ -57,6 +73,61 @@ pub struct AfterAttempt {
     /// The transitions this attempt's result won (host circuit first, then the channel's), to
     /// count in the metrics once the caller's transaction commits.
     pub transitions: Vec<audit::Transitioned>,
+}
+
+/// Records an attempt and everything it moves, in the caller's transaction (before the job is
+/// finished): locks the channel row when the result may write it ([`lock_for_result`]), logs the
+/// attempt and gives the delivery its status ([`deliveries::record_attempt`]), then moves the
+/// circuits ([`move_circuits`]). `None` when the delivery was cancelled while the attempt was in
+/// flight (by its tenant, or its channel was deleted): the attempt is logged and nothing else
+/// changes (no circuit, no retry).
+pub async fn after_attempt(
+    tx: &mut PgConnection,
+    a: &AttemptResult<'_>,
+    cfg: &CircuitConfig,
+    hosts_cfg: &HostsConfig,
+    max_attempts: i32,
+) -> Result<Option<AfterAttempt>> {
+    let d = a.dispatch;
+    let class = a.class();
+    let locked = lock_for_result(
+        tx,
+        d.channel_id,
+        class,
+        a.probe(),
+        a.failures_before,
+        d.rejected,
+    )
+    .await?;
+    let record = AttemptRecord {
+        delivery_id: d.id,
+        channel_id: d.channel_id,
+        probe: a.probe(),
+        started_at: d.started_at,
+        duration_ms: i32::try_from(a.duration.as_millis()).unwrap_or(i32::MAX),
+        class,
+        last_attempt: a.last_attempt,
+        channel_parked: locked.is_some_and(State::parks_new_deliveries),
+        status_code: a.observed.status_code().map(i32::from),
+        error_kind: a.observed.error_kind(),
+        error: (class != Class::Success).then_some(a.error),
+        response_excerpt: a.response_excerpt,
+        node_id: a.node_id,
+        url: &d.url,
+        host_key: d.host_key.as_deref(),
+    };
+    let (endpoint, status) = match deliveries::record_attempt(tx, &record).await? {
+        Recorded::Applied { endpoint, status } => (endpoint, status),
+        Recorded::Cancelled => return Ok(None),
+    };
+    let (retry_after, transitions) =
+        move_circuits(tx, a, endpoint, cfg, hosts_cfg, max_attempts).await?;
+    Ok(Some(AfterAttempt {
+        status,
+        endpoint,
+        retry_after,
+        transitions,
+    }))
 }
 
 /// Everything an attempt does to the circuits, in the caller's transaction (the one that
@@ -82,8 +153,8 @@ pub struct AfterAttempt {
 /// deliveries at once ([`hosts::hand_on_stale_probe`]; before, the host waited for the probe's
 /// lease, `hosts.probe_lease_ms`, 60 s by default).
 ///
-/// **Locks.** The caller took [`lock_for_result`] first, before recording the attempt, so for
-/// every result that writes here `a.endpoint` is exact (a `PATCH` of the URL committed before it,
+/// **Locks.** [`after_attempt`] took [`lock_for_result`] first, before recording the attempt, so
+/// for every result that writes here `endpoint` is exact (a `PATCH` of the URL committed before it,
 /// or waits for this transaction), and the locks come in the order of a `PATCH` or a pause:
 /// channel row, delivery row (the attempt's record), then the channel's job group row
 /// ([`hosts::record_result`], or before a stale host probe's hand-on), host row, gate row. A
@@ -94,19 +165,21 @@ pub struct AfterAttempt {
 ///
 /// No gate is read here: the admission's read ([`admit`]) is what the attempt ran under, and
 /// every statement is conditional on the state it moves from.
-pub async fn after_attempt(
+async fn move_circuits(
     tx: &mut PgConnection,
     a: &AttemptResult<'_>,
+    endpoint: Endpoint,
     cfg: &CircuitConfig,
     hosts_cfg: &HostsConfig,
     max_attempts: i32,
-) -> Result<AfterAttempt> {
+) -> Result<(Option<Duration>, Vec<audit::Transitioned>)> {
+    let d = a.dispatch;
+    let class = a.class();
     let mut transitions = Vec::new();
-    let endpoint = a.endpoint; // exact: the caller took lock_for_result (Locks, above)
     if !endpoint.host_changed {
         let host = hosts::record_result(
             tx,
-            a.channel_id,
+            d.channel_id,
             a.host_probe,
             host_class(a.observed),
             a.failures_before,
@@ -115,43 +188,40 @@ pub async fn after_attempt(
         )
         .await?;
         transitions.extend(host.map(|t| t.counted()));
-    } else if let (Some(generation), Some(old)) = (a.host_probe, a.host_key) {
-        hosts::hand_on_stale_probe(tx, a.channel_id, old, a.delivery_id, generation).await?;
+    } else if let (Some(generation), Some(old)) = (a.host_probe, d.host_key.as_deref()) {
+        hosts::hand_on_stale_probe(tx, d.channel_id, old, d.id, generation).await?;
     }
     if endpoint.url_changed {
         if let Some(generation) = a.probe_generation {
-            probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
+            probe_inconclusive(tx, d.channel_id, generation, cfg).await?;
         }
-        return Ok(AfterAttempt {
-            retry_after: None,
-            transitions,
-        });
+        return Ok((None, transitions));
     }
     let retry_after = retry_after_wait(tx, a, cfg).await?;
     if let Some(wait) = retry_after {
-        set_retry_after(&mut *tx, a.channel_id, wait).await?;
+        set_retry_after(&mut *tx, d.channel_id, wait).await?;
     }
-    let channel = match (a.class, a.probe_generation) {
+    let channel = match (class, a.probe_generation) {
         (Class::Success, Some(generation)) => {
-            probe_succeeded(tx, a.channel_id, generation, max_attempts, cfg)
+            probe_succeeded(tx, d.channel_id, generation, max_attempts, cfg)
                 .await?
                 .map(|s| s.counted())
         }
         (Class::Success, None) if a.failures_before > 0 => {
-            record_success(&mut *tx, a.channel_id).await?;
+            record_success(&mut *tx, d.channel_id).await?;
             None
         }
         (Class::Transient, Some(generation)) => {
-            probe_failed(tx, a.channel_id, generation, a.error, cfg)
+            probe_failed(tx, d.channel_id, generation, a.error, cfg)
                 .await?
                 .map(|t| t.counted())
         }
-        (Class::Transient, None) => record_failure(tx, a.channel_id, a.error, cfg)
+        (Class::Transient, None) => record_failure(tx, d.channel_id, a.error, cfg)
             .await?
             .map(|t| t.counted()),
         // Permanent failures never move the circuit; a probe's passes the role on at once.
         (Class::Permanent, Some(generation)) => {
-            probe_inconclusive(tx, a.channel_id, generation, cfg).await?;
+            probe_inconclusive(tx, d.channel_id, generation, cfg).await?;
             None
         }
         (Class::Success, None) | (Class::Permanent, None) => None,
@@ -159,19 +229,16 @@ pub async fn after_attempt(
     transitions.extend(channel);
     // An endpoint that rejects us (401/403): recorded on the channel; the first of a streak is
     // audited and alerted once (alerts.rs); the next success ends the streak.
-    match (a.class, a.observed) {
+    match (class, a.observed) {
         (Class::Permanent, Observed::Status(status)) if is_configuration_problem(a.observed) => {
-            alerts::endpoint_rejected(tx, a.channel_id, status, a.error).await?;
+            alerts::endpoint_rejected(tx, d.channel_id, status, a.error).await?;
         }
-        (Class::Success, _) if a.rejected => {
-            alerts::rejection_cleared(&mut *tx, a.channel_id).await?;
+        (Class::Success, _) if d.rejected => {
+            alerts::rejection_cleared(&mut *tx, d.channel_id).await?;
         }
         _ => {}
     }
-    Ok(AfterAttempt {
-        retry_after,
-        transitions,
-    })
+    Ok((retry_after, transitions))
 }
 
 /// The answer's `Retry-After` as a wait, if its class honours one: seconds as given, an
@@ -205,31 +272,33 @@ pub fn locks_channel(class: Class, probe: bool, failures_before: i32, rejected: 
     class != Class::Success || probe || failures_before > 0 || rejected
 }
 
-/// The first step of recording an attempt, in its transaction before
-/// [`crate::deliveries::record_attempt`]: locks channel `channel_id`'s row
+/// The first step of [`after_attempt`], before [`crate::deliveries::record_attempt`]: locks
+/// channel `channel_id`'s row
 /// (`FOR NO KEY UPDATE`, the lock its circuit's updates take anyway) if [`locks_channel`], so
 /// that statement's comparison of the endpoint ([`Endpoint`]) is exact for every result that
 /// writes the channel or its circuits: a `PATCH` of the URL either committed before (seen) or
 /// waits for this transaction. Before, the comparison was made unlocked and again under a later
 /// lock, and a `PATCH` that committed between the two left a late `4xx` of the old URL's
 /// delivery dead (a design decision after a code review). Channel row before the delivery's
-/// row: the order of a pause, a deletion, a probe's replay and a tenant's replay. Returns
-/// whether it locked (channels are deleted softly, so a locked row is always found).
-pub async fn lock_for_result(
+/// row: the order of a pause, a deletion, a probe's replay and a tenant's replay. Returns the
+/// channel's circuit state read under the lock (exact until the transaction ends: a pause waits
+/// for it), or `None` when it took no lock (channels are deleted softly, so a locked row is
+/// always found).
+async fn lock_for_result(
     tx: &mut PgConnection,
     channel_id: Uuid,
     class: Class,
     probe: bool,
     failures_before: i32,
     rejected: bool,
-) -> Result<bool> {
+) -> Result<Option<State>> {
     if !locks_channel(class, probe, failures_before, rejected) {
-        return Ok(false);
+        return Ok(None);
     }
-    let row: Option<Uuid> =
-        sqlx::query_scalar("SELECT id FROM channels WHERE id = $1 FOR NO KEY UPDATE")
+    Ok(
+        sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1 FOR NO KEY UPDATE")
             .bind(channel_id)
             .fetch_optional(&mut *tx)
-            .await?;
-    Ok(row.is_some())
+            .await?,
+    )
 }

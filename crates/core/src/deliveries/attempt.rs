@@ -3,6 +3,7 @@
 //! gone.
 
 use super::Status;
+use crate::outcome::Class;
 use crate::Result;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
@@ -92,8 +93,15 @@ pub struct AttemptRecord<'a> {
     pub started_at: DateTime<Utc>,
     /// How long it took, ms.
     pub duration_ms: i32,
-    /// `success` | `transient` | `permanent`.
-    pub outcome: &'a str,
+    /// The answer's class ([`crate::outcome::classify`]): recorded as the attempt's `outcome`
+    /// (`success` | `transient` | `permanent`), and with the two fields below it decides the
+    /// delivery's status ([`status_after`]).
+    pub class: Class,
+    /// Whether this was the delivery's last attempt (its job's `attempt >= max_attempts`).
+    pub last_attempt: bool,
+    /// Whether the channel holds its retries parked: its circuit is open or paused
+    /// ([`crate::circuit::State::parks_new_deliveries`]), read under the channel row's lock.
+    pub channel_parked: bool,
     /// HTTP status, if any.
     pub status_code: Option<i32>,
     /// `connect` | `timeout` | `blocked` | `other`, when no status.
@@ -108,15 +116,38 @@ pub struct AttemptRecord<'a> {
     pub url: &'a str,
     /// Its host key ([`Dispatch::host_key`]).
     pub host_key: Option<&'a str>,
-    /// The delivery's status afterwards: [`Status::Delivered`], [`Status::Failed`] (retry
-    /// scheduled) or [`Status::Dead`].
-    pub new_status: Status,
-    /// The status instead, if the channel's URL is no longer `url` ([`Endpoint::url_changed`]):
-    /// the worker retries a permanent failure of the old URL (a `404` of an endpoint the tenant
-    /// has moved away from) against the new one, so it passes [`Status::Failed`] here where
-    /// `new_status` is [`Status::Dead`] (a design decision after a code review: such a delivery
-    /// was dead though its new endpoint was never tried).
-    pub moved_status: Status,
+}
+
+/// The delivery's status after an attempt of class `class`, as `(same, moved)`: `same` if the
+/// channel still has the URL the request went to, `moved` if its URL changed while the request
+/// was in flight ([`Endpoint::url_changed`]).
+///
+/// - a success is [`Status::Delivered`]; a permanent failure (a `4xx`) is [`Status::Dead`];
+///   a transient one is retried, or dead on the last attempt;
+/// - a retry is [`Status::Failed`], or [`Status::Paused`] when the channel holds its retries
+///   parked (`channel_parked`): its job then waits in the parked group as every other parked
+///   delivery's, and the API lists it so (a new-user trial: a delivery in flight when its
+///   channel was paused showed `failed`, and `?status=paused` missed it);
+/// - a permanent failure of a URL the channel has left (a `404` of an endpoint the tenant moved
+///   away from) is retried at the new one unless this was the last attempt (a design decision
+///   after a code review: such a delivery was dead though its new endpoint was never tried).
+pub fn status_after(class: Class, last_attempt: bool, channel_parked: bool) -> (Status, Status) {
+    let retry = if channel_parked {
+        Status::Paused
+    } else {
+        Status::Failed
+    };
+    let same = match class {
+        Class::Success => Status::Delivered,
+        Class::Permanent => Status::Dead,
+        Class::Transient if last_attempt => Status::Dead,
+        Class::Transient => retry,
+    };
+    let moved = match class {
+        Class::Permanent if !last_attempt => retry,
+        _ => same,
+    };
+    (same, moved)
 }
 
 /// Whether a channel's endpoint is still the one an attempt was sent to, when the attempt is
@@ -136,9 +167,14 @@ pub struct Endpoint {
 /// What [`record_attempt`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recorded {
-    /// The attempt is logged and the delivery has its new status; `Endpoint` compares the
-    /// attempt's URL and host with the channel's now.
-    Applied(Endpoint),
+    /// The attempt is logged and the delivery has `status` ([`status_after`]); `endpoint`
+    /// compares the attempt's URL and host with the channel's now.
+    Applied {
+        /// The attempt's endpoint against the channel's now.
+        endpoint: Endpoint,
+        /// The delivery's status now: delivered, failed or paused (a retry), or dead.
+        status: Status,
+    },
     /// The delivery was cancelled while the attempt was in flight (by its tenant, or its channel
     /// was deleted), or no longer exists: the attempt is still logged (if the delivery exists),
     /// the delivery stays `cancelled`, and the caller must let the result change nothing else
@@ -149,19 +185,20 @@ pub enum Recorded {
 /// Records an attempt row and moves the delivery to its new status, in the caller's
 /// transaction, and compares the attempt's endpoint with the channel's now ([`Endpoint`]). The
 /// comparison is exact when the caller locked the channel row first
-/// ([`crate::circuit::lock_for_result`], which the worker takes for every failure, every
+/// (as [`crate::circuit::after_attempt`] does for every failure, every
 /// probe's answer and every success that writes the channel): a URL change then committed
 /// before this statement or waits for the transaction. Unlocked (any other success), a change
 /// committing after this statement is not seen, and the answer counts as the channel's. The
-/// delivery's new status is `r.new_status`, or `r.moved_status` when the URL changed (in the
-/// same statement, so the status and the returned [`Endpoint`] agree). The attempt number is the
-/// delivery's `attempts + 1`.
+/// delivery's new status is [`status_after`]'s, the one for a moved URL chosen in the same
+/// statement as the comparison, so the status and the returned [`Endpoint`] agree. The attempt
+/// number is the delivery's `attempts + 1`.
 ///
 /// [`Recorded::Cancelled`] when the delivery was cancelled while the attempt was in flight or
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
 /// (seen here) or waits for this transaction and then finds the delivery final (a channel
 /// deletion skips a locked row instead, see [`crate::lifecycle`]).
 pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<Recorded> {
+    let (same, moved) = status_after(r.class, r.last_attempt, r.channel_parked);
     let row = sqlx::query!(
         r#"
         WITH ch AS (
@@ -189,7 +226,7 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
                                            channel_id, probe)
             SELECT $1, d.attempts, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12 FROM d
         )
-        SELECT d.status <> 'cancelled' AS "applied!",
+        SELECT d.status AS "status!: Status",
                coalesce(ch.new_url, true) AS "new_url!",
                coalesce(ch.new_host, true) AS "new_host!"
         FROM d LEFT JOIN ch ON true
@@ -197,26 +234,29 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
         r.delivery_id,
         r.started_at,
         r.duration_ms,
-        r.outcome,
+        r.class.as_str(),
         r.status_code,
         r.error_kind,
         r.error,
         r.response_excerpt,
-        r.new_status.as_str(),
+        same.as_str(),
         r.node_id,
         r.channel_id,
         r.probe,
         r.url,
         r.host_key,
-        r.moved_status.as_str(),
+        moved.as_str(),
     )
     .fetch_optional(&mut *tx)
     .await?;
     Ok(match row {
-        Some(row) if row.applied => Recorded::Applied(Endpoint {
-            url_changed: row.new_url,
-            host_changed: row.new_host,
-        }),
+        Some(row) if row.status != Status::Cancelled => Recorded::Applied {
+            endpoint: Endpoint {
+                url_changed: row.new_url,
+                host_changed: row.new_host,
+            },
+            status: row.status,
+        },
         _ => Recorded::Cancelled,
     })
 }
@@ -238,4 +278,45 @@ pub async fn cancel_orphan(
     .execute(exec)
     .await?;
     Ok(r.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Status::{Dead, Delivered, Failed, Paused};
+
+    #[test]
+    fn a_permanent_failure_of_a_moved_url_is_retried_unless_it_was_the_last_attempt() {
+        let (first, last) = (false, true);
+        assert_eq!(status_after(Class::Permanent, first, false), (Dead, Failed));
+        assert_eq!(status_after(Class::Permanent, last, false), (Dead, Dead));
+        assert_eq!(
+            status_after(Class::Transient, first, false),
+            (Failed, Failed)
+        );
+        assert_eq!(status_after(Class::Transient, last, false), (Dead, Dead));
+        assert_eq!(
+            status_after(Class::Success, last, false),
+            (Delivered, Delivered)
+        );
+    }
+
+    #[test]
+    fn a_retry_of_a_parked_channel_is_paused_and_nothing_else_changes() {
+        for last in [false, true] {
+            for class in [Class::Success, Class::Transient, Class::Permanent] {
+                let (same, moved) = status_after(class, last, false);
+                let parked = |s: Status| if s == Failed { Paused } else { s };
+                assert_eq!(
+                    status_after(class, last, true),
+                    (parked(same), parked(moved)),
+                    "{class:?}, last attempt {last}"
+                );
+            }
+        }
+        assert_eq!(
+            status_after(Class::Transient, false, true),
+            (Paused, Paused)
+        );
+    }
 }

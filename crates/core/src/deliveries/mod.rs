@@ -16,7 +16,8 @@ pub mod status;
 pub use payload::check_payload_text;
 
 pub use attempt::{
-    begin_attempt, cancel_orphan, record_attempt, AttemptRecord, Dispatch, Endpoint, Recorded,
+    begin_attempt, cancel_orphan, record_attempt, status_after, AttemptRecord, Dispatch, Endpoint,
+    Recorded,
 };
 pub use read::{attempts, get, list, Attempt, Delivery, DeliverySummary, ListKey, DELIVERY_SELECT};
 pub use replay::{replay, ReplaySelector, MAX_REPLAY};

@@ -88,7 +88,7 @@
 //! whose slot-release trigger takes the group row); the watcher and the operator routes take
 //! no group row and finish no job. A channel row, where one is locked too, comes before all
 //! three: a pause or a `PATCH` locks it first, and an attempt's transaction locks it
-//! (`FOR NO KEY UPDATE`) before it records the attempt ([`crate::circuit::lock_for_result`]; the
+//! (`FOR NO KEY UPDATE`) before it records the attempt ([`crate::circuit::after_attempt`]; the
 //! `KEY SHARE` of the attempt row's foreign key does not order against a `PATCH`'s
 //! `FOR NO KEY UPDATE`).
 //!

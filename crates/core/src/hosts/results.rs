@@ -4,10 +4,10 @@
 use super::*;
 
 /// Records the result of one attempt of `delivery_id` of channel `channel_id` for its host
-/// circuit: the one call the worker makes, in the transaction that records the attempt, before
-/// the channel circuit's calls. The locks of that transaction, in order: the channel row
-/// (`FOR NO KEY UPDATE`, taken by [`crate::circuit::lock_for_result`] before the attempt is
-/// recorded whenever a transition may follow), the channel's job group row (here, when a host
+/// circuit: called by [`crate::circuit::after_attempt`], in the transaction that records the
+/// attempt, before the channel circuit's calls. The locks of that transaction, in order: the
+/// channel row (`FOR NO KEY UPDATE`, taken before the attempt is recorded whenever a transition
+/// may follow), the channel's job group row (here, when a host
 /// transition may follow), the host row, and the host's gate row (a host transition, here).
 ///
 /// - the host probe (`host_probe` = its generation): a transient failure re-opens the host, any
