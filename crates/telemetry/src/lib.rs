@@ -356,7 +356,7 @@ pub fn attempt_duration(tier: &str, outcome: &str, duration: Duration) {
 
 /// Records one finished and recorded HTTP delivery attempt of `tier`: its `outcome` class
 /// (`success`, `transient`, `permanent`), the `status` it left the delivery in (`delivered`,
-/// `failed`, `dead`), and, when delivered, the end-to-end `latency` since the API accepted it.
+/// `failed`, `paused`, `dead`), and, when delivered, the end-to-end `latency` since the API accepted it.
 /// `probe` marks the half-open probe delivery (also counted in `breakwater.probe.results`).
 /// The attempt's duration is recorded apart ([`attempt_duration`]), where it is measured.
 pub fn attempt(tier: &str, outcome: &str, status: &str, latency: Option<Duration>, probe: bool) {
