@@ -10,8 +10,9 @@ mod call;
 mod created;
 pub mod error;
 mod extract;
-pub mod openapi;
+pub use routes::openapi;
 pub mod page;
+mod responses;
 mod routes;
 
 use axum::Router;

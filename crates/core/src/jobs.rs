@@ -15,9 +15,11 @@
 //! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`] |
 
 use crate::Tier;
+use breakwater_queue::{NewJob, PRIORITY_URGENT};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Queue of the `high` tier's deliveries.
@@ -265,6 +267,25 @@ where
     T: Deserialize<'de>,
 {
     T::deserialize(d).map(Some)
+}
+
+/// Makes sure the circuit watcher job `args` (a channel's probe watcher, or a host's) with
+/// unique key `unique_key` runs no later than `at` (`None`: now): one live job per key on
+/// [`QUEUE_CIRCUIT`], at urgent priority, up to 1 000 attempts; a waiting job's time only moves
+/// earlier ([`breakwater_queue::schedule_unique`]).
+pub(crate) async fn schedule_watcher<A: JobArgs>(
+    tx: &mut PgConnection,
+    args: &A,
+    unique_key: String,
+    at: Option<DateTime<Utc>>,
+) -> crate::Result<()> {
+    let mut job = NewJob::new(QUEUE_CIRCUIT, A::KIND.as_str(), args.to_json())
+        .priority(PRIORITY_URGENT)
+        .unique_key(unique_key)
+        .max_attempts(1_000);
+    job.scheduled_at = at;
+    breakwater_queue::schedule_unique(&mut *tx, &job).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,9 +12,7 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-pub mod token;
-
-pub use token::{
+pub use crate::api_key::{
     display_prefix, generate_api_key, hash_key, keys_match, LAST_USED_RESOLUTION_S,
     TENANT_KEY_PREFIX,
 };

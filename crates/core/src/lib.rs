@@ -39,6 +39,7 @@ macro_rules! column_text {
 }
 
 pub mod alerts;
+pub mod api_key;
 pub mod audit;
 pub mod channels;
 pub mod circuit;

@@ -1,6 +1,6 @@
 //! Tenants and their API keys (tables `tenants`, `api_keys`).
 
-use crate::keys::token;
+use crate::api_key as token;
 use crate::{audit, signing, Error, Result, Tier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -92,6 +92,7 @@ pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use repair::{
     cancel_waiting_job, executing_job_exists_sql, group_slots_drift, last_job, last_job_state_sql,
-    live_job_exists_sql, move_waiting, parked_count_sql, recount_group_slots, WAITING_JOBS_SQL,
+    live_job_exists_sql, move_waiting, parked_count_sql, recount_group_slots, Reconciled,
+    WAITING_JOBS_SQL,
 };
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

@@ -13,6 +13,19 @@ use crate::{JobState, Result};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
+/// What a reconciler of parking repaired: the job groups or gates whose `parked` flag it set
+/// again to agree with their owner's state (for Breakwater, a channel's circuit and its job
+/// group, or a host circuit and its gate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Groups or gates that were still parked though their owner no longer holds them (a
+    /// closed circuit, a deleted channel): released.
+    pub released: u64,
+    /// Groups or gates that were not parked though their owner holds them (an open, half-open
+    /// or paused circuit): parked.
+    pub parked: u64,
+}
+
 /// Moves the waiting (`available` or `scheduled`) jobs of kind `kind` of the groups `group_ids`
 /// that sit in one of `from_queues` to queue `to_queue` (one UPDATE of their `queue` column; a
 /// job is moved, never copied, so a unique key never gets a second live job). Jobs already in

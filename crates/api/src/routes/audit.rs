@@ -4,8 +4,8 @@
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::Query;
-use crate::openapi::{NotFound, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
+use crate::responses::{NotFound, TenantAuth, WithQuery};
 use crate::AppState;
 use axum::routing::get;
 use axum::Router;

@@ -4,7 +4,7 @@
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Json, ObjectOnly, Path};
-use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
+use crate::responses::{ById, Conflict, JsonBody, TenantAuth};
 use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;

@@ -4,7 +4,7 @@ use super::{view, ChannelView};
 use crate::call::{Call, TenantCall};
 use crate::error::ApiError;
 use crate::extract::{OptionalJson, Path, Query};
-use crate::openapi::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
+use crate::responses::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use breakwater_core::channels::{self, Channel};
 use breakwater_core::deliveries;
 use breakwater_core::{audit, circuit, names};
@@ -224,17 +224,20 @@ pub(crate) async fn replay_window(
     if from > to {
         return Err(ApiError::invalid("from", "must not be after `to`"));
     }
-    let ids = deliveries::replay(
-        &mut tx,
-        deliveries::ReplaySelector::ChannelWindow {
-            tenant_id: call.tenant_id(),
-            channel_id: channel.id,
-            from,
-            to,
-        },
-        call.state.settings().max_attempts,
-    )
-    .await?;
+    // Parked or not as an enqueue to the channel (none if it was deleted meanwhile).
+    let ids = match circuit::enqueue_parked(&mut tx, channel.id).await? {
+        Some(parked) => {
+            let window = deliveries::ReplaySelector::ChannelWindow {
+                tenant_id: call.tenant_id(),
+                channel_id: channel.id,
+                from,
+                to,
+            };
+            let max_attempts = call.state.settings().max_attempts;
+            deliveries::replay(&mut tx, window, parked, max_attempts).await?
+        }
+        None => Vec::new(),
+    };
     audit::record(
         &mut *tx,
         &audit::Entry {

@@ -5,13 +5,14 @@ use super::list_filter;
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
-use crate::openapi::{ById, Conflict, TenantAuth, WithQuery};
 use crate::page::{Page, PageQuery};
+use crate::responses::{ById, Conflict, TenantAuth, WithQuery};
 use crate::AppState;
 use axum::routing::get;
 use axum::Router;
 use breakwater_core::audit;
 use breakwater_core::channels;
+use breakwater_core::circuit;
 use breakwater_core::deliveries::{self, Attempt, Delivery, DeliverySummary};
 use breakwater_core::page::Order;
 use serde::{Deserialize, Serialize};
@@ -146,16 +147,20 @@ pub(crate) async fn replay(
     Path(id): Path<Uuid>,
 ) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
     let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let channel_id = delivery.summary.channel_id;
     let mut tx = call.begin_audited().await?;
-    let ids = deliveries::replay(
-        &mut tx,
-        deliveries::ReplaySelector::One {
-            tenant_id: call.tenant_id(),
-            delivery_id: id,
-        },
-        call.state.settings().max_attempts,
-    )
-    .await?;
+    // Parked or not as an enqueue to its channel; `None`: the channel was deleted (409 below).
+    let ids = match circuit::enqueue_parked(&mut tx, channel_id).await? {
+        Some(parked) => {
+            let one = deliveries::ReplaySelector::One {
+                tenant_id: call.tenant_id(),
+                channel_id,
+                delivery_id: id,
+            };
+            deliveries::replay(&mut tx, one, parked, call.state.settings().max_attempts).await?
+        }
+        None => Vec::new(),
+    };
     if ids.is_empty() {
         let detail = if delivery.summary.status != deliveries::Status::Dead {
             format!(
@@ -179,7 +184,7 @@ pub(crate) async fn replay(
             details: serde_json::json!({ "delivery_id": id }),
             ..audit::Entry::channel(
                 call.tenant_id(),
-                delivery.summary.channel_id,
+                channel_id,
                 call.actor(),
                 "delivery.replayed",
             )

@@ -5,7 +5,7 @@
 //! [`READY_CHECK_TIMEOUT`]) and answers every other request from that result.
 
 use crate::error::ApiError;
-use crate::openapi::Unavailable;
+use crate::responses::Unavailable;
 use crate::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -5,7 +5,7 @@
 use crate::call::{OperatorCall, TenantCall};
 use crate::error::ApiError;
 use crate::extract::Path;
-use crate::openapi::{ById, Conflict, OperatorAuth, TenantAuth};
+use crate::responses::{ById, Conflict, OperatorAuth, TenantAuth};
 use crate::AppState;
 use axum::http::StatusCode;
 use axum::routing::{delete, post};

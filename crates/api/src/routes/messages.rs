@@ -6,7 +6,7 @@ use super::channels::{check_payload, idempotency_key, IdempotencyKey};
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path};
-use crate::openapi::{ById, Conflict, JsonBody, TenantAuth};
+use crate::responses::{ById, Conflict, JsonBody, TenantAuth};
 use crate::{ApiConfig, AppState};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, StatusCode};

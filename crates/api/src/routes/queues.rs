@@ -3,7 +3,7 @@
 
 use crate::call::OperatorCall;
 use crate::error::ApiError;
-use crate::openapi::OperatorAuth;
+use crate::responses::OperatorAuth;
 use crate::AppState;
 use axum::routing::get;
 use axum::Router;

@@ -3,7 +3,7 @@
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{OptionalJson, Path};
-use crate::openapi::{ById, JsonBody, TenantAuth};
+use crate::responses::{ById, JsonBody, TenantAuth};
 use crate::AppState;
 use axum::routing::post;
 use axum::Router;

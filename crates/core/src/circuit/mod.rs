@@ -124,7 +124,7 @@ use crate::alerts;
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::ratelimit::RateLimit;
 use crate::{Error, Result, JOB_DELIVER};
-use breakwater_queue::{NewJob, PRIORITY_URGENT};
+use breakwater_queue::{Reconciled, PRIORITY_URGENT};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgExecutor};

@@ -15,7 +15,7 @@ pub(super) async fn schedule_probe(
     channel_id: Uuid,
     at: Option<DateTime<Utc>>,
 ) -> Result<()> {
-    schedule_watcher_job(tx, &ProbeArgs { channel_id }, probe_key(channel_id), at).await
+    crate::jobs::schedule_watcher(tx, &ProbeArgs { channel_id }, probe_key(channel_id), at).await
 }
 
 /// Brings an open circuit's next probe forward to now because the channel's endpoint changed
@@ -50,25 +50,6 @@ pub async fn probe_new_endpoint(
         schedule_probe(tx, channel_id, Some(at)).await?;
     }
     Ok(Some(at))
-}
-
-/// Makes sure the circuit watcher job `args` (a channel's probe watcher, or a host's) with
-/// unique key `unique_key` runs no later than `at` (`None`: now): one live job per key on
-/// [`QUEUE_CIRCUIT`], at urgent priority, up to 1 000 attempts; a waiting job's time only moves
-/// earlier ([`breakwater_queue::schedule_unique`]).
-pub(crate) async fn schedule_watcher_job<A: JobArgs>(
-    tx: &mut PgConnection,
-    args: &A,
-    unique_key: String,
-    at: Option<DateTime<Utc>>,
-) -> Result<()> {
-    let mut job = NewJob::new(QUEUE_CIRCUIT, A::KIND.as_str(), args.to_json())
-        .priority(PRIORITY_URGENT)
-        .unique_key(unique_key)
-        .max_attempts(1_000);
-    job.scheduled_at = at;
-    breakwater_queue::schedule_unique(&mut *tx, &job).await?;
-    Ok(())
 }
 
 /// What the probe watcher should do now.

@@ -136,6 +136,8 @@ pub async fn probe_succeeded(
     .await?;
     if let Some((true, window_ms, now)) = replay {
         let from = now - chrono::Duration::milliseconds(window_ms);
+        // Closed in this transaction, so not parked; asked all the same, as every enqueue does.
+        let parked = enqueue_parked(tx, channel_id).await?.unwrap_or(true);
         let replayed = crate::deliveries::replay(
             tx,
             crate::deliveries::ReplaySelector::ChannelWindow {
@@ -144,6 +146,7 @@ pub async fn probe_succeeded(
                 from,
                 to: now,
             },
+            parked,
             max_attempts,
         )
         .await?;

@@ -198,18 +198,6 @@ pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<
     Ok(n)
 }
 
-/// What a parking reconciler repaired: [`reconcile_parking`] (channels and their job groups) or
-/// [`crate::hosts::reconcile_gates`] (hosts and their gates).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reconciled {
-    /// Closed (or deleted) channels, or closed hosts, whose job group or gate was still parked:
-    /// released.
-    pub released: u64,
-    /// Open, half-open or paused channels, or open or half-open hosts, whose job group or gate
-    /// was not parked: parked.
-    pub parked: u64,
-}
-
 /// The safety net for a park or a release that was missed (DESIGN.md: parked means asleep until
 /// released, never woken by a timer): compares every channel's circuit with its job group's
 /// parked flag and repairs a mismatch with the same one-row park or release, each in its own

@@ -14,6 +14,8 @@ pub enum ReplaySelector {
     One {
         /// Owner (another tenant's delivery is not found).
         tenant_id: Uuid,
+        /// The delivery's channel (another channel's delivery is not found).
+        channel_id: Uuid,
         /// The delivery.
         delivery_id: Uuid,
     },
@@ -34,49 +36,32 @@ pub enum ReplaySelector {
 /// Most deliveries one channel replay re-enqueues.
 pub const MAX_REPLAY: i64 = 10_000;
 
-/// Re-enqueues dead deliveries (dead letters): each goes back to `pending` with a fresh job on
-/// its tenant's tier queue (`max_attempts` attempts), or to `paused` when its channel's circuit
-/// parks new deliveries (open or paused): the same decision as an enqueue's,
-/// [`crate::circuit::enqueue_parked`], which holds the channel row until the caller commits.
-/// Only `dead` deliveries move whose payload was not purged and whose channel was not deleted,
+/// Re-enqueues dead deliveries (dead letters) of one channel: each goes back to `pending` with a
+/// fresh job on its tenant's tier queue (`max_attempts` attempts), or to `paused` when `parked`:
+/// the caller's decision for the channel, as for an enqueue ([`crate::circuit::enqueue_parked`],
+/// which holds the channel's gate until the caller commits, so a transition waits for these
+/// jobs). Only `dead` deliveries move whose payload was not purged and whose channel was not deleted,
 /// and the job's unique key is the delivery, so a replay never creates a second live job for a
 /// delivery, and replaying twice replays once. In the caller's transaction. Returns the ids
 /// replayed.
 pub async fn replay(
     tx: &mut PgConnection,
     selector: ReplaySelector,
+    parked: bool,
     max_attempts: i32,
 ) -> Result<Vec<Uuid>> {
-    let (tenant_id, delivery_id, channel_id, from, to) = match selector {
+    let (tenant_id, channel_id, delivery_id, from, to) = match selector {
         ReplaySelector::One {
             tenant_id,
+            channel_id,
             delivery_id,
-        } => (tenant_id, Some(delivery_id), None, None, None),
+        } => (tenant_id, channel_id, Some(delivery_id), None, None),
         ReplaySelector::ChannelWindow {
             tenant_id,
             channel_id,
             from,
             to,
-        } => (tenant_id, None, Some(channel_id), Some(from), Some(to)),
-    };
-    // Both selectors name one channel: its gate decides park or not, and is held until commit.
-    let channel_id = match channel_id {
-        Some(c) => Some(c),
-        None => {
-            sqlx::query_scalar!(
-                "SELECT channel_id FROM deliveries WHERE tenant_id = $1 AND id = $2",
-                tenant_id,
-                delivery_id,
-            )
-            .fetch_optional(&mut *tx)
-            .await?
-        }
-    };
-    let Some(channel_id) = channel_id else {
-        return Ok(Vec::new());
-    };
-    let Some(parked) = crate::circuit::enqueue_parked(tx, channel_id).await? else {
-        return Ok(Vec::new());
+        } => (tenant_id, channel_id, None, Some(from), Some(to)),
     };
     let status = if parked {
         Status::Paused

@@ -130,7 +130,7 @@ pub use transitions::*;
 pub use watch::*;
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
-use crate::circuit::{self, QUEUE_ALERTS};
+use crate::jobs::{JOB_ALERT, QUEUE_ALERTS};
 use crate::outcome::Class;
 use crate::{Error, Result, JOB_DELIVER};
 use breakwater_queue::{NewJob, PRIORITY_URGENT};

@@ -2,6 +2,7 @@
 //! the reconciler of host gates.
 
 use super::*;
+use breakwater_queue::Reconciled;
 
 /// An operator's change of a host circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,9 +243,6 @@ pub async fn set_overrides(
     .await?;
     Ok(())
 }
-
-/// What [`reconcile_gates`] repaired (the channel reconciler's type: released and parked gates).
-pub use crate::circuit::Reconciled;
 
 /// The safety net for a missed park or release of a host (the host part of the parking
 /// reconciler, run beside [`crate::circuit::reconcile_parking`]): compares every host circuit

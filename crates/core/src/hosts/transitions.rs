@@ -126,7 +126,7 @@ pub(super) async fn effects(
             ..AlertArgs::default()
         }
         .to_json();
-        let job = NewJob::new(QUEUE_ALERTS, circuit::JOB_ALERT, args)
+        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
             .unique_key(format!(
                 "alert:host:{}:{}:{tenant_id}:{event}",
                 t.host_key, t.generation
@@ -224,7 +224,7 @@ pub(super) async fn schedule_watcher(
     let args = HostProbeArgs {
         host_key: key.to_string(),
     };
-    circuit::schedule_watcher_job(tx, &args, watcher_key(key), at).await
+    crate::jobs::schedule_watcher(tx, &args, watcher_key(key), at).await
 }
 
 /// Closes host `key` from one of `from` (and, for a probe result, `generation`, the probe's

@@ -1,6 +1,7 @@
-//! An API key's material: its format, its stored digest and its comparison. A leaf beside the
-//! key records (the parent module), so that tenants (a tenant's first key, authentication) use
-//! it without depending on those records, which depend on tenants (the tenant-row hold).
+//! An API key's material: its format, its stored digest and its comparison. A leaf below both
+//! the key records ([`crate::keys`], which re-exports it) and tenants (a tenant's first key,
+//! authentication), so that tenants use it without depending on those records, which depend on
+//! tenants (the tenant-row hold).
 
 use base64::Engine;
 use rand::RngCore;
