@@ -314,7 +314,7 @@ async fn channel_alert(
 /// The channel's host circuit for an alert body: `{"host_key", "state"}` (`state` of the host
 /// circuit, `closed` when it has no row yet), or `None` (`null`) for a channel without a host key.
 async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<AlertHost>> {
-    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+    let row: Option<(Option<String>, Option<crate::hosts::State>)> = sqlx::query_as(
         "SELECT c.host_key, h.state FROM channels c
          LEFT JOIN host_circuits h ON h.host_key = c.host_key WHERE c.id = $1",
     )
@@ -324,7 +324,10 @@ async fn channel_host(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<
     Ok(match row {
         Some((Some(host_key), state)) => Some(AlertHost {
             host_key,
-            state: state.unwrap_or_else(|| "closed".into()),
+            state: state
+                .unwrap_or(crate::hosts::State::Closed)
+                .as_str()
+                .to_string(),
         }),
         _ => None,
     })

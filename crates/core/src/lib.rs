@@ -35,7 +35,26 @@ macro_rules! column_text {
                 }
             }
         }
+
+        impl $crate::ColumnText for $ty {
+            const ALL: &'static [Self] = $ty::ALL;
+
+            fn as_str(self) -> &'static str {
+                $ty::as_str(self)
+            }
+        }
     };
+}
+
+/// A state or status kept in a `text` column (a circuit's state, a delivery's status): every
+/// value and its column text, for code that handles any of them alike (the API's list filters).
+/// Implemented by `column_text!`, from the one table of texts each enum has.
+pub trait ColumnText: Copy + 'static {
+    /// Every value, in declaration order.
+    const ALL: &'static [Self];
+
+    /// The column value (and JSON string).
+    fn as_str(self) -> &'static str;
 }
 
 pub mod alerts;

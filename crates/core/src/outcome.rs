@@ -13,7 +13,7 @@
 //! the channel's circuit (which parks the backlog until the tenant fixes the URL), and the
 //! attempt log shows the status and where it pointed (see [`redirect_note`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
 
 /// What an attempt observed.
@@ -54,9 +54,14 @@ impl Observed {
     }
 }
 
-/// The class of an attempt's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The class of an attempt's outcome: the `delivery_attempts.outcome` column (`text`) and the
+/// attempt log's `outcome` in the API.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[schema(as = AttemptOutcome)]
 pub enum Class {
     /// Delivered.
     Success,
@@ -66,16 +71,11 @@ pub enum Class {
     Permanent,
 }
 
-impl Class {
-    /// The `delivery_attempts.outcome` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Success => "success",
-            Class::Transient => "transient",
-            Class::Permanent => "permanent",
-        }
-    }
-}
+column_text!(Class, field "outcome", what "attempt outcome", {
+    Success => "success",
+    Transient => "transient",
+    Permanent => "permanent",
+});
 
 /// Classifies an attempt.
 pub fn classify(observed: Observed) -> Class {

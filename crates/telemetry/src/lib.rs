@@ -62,10 +62,6 @@ const LATENCY_BUCKETS: [f64; 20] = [
     3600.0, 7200.0, 21600.0, 86400.0, 172800.0,
 ];
 
-/// Circuit states, for the `state` attribute of `breakwater.circuit.channels` (each is always
-/// reported, 0 when no channel is in it).
-pub const CIRCUIT_STATES: [&str; 4] = ["closed", "open", "half_open", "paused"];
-
 /// One queue's numbers at the last [`set_snapshot`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueueGauge {

@@ -55,13 +55,7 @@ pub(crate) async fn list(
     let host_state = list_filter::<hosts::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<String>(Order::OldestFirst)?;
     let mut conn = call.state.pool().acquire().await?;
-    let rows = hosts::list(
-        &mut conn,
-        host_state.map(hosts::State::as_str),
-        &call.state.settings().hosts,
-        &keyset,
-    )
-    .await?;
+    let rows = hosts::list(&mut conn, host_state, &call.state.settings().hosts, &keyset).await?;
     Ok(axum::Json(Page::new(rows, &keyset, |h| h.host_key.clone())))
 }
 

@@ -17,10 +17,7 @@ pub mod secrets;
 pub mod tenants;
 
 use crate::error::ApiError;
-use breakwater_core::circuit::State as CircuitState;
-use breakwater_core::deliveries::Status as DeliveryStatus;
-use breakwater_core::hosts::State as HostState;
-use breakwater_core::targets;
+use breakwater_core::{targets, ColumnText};
 use serde::Deserialize;
 
 /// Checks a URL field (form, then DNS unless private targets are allowed); errors name `field`.
@@ -53,49 +50,20 @@ pub(crate) fn path_action<T: Copy>(segment: &str, actions: &[(&str, T)]) -> Resu
     }
 }
 
-/// A state enum that a list can be filtered by (`?state=`, `?status=`): read by [`list_filter`].
-pub(crate) trait ListFilter: Copy + 'static {
-    /// Every value, in the order a refusal lists them.
-    const ALL: &'static [Self];
-    /// The value as the query (and the column) spells it.
-    fn text(self) -> &'static str;
-}
-
-impl ListFilter for CircuitState {
-    const ALL: &'static [Self] = CircuitState::ALL;
-    fn text(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl ListFilter for HostState {
-    const ALL: &'static [Self] = HostState::ALL;
-    fn text(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl ListFilter for DeliveryStatus {
-    const ALL: &'static [Self] = &DeliveryStatus::ALL;
-    fn text(self) -> &'static str {
-        self.as_str()
-    }
-}
-
 /// A list's filter `field` as a `T`: absent → `None`; any text that is not one of `T::ALL` → 422
 /// on `field` naming the allowed values in order, e.g. `state: must be one of closed, open,
 /// half_open`.
-pub(crate) fn list_filter<T: ListFilter>(
+pub(crate) fn list_filter<T: ColumnText>(
     field: &'static str,
     raw: Option<&str>,
 ) -> Result<Option<T>, ApiError> {
     let Some(raw) = raw else {
         return Ok(None);
     };
-    match T::ALL.iter().find(|v| v.text() == raw) {
+    match T::ALL.iter().find(|v| v.as_str() == raw) {
         Some(&v) => Ok(Some(v)),
         None => {
-            let names: Vec<&str> = T::ALL.iter().map(|v| v.text()).collect();
+            let names: Vec<&str> = T::ALL.iter().map(|v| v.as_str()).collect();
             Err(ApiError::invalid(
                 field,
                 format!("must be one of {}", names.join(", ")),
@@ -128,6 +96,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use breakwater_core::circuit::State as CircuitState;
+    use breakwater_core::deliveries::Status as DeliveryStatus;
+    use breakwater_core::hosts::State as HostState;
 
     #[test]
     fn a_list_filter_reads_its_values_and_names_them_in_order_when_refusing() {

@@ -67,13 +67,7 @@ pub(crate) async fn list(
 ) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
     let circuit_state = list_filter::<circuit::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = channels::list_all(
-        call.state.pool(),
-        circuit_state.map(circuit::State::as_str),
-        q.tenant_id,
-        &keyset,
-    )
-    .await?;
+    let rows = channels::list_all(call.state.pool(), circuit_state, q.tenant_id, &keyset).await?;
     let rows = rows
         .into_iter()
         .map(|row| OperatorChannel {

@@ -108,7 +108,7 @@ pub struct OperatorChannel {
 /// state and tenant; see [`crate::page`].
 pub async fn list_all(
     exec: impl PgExecutor<'_>,
-    state: Option<&str>,
+    state: Option<crate::circuit::State>,
     tenant_id: Option<Uuid>,
     page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<OperatorChannel>> {

@@ -2,6 +2,7 @@
 //! page of a channel's deliveries.
 
 use super::{RawJson, Status};
+use crate::outcome::Class;
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -39,7 +40,7 @@ pub struct Attempt {
     /// How long it took, ms.
     pub duration_ms: i32,
     /// `success` | `transient` | `permanent`.
-    pub outcome: String,
+    pub outcome: Class,
     /// HTTP status, if a response arrived.
     pub status_code: Option<i32>,
     /// `connect` | `timeout` | `blocked` | `other`, when no status.
@@ -74,8 +75,9 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
 pub async fn attempts(exec: impl PgExecutor<'_>, delivery_id: Uuid) -> Result<Vec<Attempt>> {
     Ok(sqlx::query_as!(
         Attempt,
-        "SELECT attempt, started_at, duration_ms, outcome, status_code, error_kind, error, response_excerpt
-         FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id",
+        r#"SELECT attempt, started_at, duration_ms, outcome AS "outcome: Class", status_code,
+                  error_kind, error, response_excerpt
+         FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id"#,
         delivery_id,
     )
     .fetch_all(exec)

@@ -39,37 +39,17 @@ pub enum Status {
     Cancelled,
 }
 
+column_text!(Status, field "status", what "delivery status", {
+    Pending => "pending",
+    Delivering => "delivering",
+    Paused => "paused",
+    Failed => "failed",
+    Delivered => "delivered",
+    Dead => "dead",
+    Cancelled => "cancelled",
+});
+
 impl Status {
-    /// Every status, in the order the API lists them (`pending`, `delivering`, `paused`,
-    /// `failed`, `delivered`, `dead`, `cancelled`).
-    pub const ALL: [Status; 7] = [
-        Status::Pending,
-        Status::Delivering,
-        Status::Paused,
-        Status::Failed,
-        Status::Delivered,
-        Status::Dead,
-        Status::Cancelled,
-    ];
-
-    /// The column value (and JSON string).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Delivering => "delivering",
-            Status::Paused => "paused",
-            Status::Failed => "failed",
-            Status::Delivered => "delivered",
-            Status::Dead => "dead",
-            Status::Cancelled => "cancelled",
-        }
-    }
-
-    /// Parses the column value; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
-        Status::ALL.into_iter().find(|v| v.as_str() == s)
-    }
-
     /// The statuses a delivery never leaves on its own (only a replay of a `dead` one starts it
     /// again): `delivered`, `dead`, `cancelled`. Retention prunes only these
     /// ([`crate::retention`]); the migration's `deliveries_retention_idx` has the same list.

@@ -57,8 +57,7 @@ pub struct HostCircuit {
     /// The host key (see [`host_key`]).
     pub host_key: String,
     /// `closed` | `open` | `half_open`.
-    #[schema(value_type = State)]
-    pub state: String,
+    pub state: State,
     /// Bumped by every transition.
     pub generation: i64,
     /// When the state last changed.
@@ -108,7 +107,7 @@ pub(super) static HOST_SELECT: std::sync::LazyLock<String> = std::sync::LazyLock
 /// A page of host circuits by host key, optionally only those in `state`.
 pub async fn list(
     conn: &mut PgConnection,
-    state: Option<&str>,
+    state: Option<State>,
     cfg: &HostsConfig,
     page: &crate::page::Keyset<String>,
 ) -> Result<Vec<HostCircuit>> {
@@ -269,7 +268,7 @@ pub async fn reconcile_gates(conn: &mut PgConnection) -> Result<Reconciled> {
     for (keys, park) in [(to_release, false), (to_park, true)] {
         for key in keys {
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            let state: Option<String> = sqlx::query_scalar(
+            let state: Option<State> = sqlx::query_scalar(
                 "SELECT state FROM host_circuits WHERE host_key = $1 FOR UPDATE",
             )
             .bind(&key)
@@ -278,8 +277,8 @@ pub async fn reconcile_gates(conn: &mut PgConnection) -> Result<Reconciled> {
             let gate_parked = breakwater_queue::gate_state(&mut *tx, &key)
                 .await?
                 .is_some_and(|g| g.parked);
-            let needs = match state.as_deref() {
-                Some("closed") => !park && gate_parked,
+            let needs = match state {
+                Some(State::Closed) => !park && gate_parked,
                 Some(_) => park && !gate_parked,
                 None => false,
             };
