@@ -75,6 +75,7 @@ pub mod names;
 pub mod outcome;
 pub mod overview;
 pub mod page;
+pub mod patch;
 pub mod ratelimit;
 pub mod retention;
 pub mod signing;

@@ -29,7 +29,7 @@ use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::page::Order;
 use breakwater_core::{circuit, hosts};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use uuid::Uuid;
 
 pub fn router(cfg: &ApiConfig) -> Router<AppState> {
@@ -52,60 +52,6 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         )
 }
 
-/// Body of `POST /api/v1/channels`.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateChannel {
-    /// The endpoint: an absolute `http` or `https` URL without credentials, at most 2048
-    /// characters, whose host resolves to public addresses only (unless
-    /// `allow_private_targets`).
-    #[schema(
-        format = "uri",
-        max_length = 2048,
-        example = "https://example.com/hooks"
-    )]
-    url: String,
-    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
-    /// formatting or invisible characters (absent or null: none).
-    #[schema(min_length = 1, max_length = 200)]
-    name: Option<String>,
-    /// Consecutive transient failures that open the circuit (null = the cluster default).
-    #[schema(minimum = 1, maximum = 10000)]
-    failure_threshold: Option<i32>,
-    /// First cooldown of an open circuit before a probe, ms (null = the cluster default).
-    #[schema(minimum = 1, maximum = 86400000)]
-    cooldown_ms: Option<i64>,
-    /// Consecutive successful probe deliveries before a half-open circuit closes: the probe,
-    /// then this many minus one trial deliveries, one at a time (null = the cluster default).
-    #[schema(minimum = 1, maximum = 100)]
-    close_after_successes: Option<i32>,
-    /// Replay the channel's recent dead letters when a probe closes its circuit.
-    #[serde(default)]
-    replay_dead_letters_on_close: bool,
-    /// How far back that replay reaches, ms (default 1 h, at most 30 days).
-    #[schema(minimum = 1, maximum = 2592000000_i64)]
-    replay_window_ms: Option<i64>,
-    /// Strict cluster-wide rate limit: `N/s`, `N/m` or `N/h` with N from 1 to 1 000 000
-    /// (null = none).
-    #[schema(example = "80/s")]
-    rate_limit: Option<String>,
-    /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
-    #[schema(minimum = 1, maximum = 10000)]
-    max_in_flight: Option<i32>,
-    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
-    /// absent/null = every type.
-    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
-    event_types: Option<Vec<String>>,
-}
-
-/// One event type of a channel's `event_types` filter: 1 to 100 ASCII letters, digits, `.`,
-/// `_`, `-`, `:` and `/` (see `breakwater_core::channels::canonical_event_types`).
-/// Documentation only: the filter is read as strings and checked by core.
-#[derive(utoipa::ToSchema)]
-#[schema(pattern = r"^[A-Za-z0-9._:/-]{1,100}$", example = "invoice.paid")]
-#[allow(dead_code)]
-pub(crate) struct EventTypeFilter(String);
-
 /// A channel's endpoint, checked ([`checked_url`]), and its host key ([`hosts::host_key`] at the
 /// configured granularity). Either refusal is a 422 on `url`.
 async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String), ApiError> {
@@ -122,7 +68,7 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
     path = "/api/v1/channels",
     tag = "channels",
     operation_id = "create_channel",
-    request_body = CreateChannel,
+    request_body = NewChannel,
     responses(
         (status = 201, description = "The channel, with its `signing_secret` (shown once).",
             body = CreatedChannel,
@@ -134,29 +80,12 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
 )]
 pub(crate) async fn create(
     call: TenantCall,
-    Json(body): Json<CreateChannel>,
+    Json(mut new): Json<NewChannel>,
 ) -> Result<Created<CreatedChannel>, ApiError> {
-    let (url, host_key) = checked_endpoint(&call.state, &body.url).await?;
+    let (url, host_key) = checked_endpoint(&call.state, &new.url).await?;
+    (new.url, new.host_key) = (url, Some(host_key));
     let mut tx = call.begin_audited().await?;
-    let created = channels::create(
-        &mut tx,
-        call.tenant_id(),
-        &NewChannel {
-            url,
-            name: body.name,
-            failure_threshold: body.failure_threshold,
-            cooldown_ms: body.cooldown_ms,
-            close_after_successes: body.close_after_successes,
-            replay_dead_letters_on_close: body.replay_dead_letters_on_close,
-            replay_window_ms: body.replay_window_ms,
-            rate_limit: body.rate_limit,
-            max_in_flight: body.max_in_flight,
-            event_types: body.event_types,
-            host_key: Some(host_key),
-        },
-        call.actor(),
-    )
-    .await?;
+    let created = channels::create(&mut tx, call.tenant_id(), &new, call.actor()).await?;
     tx.commit().await?;
     tracing::info!(tenant_id = %call.tenant_id(), channel_id = %created.channel.id, "channel created");
     let location = format!("/api/v1/channels/{}", created.channel.id);
@@ -324,56 +253,6 @@ pub(crate) async fn read(
     Ok(axum::Json(view(&call.state, channel).await?))
 }
 
-/// Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PatchChannel {
-    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
-    /// formatting or invisible characters (null removes it).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 200)]
-    name: Option<Option<String>>,
-    /// The endpoint (same rules as at creation; not null).
-    #[serde(default, deserialize_with = "super::not_null")]
-    #[schema(value_type = String, format = "uri", max_length = 2048)]
-    url: Option<String>,
-    /// Failure threshold override (null = the cluster default).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
-    failure_threshold: Option<Option<i32>>,
-    /// Cooldown override, ms (null = the cluster default).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
-    cooldown_ms: Option<Option<i64>>,
-    /// Consecutive successful probe deliveries before a half-open circuit closes (null = the
-    /// cluster default).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
-    close_after_successes: Option<Option<i32>>,
-    /// Replay recent dead letters when a probe closes the circuit (not null).
-    #[serde(default, deserialize_with = "super::not_null")]
-    #[schema(value_type = bool)]
-    replay_dead_letters_on_close: Option<bool>,
-    /// How far back that replay reaches, ms (not null).
-    #[serde(default, deserialize_with = "super::not_null")]
-    #[schema(value_type = i64, minimum = 1, maximum = 2592000000_i64)]
-    replay_window_ms: Option<i64>,
-    /// Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
-    /// deliveries).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<String>, example = "80/s")]
-    rate_limit: Option<Option<String>>,
-    /// Concurrency ceiling (null = the global one).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
-    max_in_flight: Option<Option<i32>>,
-    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
-    /// `null` clears the filter (every type).
-    #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
-    event_types: Option<Option<Vec<String>>>,
-}
-
 /// Changes a channel's settings; absent fields stay as they are.
 #[utoipa::path(
     patch,
@@ -381,7 +260,7 @@ pub(crate) struct PatchChannel {
     tag = "channels",
     operation_id = "update_channel",
     params(("id" = Uuid, Path, description = "Channel id.")),
-    request_body = PatchChannel,
+    request_body = ChannelPatch,
     responses(
         (status = 200, description = "The channel as it is now.", body = ChannelView),
         JsonBody,
@@ -392,30 +271,14 @@ pub(crate) struct PatchChannel {
 pub(crate) async fn update(
     call: TenantCall,
     Path(id): Path<Uuid>,
-    Json(body): Json<PatchChannel>,
+    Json(mut patch): Json<ChannelPatch>,
 ) -> Result<axum::Json<ChannelView>, ApiError> {
     // 404 before validating, so another tenant's id reveals nothing.
     channels::get(call.state.pool(), call.tenant_id(), id).await?;
-    let (url, host_key) = match &body.url {
-        Some(raw) => {
-            let (url, host_key) = checked_endpoint(&call.state, raw).await?;
-            (Some(url), Some(host_key))
-        }
-        None => (None, None),
-    };
-    let patch = ChannelPatch {
-        host_key,
-        name: body.name,
-        url,
-        failure_threshold: body.failure_threshold,
-        cooldown_ms: body.cooldown_ms,
-        close_after_successes: body.close_after_successes,
-        replay_dead_letters_on_close: body.replay_dead_letters_on_close,
-        replay_window_ms: body.replay_window_ms,
-        rate_limit: body.rate_limit,
-        max_in_flight: body.max_in_flight,
-        event_types: body.event_types,
-    };
+    if let Some(raw) = &patch.url {
+        let (url, host_key) = checked_endpoint(&call.state, raw).await?;
+        (patch.url, patch.host_key) = (Some(url), Some(host_key));
+    }
     let mut tx = call.begin_audited().await?;
     let channel = channels::update(&mut tx, call.tenant_id(), id, &patch, call.actor()).await?;
     tx.commit().await?;

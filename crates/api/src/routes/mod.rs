@@ -18,7 +18,10 @@ pub mod tenants;
 
 use crate::error::ApiError;
 use breakwater_core::{targets, ColumnText};
-use serde::Deserialize;
+
+/// The `PATCH` field deserializers every body here names as `super::nullable` and
+/// `super::not_null`.
+pub(crate) use breakwater_core::patch::{not_null, nullable};
 
 /// Checks a URL field (form, then DNS unless private targets are allowed); errors name `field`.
 pub(crate) async fn checked_url(
@@ -70,27 +73,6 @@ pub(crate) fn list_filter<T: ColumnText>(
             ))
         }
     }
-}
-
-/// A PATCH field that may be absent (`None`: unchanged) but not `null`, because it has no
-/// "none" to set: a `null` is a type error (422 `invalid_body` naming the field), never silently
-/// ignored. Use with `#[serde(default, deserialize_with = "super::not_null")]` and a non-null
-/// `value_type` in the schema.
-pub(crate) fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
-}
-
-/// `Some(None)` for an explicit `null`, `None` for an absent field.
-pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use validate::{
 
 use crate::{audit, signing, Error, Result};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -124,33 +124,67 @@ pub struct CreatedChannel {
     pub signing_secret: String,
 }
 
-/// Input of [`create`]; the URL is already checked (see [`crate::targets`]).
-#[derive(Debug, Clone, Default)]
+/// A new channel: the body of `POST /api/v1/channels` (deserialized as it is, unknown fields
+/// refused) and the input of [`create`]. The caller checks `url` ([`crate::targets`]) and sets
+/// `host_key` ([`crate::hosts::host_key`]) before [`create`], which checks the rest. The field
+/// docs are the API's (they are its OpenAPI descriptions).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = CreateChannel, description = "Body of `POST /api/v1/channels`.")]
 pub struct NewChannel {
-    /// Endpoint URL.
+    /// The endpoint: an absolute `http` or `https` URL without credentials, at most 2048
+    /// characters, whose host resolves to public addresses only (unless
+    /// `allow_private_targets`).
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        example = "https://example.com/hooks"
+    )]
     pub url: String,
-    /// Display name (≤ 200 characters).
+    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
+    /// formatting or invisible characters (absent or null: none).
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
-    /// Failure threshold override (> 0).
+    /// Consecutive transient failures that open the circuit (null = the cluster default).
+    #[schema(minimum = 1, maximum = 10000)]
     pub failure_threshold: Option<i32>,
-    /// Cooldown override in ms (> 0).
+    /// First cooldown of an open circuit before a probe, ms (null = the cluster default).
+    #[schema(minimum = 1, maximum = 86400000)]
     pub cooldown_ms: Option<i64>,
-    /// Consecutive successes to close override (1–100, [`crate::circuit::check_close_after_successes`]).
+    /// Consecutive successful probe deliveries before a half-open circuit closes: the probe,
+    /// then this many minus one trial deliveries, one at a time (null = the cluster default).
+    #[schema(minimum = 1, maximum = 100)]
     pub close_after_successes: Option<i32>,
-    /// Replay recent dead letters when a probe closes the circuit.
+    /// Replay the channel's recent dead letters when a probe closes its circuit.
+    #[serde(default)]
     pub replay_dead_letters_on_close: bool,
-    /// Window of that replay, ms (default 1 h).
+    /// How far back that replay reaches, ms (default 1 h, at most 30 days).
+    #[schema(minimum = 1, maximum = 2592000000_i64)]
     pub replay_window_ms: Option<i64>,
-    /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), checked with
-    /// [`crate::ratelimit::RateLimit::parse`]; `None` = unlimited.
+    /// Strict cluster-wide rate limit: `N/s`, `N/m` or `N/h` with N from 1 to 1 000 000
+    /// (null = none).
+    #[schema(example = "80/s")]
     pub rate_limit: Option<String>,
-    /// Ceiling of the adaptive concurrency limit (1–10000); `None` = the global ceiling.
+    /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
+    #[schema(minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<i32>,
-    /// Event types the channel subscribes to ([`canonical_event_types`]); `None` = every type.
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
+    /// absent/null = every type.
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     pub event_types: Option<Vec<String>>,
-    /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit.
+    /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit. Set by the
+    /// caller, never read from a body.
+    #[serde(skip)]
     pub host_key: Option<String>,
 }
+
+/// One event type of a channel's `event_types` filter: 1 to 100 ASCII letters, digits, `.`,
+/// `_`, `-`, `:` and `/` (see `breakwater_core::channels::canonical_event_types`).
+/// Documentation only: the filter is read as strings and checked by core.
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^[A-Za-z0-9._:/-]{1,100}$", example = "invoice.paid")]
+#[allow(dead_code)] // Never built: only its schema is used.
+pub struct EventTypeFilter(String);
 
 /// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
 /// tenant's fair share, with its concurrency ceiling) and a `channel.created` audit row by
@@ -219,31 +253,64 @@ pub async fn create(
     })
 }
 
-/// Changes to a channel (`PATCH`). `None` leaves a field alone; for the overrides,
-/// `Some(None)` clears them back to the global default.
-#[derive(Debug, Clone, Default)]
+/// Changes to a channel: the body of `PATCH /api/v1/channels/{id}` (unknown fields refused) and
+/// the input of [`update`]. `None` leaves a field alone; for the overrides, `Some(None)` (a
+/// `null`) clears them back to the cluster default. The caller checks `url` and sets `host_key`
+/// with it, as for [`NewChannel`]. The field docs are the API's.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(
+    as = PatchChannel,
+    description = "Body of `PATCH /api/v1/channels/{id}`: every field optional; `null` clears an override."
+)]
 pub struct ChannelPatch {
-    /// New display name (`Some(None)` clears it).
+    /// Display name, 1 to 200 characters (trimmed) without control, bidirectional
+    /// formatting or invisible characters (null removes it).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 200)]
     pub name: Option<Option<String>>,
-    /// New URL, already checked.
+    /// The endpoint (same rules as at creation; not null).
+    #[serde(default, deserialize_with = "crate::patch::not_null")]
+    #[schema(value_type = String, format = "uri", max_length = 2048)]
     pub url: Option<String>,
-    /// Failure threshold override.
+    /// Failure threshold override (null = the cluster default).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     pub failure_threshold: Option<Option<i32>>,
-    /// Cooldown override, ms.
+    /// Cooldown override, ms (null = the cluster default).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400000)]
     pub cooldown_ms: Option<Option<i64>>,
-    /// Consecutive-successes-to-close override (`Some(None)` clears it).
+    /// Consecutive successful probe deliveries before a half-open circuit closes (null = the
+    /// cluster default).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 100)]
     pub close_after_successes: Option<Option<i32>>,
-    /// Replay dead letters on close.
+    /// Replay recent dead letters when a probe closes the circuit (not null).
+    #[serde(default, deserialize_with = "crate::patch::not_null")]
+    #[schema(value_type = bool)]
     pub replay_dead_letters_on_close: Option<bool>,
-    /// Replay window, ms.
+    /// How far back that replay reaches, ms (not null).
+    #[serde(default, deserialize_with = "crate::patch::not_null")]
+    #[schema(value_type = i64, minimum = 1, maximum = 2592000000_i64)]
     pub replay_window_ms: Option<i64>,
-    /// Rate limit (`Some(None)` removes it).
+    /// Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
+    /// deliveries).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<String>, example = "80/s")]
     pub rate_limit: Option<Option<String>>,
-    /// Concurrency ceiling (`Some(None)` clears it back to the global ceiling).
+    /// Concurrency ceiling (null = the global one).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<Option<i32>>,
-    /// Event-type filter (`Some(None)` clears it: the channel then receives every type).
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
+    /// `null` clears the filter (every type).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     pub event_types: Option<Option<Vec<String>>>,
-    /// The new URL's host key ([`crate::hosts::host_key`]), given with `url`.
+    /// The new URL's host key ([`crate::hosts::host_key`]), set by the caller with `url`; never
+    /// read from a body.
+    #[serde(skip)]
     pub host_key: Option<String>,
 }
 
