@@ -71,15 +71,15 @@ async fn retire_channels(
     // SKIP LOCKED: a row locked now belongs to a worker recording a success, which may be
     // waiting for a job group row this transaction holds; waiting for it could deadlock (module
     // docs).
-    let deliveries = sqlx::query(
+    let deliveries = sqlx::query!(
         "UPDATE deliveries d SET status = 'cancelled', last_error = $2, updated_at = now()
          FROM (SELECT id FROM deliveries
                WHERE channel_id = ANY($1) AND status NOT IN ('delivered', 'dead', 'cancelled')
                FOR UPDATE SKIP LOCKED) w
          WHERE d.id = w.id",
+        channel_ids,
+        reason,
     )
-    .bind(channel_ids)
-    .bind(reason)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -220,26 +220,29 @@ pub async fn cancel_delivery(
     delivery_id: Uuid,
     actor: &str,
 ) -> Result<()> {
-    let row: Option<(Uuid, Status)> = sqlx::query_as(
-        "SELECT channel_id, status FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    let row = sqlx::query!(
+        r#"SELECT channel_id, status AS "status: Status" FROM deliveries
+         WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
+        delivery_id,
+        tenant_id,
     )
-    .bind(delivery_id)
-    .bind(tenant_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (channel_id, status) = row.ok_or(Error::NotFound("delivery"))?;
+    let (channel_id, status) = row
+        .map(|r| (r.channel_id, r.status))
+        .ok_or(Error::NotFound("delivery"))?;
     if !cancellable(status) {
         return Err(Error::Conflict(format!(
             "delivery is {status}; only a delivery that is pending, paused, failed (waiting for \
              a retry) or delivering can be cancelled"
         )));
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE deliveries SET status = 'cancelled', last_error = $2, updated_at = now()
          WHERE id = $1",
+        delivery_id,
+        REASON_CANCELLED,
     )
-    .bind(delivery_id)
-    .bind(REASON_CANCELLED)
     .execute(&mut *tx)
     .await?;
     let jobs = breakwater_queue::cancel_keys(
@@ -286,7 +289,6 @@ pub async fn purge_payload(
     actor: &str,
 ) -> Result<bool> {
     // A message's delivery has no payload of its own (NULL): its size is the message's.
-    #[derive(sqlx::FromRow)]
     struct Row {
         channel_id: Uuid,
         status: Status,
@@ -294,13 +296,15 @@ pub async fn purge_payload(
         bytes: Option<i32>,
         message_id: Option<Uuid>,
     }
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT channel_id, status, payload_purged_at IS NOT NULL AS purged,
-                octet_length(payload) AS bytes, message_id
-         FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    let row = sqlx::query_as!(
+        Row,
+        r#"SELECT channel_id, status AS "status: Status",
+                  payload_purged_at IS NOT NULL AS "purged!",
+                  octet_length(payload) AS bytes, message_id
+           FROM deliveries WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
+        delivery_id,
+        tenant_id,
     )
-    .bind(delivery_id)
-    .bind(tenant_id)
     .fetch_optional(&mut *tx)
     .await?;
     let Row {
@@ -322,10 +326,12 @@ pub async fn purge_payload(
     if let Some(message_id) = message_id {
         return purge_message_payload(tx, tenant_id, message_id, actor).await;
     }
-    sqlx::query("UPDATE deliveries SET payload = 'null', payload_purged_at = now() WHERE id = $1")
-        .bind(delivery_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "UPDATE deliveries SET payload = 'null', payload_purged_at = now() WHERE id = $1",
+        delivery_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     let bytes = bytes.unwrap_or(0);
     audit::record(
         &mut *tx,
@@ -353,11 +359,11 @@ async fn purge_message_payload(
     .bind(tenant_id)
     .fetch_one(&mut *tx)
     .await?;
-    let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM deliveries
-         WHERE message_id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')",
+    let live: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "live!" FROM deliveries
+         WHERE message_id = $1 AND status NOT IN ('delivered', 'dead', 'cancelled')"#,
+        message_id,
     )
-    .bind(message_id)
     .fetch_one(&mut *tx)
     .await?;
     if live > 0 {
@@ -370,15 +376,16 @@ async fn purge_message_payload(
         .bind(message_id)
         .execute(&mut *tx)
         .await?;
-    let marked: Vec<(Uuid, Uuid)> = sqlx::query_as(
+    let marked = sqlx::query!(
         "UPDATE deliveries SET payload_purged_at = now()
          WHERE message_id = $1 AND payload_purged_at IS NULL
          RETURNING id, channel_id",
+        message_id,
     )
-    .bind(message_id)
     .fetch_all(&mut *tx)
     .await?;
-    for (delivery_id, channel_id) in marked {
+    for m in marked {
+        let (delivery_id, channel_id) = (m.id, m.channel_id);
         audit::record(
             &mut *tx,
             &audit::Entry {

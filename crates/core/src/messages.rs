@@ -215,17 +215,17 @@ pub async fn send(
     let ids: Vec<Uuid> = targets.iter().map(|_| Uuid::now_v7()).collect();
     let channel_ids: Vec<Uuid> = targets.iter().map(|t| t.0).collect();
     let statuses: Vec<&str> = targets.iter().map(|t| t.1.as_str()).collect();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO deliveries (id, tenant_id, channel_id, message_id, event_type, payload, status)
          SELECT id, $2, channel_id, $3, $4, NULL, status
          FROM unnest($1::uuid[], $5::uuid[], $6::text[]) AS t(id, channel_id, status)",
+        &ids,
+        tenant_id,
+        id,
+        event_type,
+        &channel_ids,
+        &statuses as &[&str],
     )
-    .bind(&ids)
-    .bind(tenant_id)
-    .bind(id)
-    .bind(event_type)
-    .bind(&channel_ids)
-    .bind(&statuses)
     .execute(&mut *tx)
     .await?;
 
@@ -297,11 +297,12 @@ async fn replayed(
 }
 
 async fn fanned_out(exec: impl sqlx::PgExecutor<'_>, message_id: Uuid) -> Result<Vec<FannedOut>> {
-    Ok(sqlx::query_as(
-        "SELECT channel_id, id AS delivery_id, status FROM deliveries
-         WHERE message_id = $1 ORDER BY channel_id",
+    Ok(sqlx::query_as!(
+        FannedOut,
+        r#"SELECT channel_id, id AS delivery_id, status AS "status: Status" FROM deliveries
+         WHERE message_id = $1 ORDER BY channel_id"#,
+        message_id,
     )
-    .bind(message_id)
     .fetch_all(exec)
     .await?)
 }
@@ -362,12 +363,13 @@ pub async fn get(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> Result<M
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("message"))?;
-    message.deliveries = sqlx::query_as(
-        "SELECT channel_id, id AS delivery_id, status, attempts, last_error, updated_at,
-                delivered_at
-         FROM deliveries WHERE message_id = $1 ORDER BY channel_id",
+    message.deliveries = sqlx::query_as!(
+        DeliveryStatus,
+        r#"SELECT channel_id, id AS delivery_id, status AS "status: Status", attempts, last_error,
+                  updated_at, delivered_at
+           FROM deliveries WHERE message_id = $1 ORDER BY channel_id"#,
+        id,
     )
-    .bind(id)
     .fetch_all(&mut *conn)
     .await?;
     Ok(message)

@@ -154,11 +154,13 @@ pub async fn take_slot(
             .bind(t)
             .fetch_one(&mut *tx)
             .await?;
-            sqlx::query("UPDATE deliveries SET rate_slot_at = $2 WHERE id = $1")
-                .bind(delivery_id)
-                .bind(turn)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query!(
+                "UPDATE deliveries SET rate_slot_at = $2 WHERE id = $1",
+                delivery_id,
+                turn,
+            )
+            .execute(&mut *tx)
+            .await?;
             (turn, true)
         }
     };

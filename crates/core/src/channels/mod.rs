@@ -441,12 +441,12 @@ pub async fn update(
 /// the new rate, oldest first (or all go at once when the limit is removed). Deliveries waiting
 /// for a retry backoff keep their time (their turn, if any, is in the past).
 async fn retime_rate_limited(conn: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
-    let keys: Vec<String> = sqlx::query_scalar(
-        "UPDATE deliveries SET rate_slot_at = NULL
+    let keys: Vec<String> = sqlx::query_scalar!(
+        r#"UPDATE deliveries SET rate_slot_at = NULL
          WHERE channel_id = $1 AND rate_slot_at > now() AND status IN ('pending', 'failed')
-         RETURNING 'delivery:' || id",
+         RETURNING 'delivery:' || id AS "key!""#,
+        channel_id,
     )
-    .bind(channel_id)
     .fetch_all(&mut *conn)
     .await?;
     Ok(breakwater_queue::make_due(conn, &keys).await?)

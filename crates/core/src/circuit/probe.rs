@@ -275,10 +275,10 @@ pub(super) async fn choose_probe(
     .bind(lease_ms)
     .fetch_one(&mut *tx)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'paused'",
+        d,
     )
-    .bind(d)
     .execute(&mut *tx)
     .await?;
     Ok(Some((d, deadline)))

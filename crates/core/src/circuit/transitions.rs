@@ -174,11 +174,11 @@ pub(super) async fn on_opened(
 /// (channel row before group row, everywhere).
 pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let n = breakwater_queue::park_group(&mut *tx, channel_id).await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE deliveries SET status = 'paused', updated_at = now()
          WHERE channel_id = $1 AND status IN ('pending', 'failed')",
+        channel_id,
     )
-    .bind(channel_id)
     .execute(&mut *tx)
     .await?;
     Ok(n)
@@ -188,11 +188,11 @@ pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64
 /// first) and puts its paused deliveries back to `pending`. Returns the number of jobs released.
 pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE deliveries SET status = 'pending', updated_at = now()
          WHERE channel_id = $1 AND status = 'paused'",
+        channel_id,
     )
-    .bind(channel_id)
     .execute(&mut *tx)
     .await?;
     Ok(n)
