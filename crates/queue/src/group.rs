@@ -209,19 +209,20 @@ pub async fn parked_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<i
 pub struct Backlog {
     /// Every waiting job of the group, parked or not.
     pub waiting: i64,
-    /// Those held by a parked group or a parked gate ([`crate::park_gate`]): the one definition
-    /// of "parked" for a count.
+    /// Those held by a parked group or a parked gate ([`crate::park_gate`]), by the one
+    /// definition of "parked" (the `job_group_parking` view).
     pub parked: i64,
 }
 
 /// Counts group `group_id`'s [`Backlog`]: one ordered range of `jobs_group_idx` per state.
+/// "Parked" is the `job_group_parking` view's (the group's flag or its gate's; see
+/// `migrations/`), as for [`crate::parked_count_sql`] and [`crate::stats::queue_stats`].
 pub async fn backlog(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Backlog> {
     let row = sqlx::query!(
         r#"SELECT count(*) AS "waiting!",
-                  count(*) FILTER (WHERE g.parked OR coalesce(x.parked, false)) AS "parked!"
+                  count(*) FILTER (WHERE p.parked) AS "parked!"
          FROM jobs j
-         JOIN job_groups g ON g.group_id = j.group_id
-         LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+         JOIN job_group_parking p ON p.group_id = j.group_id
          WHERE j.group_id = $1 AND j.state IN ('available', 'scheduled')"#,
         group_id,
     )

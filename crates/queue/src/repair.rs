@@ -123,20 +123,20 @@ pub async fn recount_group_slots(exec: impl PgExecutor<'_>, group_id: Uuid) -> R
 
 /// A SQL expression (a scalar subquery, `bigint`) counting the parked jobs of the group whose id
 /// is the SQL expression `group_id`: its waiting (`available` or `scheduled`) jobs while the
-/// group or its gate is parked, else 0 (also 0 for a group without a row). The same rule as
-/// [`crate::Backlog::parked`], for a caller's statement that lists many groups at once (e.g.
-/// `parked_count_sql("c.id")`); the jobs are counted only for a parked group (the `CASE` runs
-/// its subquery on demand), so a big backlog that is not parked costs nothing. `group_id` must
-/// be trusted SQL, never user input.
+/// group or its gate is parked (the `job_group_parking` view, the one definition), else 0 (also
+/// 0 for a group without a row). The same count as [`crate::Backlog::parked`], for a caller's
+/// statement that lists many groups at once (e.g. `parked_count_sql("c.id")`); the jobs are
+/// counted only for a parked group (the `CASE` runs its subquery on demand), so a big backlog
+/// that is not parked costs nothing. `group_id` must be trusted SQL, never user input.
 pub fn parked_count_sql(group_id: &str) -> String {
     format!(
-        "coalesce((SELECT CASE WHEN g.parked OR coalesce(x.parked, false)
+        "coalesce((SELECT CASE WHEN p.parked
                           THEN (SELECT count(*) FROM jobs j
-                                WHERE j.group_id = g.group_id
+                                WHERE j.group_id = p.group_id
                                   AND j.state IN ('available', 'scheduled'))
                           ELSE 0 END
-                   FROM job_groups g LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-                   WHERE g.group_id = {group_id}), 0)"
+                   FROM job_group_parking p
+                   WHERE p.group_id = {group_id}), 0)"
     )
 }
 

@@ -20,6 +20,7 @@ pub struct QueueStats {
     /// Of `available` + `scheduled`, those of parked groups ([`crate::park_group`]) or of
     /// groups in a parked gate ([`crate::park_gate`]) — for Breakwater, deliveries held back by
     /// an open channel or host circuit, or a pause.
+    // Counted by the one definition of "parked", the `job_group_parking` view.
     pub parked: i64,
     /// How long the oldest available job has been due, milliseconds (0 when none is).
     pub oldest_available_ms: i64,
@@ -45,9 +46,8 @@ pub async fn queue_stats(exec: impl PgExecutor<'_>) -> Result<Vec<QueueStats>> {
                 greatest(coalesce(floor(extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE state = 'available' AND p.group_id IS NULL)) * 1000), 0), 0)::int8
                     AS oldest_available_ms
          FROM jobs j
-         LEFT JOIN (SELECT g.group_id FROM job_groups g
-                    LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-                    WHERE g.parked OR x.parked) p ON p.group_id = j.group_id
+         LEFT JOIN (SELECT group_id FROM job_group_parking WHERE parked) p
+                ON p.group_id = j.group_id
          WHERE state IN ('available', 'scheduled', 'executing')
          GROUP BY queue
          ORDER BY queue",
