@@ -8,7 +8,7 @@
 
 use crate::deliveries::Status;
 use crate::Result;
-use breakwater_queue::JobState;
+use breakwater_queue::{JobState, SlotOwner};
 use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -137,26 +137,19 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
         |(delivery_id,): (Uuid,)| Finding::NotDelivering { delivery_id },
     )
     .await?;
-    let drift = breakwater_queue::group_slots_drift(&mut *conn, limit).await?;
-    out.extend(
-        drift
-            .into_iter()
-            .map(|(group_id, in_flight, executing)| Finding::SlotsDrift {
-                group_id,
-                in_flight,
-                executing,
-            }),
-    );
-    out.extend(
-        breakwater_queue::gate_slots_drift(&mut *conn, limit)
-            .await?
-            .into_iter()
-            .map(|(gate_key, in_flight, executing)| Finding::GateSlotsDrift {
-                gate_key,
-                in_flight,
-                executing,
-            }),
-    );
+    let drift = breakwater_queue::slots_drift(&mut *conn, limit).await?;
+    out.extend(drift.into_iter().map(|d| match d.owner {
+        SlotOwner::Group(group_id) => Finding::SlotsDrift {
+            group_id,
+            in_flight: d.in_flight,
+            executing: d.executing,
+        },
+        SlotOwner::Gate(gate_key) => Finding::GateSlotsDrift {
+            gate_key,
+            in_flight: d.in_flight,
+            executing: d.executing,
+        },
+    }));
     Ok(out)
 }
 

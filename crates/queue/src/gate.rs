@@ -19,7 +19,7 @@
 //! without a stamp. So a gate with no cap that is not parked — the common case: a host shared by
 //! many channels of many tenants — is never locked or written by claims and results, and the
 //! counts are exact whatever happens to a group's gate or to the cap meanwhile: `in_flight` is
-//! always the number of executing jobs stamped with the gate ([`gate_slots_drift`] checks it).
+//! always the number of executing jobs stamped with the gate ([`crate::slots_drift`] checks it).
 //! The room of a counted gate is shared across shares first, in the fetch's water-filling order
 //! (see [`crate::fetch`]).
 //!
@@ -340,57 +340,6 @@ pub async fn parked_gates(exec: impl PgExecutor<'_>) -> Result<Vec<String>> {
             .fetch_all(exec)
             .await?,
     )
-}
-
-/// Gates whose `in_flight` differs from the number of jobs in state `executing` counted in them
-/// (`jobs.gate_slot` = the gate; at most `limit`, by key): `(gate_key, in_flight, executing)`.
-/// Reads only. On a live cluster a claim or result in progress can show here for an instant;
-/// [`recount_gate_slots`] re-counts under the gate's lock.
-pub async fn gate_slots_drift(
-    exec: impl PgExecutor<'_>,
-    limit: i64,
-) -> Result<Vec<(String, i32, i64)>> {
-    Ok(sqlx::query!(
-        r#"SELECT x.gate_key, x.in_flight, coalesce(c.n, 0) AS "executing!"
-         FROM job_gates x
-         LEFT JOIN (SELECT gate_slot, count(*) AS n FROM jobs
-                    WHERE state = 'executing' AND gate_slot IS NOT NULL
-                    GROUP BY gate_slot) c ON c.gate_slot = x.gate_key
-         WHERE x.in_flight <> coalesce(c.n, 0)
-         ORDER BY x.gate_key
-         LIMIT $1"#,
-        limit,
-    )
-    .map(|r| (r.gate_key, r.in_flight, r.executing))
-    .fetch_all(exec)
-    .await?)
-}
-
-/// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it
-/// (`jobs.gate_slot`) (a repair for a counter that went wrong: a bug, a hand edit, a restore).
-/// Returns whether it changed.
-///
-/// Locks the gate's row first, in its own statement, then counts in a second one (a fresh
-/// snapshot): a fetch counting in this gate waits meanwhile, and a finishing stamped job's
-/// trigger waits for the lock and lowers the count after this one is written, so the result is
-/// exact. Runs in a transaction (a savepoint inside the caller's).
-pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    lock_rows!(&mut *tx, "job_gates", "gate_key = $1", gate_key);
-    let changed = sqlx::query!(
-        "UPDATE job_gates x
-         SET in_flight = c.n
-         FROM (SELECT count(*)::int AS n FROM jobs
-               WHERE state = 'executing' AND gate_slot = $1) c
-         WHERE x.gate_key = $1 AND x.in_flight <> c.n",
-        gate_key,
-    )
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        > 0;
-    tx.commit().await?;
-    Ok(changed)
 }
 
 /// SQL expressions over the gate whose key is the SQL expression `gate_key`, for a caller's

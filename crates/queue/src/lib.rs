@@ -79,9 +79,8 @@ pub use enqueue::{enqueue, enqueue_many, reschedule_unique, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, fetch_batch_from, index_rows, Fetched};
 pub use gate::{
-    gate_slots_drift, gate_state, gate_summary_sql, gate_waiting_count, park_gate, parked_gates,
-    recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate, wake_one_in_gate,
-    GateState,
+    gate_state, gate_summary_sql, gate_waiting_count, park_gate, parked_gates, release_gate,
+    set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
 };
 pub use group::{
     adapt_limit, backlog, define_group, group_state, lock_group, make_due, make_group_due_until,
@@ -91,8 +90,8 @@ pub use group::{
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use repair::{
-    cancel_waiting_job, executing_job_exists_sql, group_slots_drift, last_job, last_job_state_sql,
-    live_job_exists_sql, move_waiting, parked_count_sql, recount_group_slots, Reconciled,
-    WAITING_JOBS_SQL,
+    cancel_waiting_job, executing_job_exists_sql, last_job, last_job_state_sql,
+    live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots, recount_group_slots,
+    slots_drift, Reconciled, SlotOwner, SlotsDrift, WAITING_JOBS_SQL,
 };
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

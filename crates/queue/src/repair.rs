@@ -1,5 +1,7 @@
-//! Checks and repairs of the queue's own bookkeeping, and the few statements other crates need
-//! on `jobs` and `job_groups` that are not part of a job's life cycle: moving waiting jobs to
+//! Checks and repairs of the queue's own bookkeeping (the `in_flight` counters of job groups and
+//! gates: [`slots_drift`], [`recount_group_slots`], [`recount_gate_slots`]), and the few
+//! statements other crates need on `jobs` and `job_groups` that are not part of a job's life
+//! cycle: moving waiting jobs to
 //! another queue, cancelling one waiting job by id, reading the newest job of a unique key, and
 //! the SQL fragments for a caller's statement over many rows at once (a group's waiting count, a
 //! key's newest job state, whether a key has a live or an executing job, the waiting jobs).
@@ -10,7 +12,7 @@
 //! job-state predicate ("waiting", "live", "executing", "newest") is still written here.
 
 use crate::{JobState, Result};
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 /// What a reconciler of parking repaired: the job groups or gates whose `parked` flag it set
@@ -85,25 +87,74 @@ pub async fn last_job(
     Ok(row.map(|r| (r.state, r.error)))
 }
 
-/// Job groups whose `in_flight` differs from their executing jobs, at most `limit`: (group,
-/// counter, executing jobs). Reads only. [`recount_group_slots`] repairs one.
-pub async fn group_slots_drift(
-    exec: impl PgExecutor<'_>,
-    limit: i64,
-) -> Result<Vec<(Uuid, i32, i64)>> {
-    Ok(sqlx::query!(
-        r#"SELECT g.group_id, g.in_flight, coalesce(x.n, 0) AS "executing!"
-         FROM job_groups g
-         LEFT JOIN (SELECT group_id, count(*) AS n FROM jobs
-                    WHERE state = 'executing' AND group_id IS NOT NULL GROUP BY group_id) x
-                ON x.group_id = g.group_id
-         WHERE g.in_flight <> coalesce(x.n, 0)
-         LIMIT $1"#,
+/// Whose `in_flight` counter a [`SlotsDrift`] is about: a job group's (`job_groups`) or a
+/// gate's (`job_gates`, see [`crate::set_group_gate`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SlotOwner {
+    /// Job group `group_id`: its counter is its jobs in state `executing`.
+    Group(Uuid),
+    /// Gate `gate_key`: its counter is the executing jobs counted in it (`jobs.gate_slot` = the
+    /// key), whatever gate their group is in now.
+    Gate(String),
+}
+
+/// A counter of jobs in flight that differs from the jobs it counts (a bug, a hand edit, a
+/// restore; on a live cluster also a claim or result in progress, for an instant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotsDrift {
+    /// The group or gate the counter belongs to.
+    pub owner: SlotOwner,
+    /// The counter (`in_flight`).
+    pub in_flight: i32,
+    /// The executing jobs it should equal.
+    pub executing: i64,
+}
+
+/// Job groups and gates whose `in_flight` differs from the executing jobs it counts, at most
+/// `limit` of each (groups first, then gates by key). Reads only; [`recount_group_slots`] and
+/// [`recount_gate_slots`] repair one.
+///
+/// One statement: the executing jobs are read once (the `jobs_executing_idx` partial index) and
+/// counted twice with `GROUPING SETS` — by group, and by the gate each was counted in — then
+/// compared with each table's counters. Takes no locks; safe on a live cluster.
+pub async fn slots_drift(exec: impl PgExecutor<'_>, limit: i64) -> Result<Vec<SlotsDrift>> {
+    let rows = sqlx::query!(
+        r#"WITH executing AS (
+             SELECT group_id, gate_slot, count(*) AS n FROM jobs
+             WHERE state = 'executing'
+             GROUP BY GROUPING SETS ((group_id), (gate_slot)))
+         (SELECT g.group_id AS "group_id?", NULL::text AS "gate_key?", g.in_flight AS "in_flight!",
+                 coalesce(e.n, 0) AS "executing!"
+          FROM job_groups g LEFT JOIN executing e ON e.group_id = g.group_id
+          WHERE g.in_flight <> coalesce(e.n, 0)
+          LIMIT $1)
+         UNION ALL
+         (SELECT NULL::uuid, x.gate_key, x.in_flight, coalesce(e.n, 0)
+          FROM job_gates x LEFT JOIN executing e ON e.gate_slot = x.gate_key
+          WHERE x.in_flight <> coalesce(e.n, 0)
+          ORDER BY x.gate_key
+          LIMIT $1)"#,
         limit,
     )
-    .map(|r| (r.group_id, r.in_flight, r.executing))
     .fetch_all(exec)
-    .await?)
+    .await?;
+    // Each arm sets exactly one of the two keys (both are primary keys, never NULL), so no row
+    // is dropped here.
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| {
+            let owner = match (r.group_id, r.gate_key) {
+                (Some(group_id), None) => SlotOwner::Group(group_id),
+                (None, Some(gate_key)) => SlotOwner::Gate(gate_key),
+                _ => return None,
+            };
+            Some(SlotsDrift {
+                owner,
+                in_flight: r.in_flight,
+                executing: r.executing,
+            })
+        })
+        .collect())
 }
 
 /// Sets group `group_id`'s `in_flight` to its executing jobs (one UPDATE, under the group's row
@@ -119,6 +170,33 @@ pub async fn recount_group_slots(exec: impl PgExecutor<'_>, group_id: Uuid) -> R
     .execute(exec)
     .await?;
     Ok(r.rows_affected() > 0)
+}
+
+/// Sets gate `gate_key`'s `in_flight` to the number of executing jobs counted in it
+/// (`jobs.gate_slot`) (a repair for a counter that went wrong: a bug, a hand edit, a restore).
+/// Returns whether it changed.
+///
+/// Locks the gate's row first, in its own statement, then counts in a second one (a fresh
+/// snapshot): a fetch counting in this gate waits meanwhile, and a finishing stamped job's
+/// trigger waits for the lock and lowers the count after this one is written, so the result is
+/// exact. Runs in a transaction (a savepoint inside the caller's).
+pub async fn recount_gate_slots(conn: &mut PgConnection, gate_key: &str) -> Result<bool> {
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    lock_rows!(&mut *tx, "job_gates", "gate_key = $1", gate_key);
+    let changed = sqlx::query!(
+        "UPDATE job_gates x
+         SET in_flight = c.n
+         FROM (SELECT count(*)::int AS n FROM jobs
+               WHERE state = 'executing' AND gate_slot = $1) c
+         WHERE x.gate_key = $1 AND x.in_flight <> c.n",
+        gate_key,
+    )
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        > 0;
+    tx.commit().await?;
+    Ok(changed)
 }
 
 /// A SQL expression (a scalar subquery, `bigint`) counting the parked jobs of the group whose id

@@ -5,10 +5,10 @@ use breakwater_queue::maintenance::{heartbeat, rescue, RescuePolicy};
 use breakwater_queue::runner::PoolConfig;
 use breakwater_queue::{
     complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, fetch_batch,
-    fetch_batch_from, gate_slots_drift, gate_state, group_state, index_rows, park_gate, park_group,
-    parked_gates, recount_gate_slots, release_gate, set_gate_max_in_flight, set_group_gate,
-    set_max_in_flight, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob,
-    PRIORITY_URGENT,
+    fetch_batch_from, gate_state, group_state, index_rows, park_gate, park_group, parked_gates,
+    recount_gate_slots, recount_group_slots, release_gate, set_gate_max_in_flight, set_group_gate,
+    set_max_in_flight, slots_drift, snooze, wake_one_in_gate, Backoff, GroupLimits, Job, NewJob,
+    SlotOwner, SlotsDrift, PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -165,7 +165,7 @@ async fn a_gate_without_cap_and_not_parked_is_never_written_by_claims_or_results
         .await
         .unwrap();
     assert_eq!(stamped, 0, "no job was counted in a gate");
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 /// Runs `fetchers` concurrent fetch loops (limit 5 each) until each sees `rounds` empty fetches
@@ -551,7 +551,7 @@ async fn a_group_moved_between_capped_gates_with_jobs_in_flight_keeps_every_coun
         w.await.unwrap();
     }
     assert_eq!(counts(&pool, g).await, (0, 0, 0, 0, 0, 0));
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -595,7 +595,7 @@ async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
     assert_eq!(next.len(), 3);
     assert!(next.iter().all(|j| j.gate_key.as_deref() == Some("host-b")));
     assert_eq!(gate_in_flight(&pool, "host-b").await, 3);
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -748,28 +748,50 @@ async fn the_parked_count_of_a_list_is_the_backlogs(pool: PgPool) {
     assert_eq!(both(pool.clone(), missing).await, (0, 0), "no group row");
 }
 
+/// One check finds drifted counters of both kinds (a group's and a gate's), each repaired by its
+/// own recount.
 #[sqlx::test(migrator = "MIGRATOR")]
-async fn a_drifted_gate_counter_is_found_and_recounted(pool: PgPool) {
-    gated_groups(&pool, "host-a", None, 2, 3).await;
+async fn drifted_group_and_gate_counters_are_found_and_recounted(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 2, 3).await;
     let running = fetch(&pool, "q", "n", 4, &limits(Some(1000)))
         .await
         .unwrap();
     assert_eq!(running.len(), 4);
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
-    // A hand edit (or a bug) breaks the counter.
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
+    let executing = executing_in(&pool, &groups[..1]).await;
+    // A hand edit (or a bug) breaks the counters.
     sqlx::query("UPDATE job_gates SET in_flight = 9")
         .execute(&pool)
         .await
         .unwrap();
+    sqlx::query("UPDATE job_groups SET in_flight = 7 WHERE group_id = $1")
+        .bind(groups[0])
+        .execute(&pool)
+        .await
+        .unwrap();
     assert_eq!(
-        gate_slots_drift(&pool, 10).await.unwrap(),
-        vec![("host-a".to_string(), 9, 4)]
+        slots_drift(&pool, 10).await.unwrap(),
+        vec![
+            SlotsDrift {
+                owner: SlotOwner::Group(groups[0]),
+                in_flight: 7,
+                executing,
+            },
+            SlotsDrift {
+                owner: SlotOwner::Gate("host-a".to_string()),
+                in_flight: 9,
+                executing: 4,
+            },
+        ]
     );
     let mut conn = pool.acquire().await.unwrap();
     assert!(recount_gate_slots(&mut conn, "host-a").await.unwrap());
     assert!(!recount_gate_slots(&mut conn, "host-a").await.unwrap());
+    assert!(recount_group_slots(&mut *conn, groups[0]).await.unwrap());
     assert_eq!(gate_in_flight(&pool, "host-a").await, 4);
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    let group = group_state(&pool, groups[0]).await.unwrap().unwrap();
+    assert_eq!(i64::from(group.in_flight), executing);
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -905,7 +927,7 @@ async fn turning_a_cap_on_while_jobs_run_counts_them(pool: PgPool) {
         complete(&pool, j.id, j.claim_token).await.unwrap();
     }
     assert_eq!(gate_in_flight(&pool, "host-a").await, 1);
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -968,7 +990,7 @@ async fn a_cap_turned_on_under_load_holds_once_the_fetches_running_then_are_done
     }
     assert!(samples > 1);
     assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
-    assert!(gate_slots_drift(&pool, 10).await.unwrap().is_empty());
+    assert!(slots_drift(&pool, 10).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
