@@ -2,6 +2,7 @@
 //! log, alert webhooks, dead-letter replay.
 
 use breakwater::Role;
+use breakwater_core::deliveries::{self, Status};
 use breakwater_e2e::{
     all_parked, consecutive_failures, eventually, live_jobs_of_kind, spawn_workers, stop_all,
     test_settings, wait_until, Behavior, TestApp, OPERATOR_KEY,
@@ -675,6 +676,50 @@ async fn deliveries_to_a_paused_or_open_channel_are_parked_when_accepted(pool: P
         .await;
     assert_eq!((s, v["circuit"]["parked"].as_i64()), (200, Some(0)));
     assert_eq!(parked(paused).await, (0, 0));
+    app.stop().await;
+}
+
+/// Deliveries counted by status, per channel (`deliveries::channel_status_counts`) and for every
+/// channel (`deliveries::status_counts`), as the demo's summary reads them: typed statuses, 0
+/// for a status none has.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn deliveries_are_counted_by_status_per_channel_and_in_all(pool: PgPool) {
+    // API only: no worker runs, so the statuses are the enqueue's.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (key, paused) = app.tenant_with_channel("p").await;
+    let closed = app.channel(&key, "c").await;
+    app.pause(&key, paused).await;
+    app.deliver_many(&key, paused, 3).await;
+    app.deliver_many(&key, closed, 5).await;
+    let p = deliveries::channel_status_counts(&pool, paused)
+        .await
+        .unwrap();
+    assert_eq!(
+        (p.get(Status::Paused), p.get(Status::Pending), p.total()),
+        (3, 0, 3)
+    );
+    let c = deliveries::channel_status_counts(&pool, closed)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            c.get(Status::Pending),
+            c.sum(&[Status::Pending, Status::Paused, Status::Pending]),
+            c.total()
+        ),
+        (5, 5, 5),
+        "a status listed twice counts once"
+    );
+    let all = deliveries::status_counts(&pool).await.unwrap();
+    assert_eq!(
+        (
+            all.get(Status::Paused),
+            all.get(Status::Pending),
+            all.get(Status::Dead),
+            all.total()
+        ),
+        (3, 5, 0, 8)
+    );
     app.stop().await;
 }
 

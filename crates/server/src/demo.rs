@@ -10,6 +10,7 @@ use crate::config::{Secret, Settings};
 use crate::receiver::{Behavior, Receiver};
 use crate::throwaway::TempPostgres;
 use anyhow::{bail, Context};
+use breakwater_core::deliveries::{self, Status};
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -177,11 +178,8 @@ pub async fn run(
     // or the timeout.
     let deadline = Instant::now() + timeout;
     loop {
-        let open: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM deliveries WHERE status NOT IN ('delivered', 'dead', 'paused')",
-        )
-        .fetch_one(&pool)
-        .await?;
+        let counts = deliveries::status_counts(&pool).await?;
+        let open = counts.total() - counts.sum(&[Status::Delivered, Status::Dead, Status::Paused]);
         if open == 0 || Instant::now() > deadline {
             break;
         }
@@ -205,22 +203,15 @@ pub async fn run(
     );
     let mut all_ok = true;
     for c in &channels {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT status, count(*) FROM deliveries WHERE channel_id = $1 GROUP BY status",
-        )
-        .bind(c.id)
-        .fetch_all(&pool)
-        .await?;
-        let get = |s: &str| rows.iter().filter(|r| r.0 == s).map(|r| r.1).sum::<i64>();
-        let delivered = get("delivered");
-        let dead = get("dead");
-        let retrying = get("pending") + get("failed") + get("delivering");
-        let parked = get("paused");
-        let circuit: String =
-            sqlx::query_scalar("SELECT circuit_state FROM channels WHERE id = $1")
-                .bind(c.id)
-                .fetch_one(&pool)
-                .await?;
+        let counts = deliveries::channel_status_counts(&pool, c.id).await?;
+        let delivered = counts.get(Status::Delivered);
+        let dead = counts.get(Status::Dead);
+        let retrying = counts.sum(&[Status::Pending, Status::Failed, Status::Delivering]);
+        let parked = counts.get(Status::Paused);
+        let circuit = breakwater_core::channels::get_any(&pool, c.id)
+            .await?
+            .circuit_state
+            .as_str();
         let mut hist = Histogram::<u64>::new(3)?;
         let mut sig_fails = 0;
         let mut ids = std::collections::HashSet::new();

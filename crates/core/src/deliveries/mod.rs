@@ -3,7 +3,8 @@
 //!
 //! - this file: validating and enqueueing new deliveries, and the job that carries one;
 //! - [`status`]: the delivery [`Status`];
-//! - `read`: a delivery, its attempts and a channel's list, as the API shows them;
+//! - `read`: a delivery, its attempts and a channel's list, as the API shows them, and
+//!   deliveries counted by status;
 //! - `attempt`: what a worker reads before an attempt and writes after it;
 //! - `replay`: re-enqueueing dead deliveries.
 
@@ -19,7 +20,10 @@ pub use attempt::{
     begin_attempt, cancel_orphan, record_attempt, status_after, AttemptRecord, Dispatch, Endpoint,
     Recorded,
 };
-pub use read::{attempts, get, list, Attempt, Delivery, DeliverySummary, ListKey, DELIVERY_SELECT};
+pub use read::{
+    attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
+    ListKey, StatusCounts, DELIVERY_SELECT,
+};
 pub use replay::{replay, ReplaySelector, MAX_REPLAY};
 pub use status::Status;
 

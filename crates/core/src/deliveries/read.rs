@@ -1,5 +1,5 @@
 //! Deliveries and their attempts as the API shows them: one delivery, its attempts, and a
-//! page of a channel's deliveries.
+//! page of a channel's deliveries; and deliveries counted by status.
 
 use super::{RawJson, Status};
 use crate::outcome::Class;
@@ -7,6 +7,7 @@ use crate::{Error, Result};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgExecutor;
+use std::collections::HashMap;
 use uuid::Uuid;
 
 /// A delivery as the API shows it when it is read alone: its list row ([`DeliverySummary`]) and
@@ -143,4 +144,63 @@ pub async fn list(
         .bind(status)
         .bind(page.limit);
     Ok(page.bind_cursor(q).fetch_all(exec).await?)
+}
+
+/// Deliveries counted by [`Status`]: 0 for a status none has. Read by
+/// [`channel_status_counts`] and [`status_counts`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusCounts(HashMap<Status, i64>);
+
+impl StatusCounts {
+    /// How many deliveries have `status`.
+    pub fn get(&self, status: Status) -> i64 {
+        self.0.get(&status).copied().unwrap_or(0)
+    }
+
+    /// How many have any of `statuses` (each status counted once however often it is listed).
+    pub fn sum(&self, statuses: &[Status]) -> i64 {
+        Status::ALL
+            .iter()
+            .filter(|s| statuses.contains(s))
+            .map(|&s| self.get(s))
+            .sum()
+    }
+
+    /// How many there are, whatever their status.
+    pub fn total(&self) -> i64 {
+        self.0.values().sum()
+    }
+}
+
+/// Channel `channel_id`'s deliveries by status (any tenant's channel: the caller checks who
+/// may see it). One aggregate over the channel's rows (an index range on `channel_id`); its
+/// cost grows with the channel's deliveries, finished ones included (until retention prunes
+/// them).
+pub async fn channel_status_counts(
+    exec: impl PgExecutor<'_>,
+    channel_id: Uuid,
+) -> Result<StatusCounts> {
+    let rows = sqlx::query!(
+        r#"SELECT status AS "status: Status", count(*) AS "n!"
+         FROM deliveries WHERE channel_id = $1 GROUP BY status"#,
+        channel_id,
+    )
+    .fetch_all(exec)
+    .await?;
+    Ok(StatusCounts(
+        rows.into_iter().map(|r| (r.status, r.n)).collect(),
+    ))
+}
+
+/// Every delivery of every tenant, by status: one scan of the whole `deliveries` table, so for
+/// a small database (the demo's), not for a production one's regular use.
+pub async fn status_counts(exec: impl PgExecutor<'_>) -> Result<StatusCounts> {
+    let rows = sqlx::query!(
+        r#"SELECT status AS "status: Status", count(*) AS "n!" FROM deliveries GROUP BY status"#,
+    )
+    .fetch_all(exec)
+    .await?;
+    Ok(StatusCounts(
+        rows.into_iter().map(|r| (r.status, r.n)).collect(),
+    ))
 }
