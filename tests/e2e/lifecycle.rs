@@ -632,7 +632,7 @@ async fn a_final_deliverys_payload_can_be_purged(pool: PgPool) {
             &json!({}),
         )
         .await;
-    assert_eq!(s, 409, "{v}");
+    assert_eq!((s, v["code"].as_str()), (409, Some("conflict")), "{v}");
     assert!(v["detail"].as_str().unwrap().contains("purged"), "{v}");
     // Cancelled, then purged.
     let (s, _, _) = app.cancel(&key, waiting).await;
@@ -750,5 +750,34 @@ async fn channels_created_during_a_tenant_deletion_do_not_outlive_it(pool: PgPoo
             "round {round}: channels outlived their tenant: {created:?}"
         );
     }
+    app.stop().await;
+}
+
+/// A replay that cannot be made says why with a code a client can branch on: `not_dead` only
+/// for a delivery that is not dead, `conflict` for a dead one whose channel was deleted (a
+/// new-user trial: that one answered `not_dead`). Nothing is sent either way.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_replay_refused_names_why_with_its_code(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (key, ch) = app.tenant_with_channel("gone").await;
+    app.receiver.set("gone", Behavior::Status(404, None));
+    let dead = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    app.wait_delivery(dead, "dead", Duration::from_secs(10))
+        .await;
+    app.receiver.set("gone", Behavior::Status(200, None));
+    let delivered = app.deliver(&key, ch, json!({ "n": 2 })).await;
+    app.wait_delivery(delivered, "delivered", Duration::from_secs(10))
+        .await;
+    let replay = |id: Uuid| format!("/api/v1/deliveries/{id}/replay");
+
+    let (s, v) = app.post_empty(&replay(delivered), &key).await;
+    assert_eq!((s, v["code"].as_str()), (409, Some("not_dead")), "{v}");
+    let (s, _, _) = app.delete(&format!("/api/v1/channels/{ch}"), &key).await;
+    assert_eq!(s, 204);
+    let (s, v) = app.post_empty(&replay(dead), &key).await;
+    assert_eq!((s, v["code"].as_str()), (409, Some("conflict")), "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("deleted"), "{v}");
+    assert_eq!(app.delivery_status(dead).await, "dead");
+    assert_eq!(app.receiver.count("gone"), 2, "nothing more was sent");
     app.stop().await;
 }

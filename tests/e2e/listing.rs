@@ -150,6 +150,7 @@ async fn status_filter_and_bad_paging_input_are_checked(pool: PgPool) {
 
     // Bad input: 422 naming the field, never a 500.
     invalid(&app, &format!("{path}?status=melted"), &key, "status").await;
+    invalid(&app, &format!("{path}?status="), &key, "status").await;
     invalid(&app, &format!("{path}?limit=0"), &key, "limit").await;
     invalid(&app, &format!("{path}?limit=1001"), &key, "limit").await;
     invalid(&app, &format!("{path}?limit=many"), &key, "limit").await;

@@ -104,6 +104,18 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
             url.scheme()
         ));
     }
+    // The WHATWG parser reads `http:///x`, `http:/x`, `http:x` and `http:\\x` as `http://x/`:
+    // a slash too many or too few, or a backslash, and the path becomes the host. Only
+    // `scheme://host…` is taken, so the URL stored is the one given (a new-user trial: `http:///x`
+    // was created as a channel to host `x`).
+    let authority = raw.get(url.scheme().len() + 1..).unwrap_or_default();
+    if !authority.starts_with("//") || authority[2..].starts_with(['/', '\\']) {
+        return Err(format!(
+            "must start with {}:// and a host (e.g. {}://example.com/hook)",
+            url.scheme(),
+            url.scheme()
+        ));
+    }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("must not contain credentials".into());
     }
@@ -245,6 +257,24 @@ mod tests {
         assert!(parse_channel_url("http://localhost/", false).is_err());
         assert!(parse_channel_url("http://169.254.169.254/latest/meta-data", false).is_err());
         assert!(parse_channel_url("http://127.0.0.1:8080/", true).is_ok());
+    }
+
+    #[test]
+    fn a_url_whose_host_the_parser_would_invent_is_refused() {
+        for url in [
+            "http:///x",
+            "https:///example.com/hook",
+            "http:/example.com",
+            "http:example.com",
+            "http:\\\\example.com",
+            "http://\\example.com",
+            "HTTP:///example.com",
+        ] {
+            let err = parse_channel_url(url, true).unwrap_err();
+            assert!(err.contains("://"), "{url}: {err}");
+        }
+        assert!(parse_channel_url("HTTPS://Example.com/hook", false).is_ok());
+        assert!(parse_channel_url("http://127.0.0.1:8080/x", true).is_ok());
     }
 
     #[test]

@@ -64,9 +64,9 @@ pub(crate) async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
     let channel = channels::get(call.state.pool(), call.tenant_id(), channel_id).await?;
-    // An empty `status=` is no filter.
-    let status =
-        list_filter::<deliveries::Status>("status", q.status.as_deref().filter(|s| !s.is_empty()))?;
+    // An empty `status=` is refused like any other value that is not a status, as the
+    // operator lists' `state=` (a new-user trial: one was no filter, the other a 422).
+    let status = list_filter::<deliveries::Status>("status", q.status.as_deref())?;
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
     let rows = deliveries::list(
         call.state.pool(),
@@ -162,19 +162,22 @@ pub(crate) async fn replay(
         None => Vec::new(),
     };
     if ids.is_empty() {
-        let detail = if delivery.summary.status != deliveries::Status::Dead {
-            format!(
-                "delivery is {}; only dead deliveries can be replayed",
-                delivery.summary.status
-            )
+        // `not_dead` only for a delivery that is not dead: a client may branch on the code (a
+        // new-user trial: a dead delivery of a deleted channel answered `not_dead`).
+        let (code, detail) = if delivery.summary.status != deliveries::Status::Dead {
+            let status = delivery.summary.status;
+            let detail = format!("delivery is {status}; only dead deliveries can be replayed");
+            ("not_dead", detail)
         } else if delivery.payload_purged_at.is_some() {
-            "its payload was purged; a purged delivery cannot be replayed".to_string()
+            let detail = "its payload was purged; a purged delivery cannot be replayed";
+            ("conflict", detail.to_string())
         } else {
-            "its channel was deleted; nothing can be sent to it".to_string()
+            let detail = "its channel was deleted; nothing can be sent to it";
+            ("conflict", detail.to_string())
         };
         return Err(ApiError::new(
             axum::http::StatusCode::CONFLICT,
-            "not_dead",
+            code,
             detail,
         ));
     }
