@@ -363,6 +363,21 @@ pub async fn adapt_limit(
     Ok(())
 }
 
+/// [`adapt_limit`] for several groups, each once, in group-id order (the order every batch of
+/// results takes group rows in, [`crate::finish_batch`], so two batches cannot deadlock).
+pub async fn adapt_limits(
+    conn: &mut PgConnection,
+    feedback: &[(Uuid, Feedback)],
+    limits: &GroupLimits,
+) -> Result<()> {
+    let mut sorted: Vec<&(Uuid, Feedback)> = feedback.iter().collect();
+    sorted.sort_by_key(|(group, _)| *group);
+    for (group, f) in sorted {
+        adapt_limit(&mut *conn, *group, *f, limits).await?;
+    }
+    Ok(())
+}
+
 /// Makes group `group_id`'s `scheduled` jobs due no later than `until` (a database time) due
 /// now, keeping their order (`scheduled_at` now, then id), and wakes their queues: for a caller
 /// that ends a wait it had put on the whole group (a channel's `Retry-After` hold: its snoozed

@@ -83,12 +83,14 @@ pub use gate::{
     set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
 };
 pub use group::{
-    adapt_limit, backlog, define_group, group_state, lock_group, make_due, make_group_due_until,
-    park_group, parked_count, parked_groups, release_group, set_max_in_flight, waiting_count,
-    wake_one, Backlog, Feedback, GroupLimits, GroupState,
+    adapt_limit, adapt_limits, backlog, define_group, group_state, lock_group, make_due,
+    make_group_due_until, park_group, parked_count, parked_groups, release_group,
+    set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
-pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
+pub use outcome::{
+    cancel, complete, discard, finish_batch, hand_back, retry, snooze, Finish, RetryOutcome,
+};
 pub use repair::{
     cancel_waiting_job, executing_job_exists_sql, last_job, last_job_state_sql,
     live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots, recount_group_slots,

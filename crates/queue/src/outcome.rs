@@ -29,6 +29,89 @@ pub async fn complete(exec: impl PgExecutor<'_>, id: i64, claim_token: Uuid) -> 
     Ok(r.rows_affected() == 1)
 }
 
+/// One claimed job's end in a [`finish_batch`]: completed, or cancelled (its work was called off
+/// while it ran) with `cancel_reason` appended to its `errors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finish<'a> {
+    /// The job.
+    pub id: i64,
+    /// The claim its result belongs to ([`crate::Job::claim_token`]).
+    pub claim_token: Uuid,
+    /// `None`: completed; `Some(reason)`: cancelled.
+    pub cancel_reason: Option<&'a str>,
+}
+
+/// Ends many claimed jobs in one statement — each [`complete`]d or [`cancel`]led as its
+/// [`Finish`] says, each fenced by its own claim token as every result is — and releases their
+/// slots in the same statement: one update per group and one per counted gate, taken in key
+/// order, instead of the slot-release trigger's one update per job (migration
+/// `20261204000002`: the statement sets `breakwater.slot_release = 'caller'` for its
+/// transaction, so the trigger leaves these rows to it). Lock order as every result's: job rows,
+/// then group rows, then gate rows; two batches that share groups take them in the same order
+/// and cannot deadlock.
+///
+/// Returns the ids whose claim still held (ended here); a job missing from it was rescued or
+/// handed back since its claim, and this changed nothing of it. Call it last in the caller's
+/// transaction (the setting lasts until the transaction ends, and any later job update of the
+/// same transaction would release no slot).
+pub async fn finish_batch(exec: impl PgExecutor<'_>, jobs: &[Finish<'_>]) -> Result<Vec<i64>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    let tokens: Vec<Uuid> = jobs.iter().map(|j| j.claim_token).collect();
+    let reasons: Vec<Option<&str>> = jobs.iter().map(|j| j.cancel_reason).collect();
+    let done = sqlx::query_scalar!(
+        r#"
+        WITH caller AS (
+            SELECT set_config('breakwater.slot_release', 'caller', true) AS released_here
+        ), done AS (
+            UPDATE jobs j
+            SET state = CASE WHEN i.reason IS NULL THEN 'completed' ELSE 'cancelled' END,
+                finalized_at = now(), claim_token = NULL,
+                errors = CASE WHEN i.reason IS NULL THEN j.errors
+                              ELSE j.errors || jsonb_build_object('attempt', j.attempt, 'at', now(),
+                                                                  'error', i.reason) END
+            FROM unnest($1::int8[], $2::uuid[], $3::text[]) AS i(id, token, reason)
+            WHERE j.id = i.id AND j.claim_token = i.token AND j.state = 'executing'
+              AND (SELECT released_here FROM caller) IS NOT NULL
+            RETURNING j.id, j.group_id, j.gate_slot
+        ), per_group AS (
+            SELECT group_id, count(*)::int AS n FROM done WHERE group_id IS NOT NULL
+            GROUP BY group_id
+        ), group_locks AS (
+            SELECT g.group_id FROM job_groups g JOIN per_group p ON p.group_id = g.group_id
+            ORDER BY g.group_id
+            FOR NO KEY UPDATE OF g
+        ), groups_released AS (
+            UPDATE job_groups g SET in_flight = greatest(g.in_flight - p.n, 0)
+            FROM per_group p JOIN group_locks l ON l.group_id = p.group_id
+            WHERE g.group_id = p.group_id
+        ), per_gate AS (
+            SELECT gate_slot, count(*)::int AS n FROM done
+            WHERE group_id IS NOT NULL AND gate_slot IS NOT NULL
+            GROUP BY gate_slot
+        ), gate_locks AS (
+            SELECT x.gate_key FROM job_gates x JOIN per_gate p ON p.gate_slot = x.gate_key
+            WHERE (SELECT count(*) FROM group_locks) >= 0
+            ORDER BY x.gate_key
+            FOR NO KEY UPDATE OF x
+        ), gates_released AS (
+            UPDATE job_gates x SET in_flight = greatest(x.in_flight - p.n, 0)
+            FROM per_gate p JOIN gate_locks l ON l.gate_key = p.gate_slot
+            WHERE x.gate_key = p.gate_slot
+        )
+        SELECT id AS "id!" FROM done
+        "#,
+        &ids,
+        &tokens,
+        &reasons as &[Option<&str>],
+    )
+    .fetch_all(exec)
+    .await?;
+    Ok(done)
+}
+
 /// What [`retry`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryOutcome {

@@ -868,3 +868,102 @@ async fn an_enqueue_does_not_wait_for_an_open_update_of_its_group(pool: PgPool) 
         .unwrap();
     assert_eq!(n, 2);
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_batch_of_results_ends_each_fenced_job_and_releases_each_group_and_gate_once(
+    pool: PgPool,
+) {
+    use breakwater_queue::{
+        finish_batch, gate_state, set_gate_max_in_flight, set_group_gate, Finish,
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    let (g1, g2) = (Uuid::new_v4(), Uuid::new_v4());
+    define_group(&mut *conn, g1, None).await.unwrap();
+    define_group(&mut *conn, g2, None).await.unwrap();
+    // g1 is in a capped gate, so its jobs are counted in it too.
+    set_group_gate(&mut conn, g1, Some("host")).await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host", Some(100))
+        .await
+        .unwrap();
+    let jobs: Vec<NewJob> = (0..5)
+        .map(|i| job(i).group(if i < 3 { g1 } else { g2 }))
+        .collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let claimed = fetch(&pool, "q", "n1", 10, &uncapped()).await.unwrap();
+    assert_eq!(claimed.len(), 5);
+    let in_flight = |g| {
+        let pool = pool.clone();
+        async move { group_state(&pool, g).await.unwrap().unwrap().in_flight }
+    };
+    let gate = || {
+        let pool = pool.clone();
+        async move { gate_state(&pool, "host").await.unwrap().unwrap().in_flight }
+    };
+    assert_eq!(
+        (in_flight(g1).await, in_flight(g2).await, gate().await),
+        (3, 2, 3)
+    );
+
+    let of = |g: Uuid| claimed.iter().filter(move |j| j.group_id == Some(g));
+    let (a, b, d) = {
+        let mut it = of(g1);
+        (it.next().unwrap(), it.next().unwrap(), it.next().unwrap())
+    };
+    let (c, e) = {
+        let mut it = of(g2);
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    let batch = [
+        Finish {
+            id: a.id,
+            claim_token: a.claim_token,
+            cancel_reason: None,
+        },
+        Finish {
+            id: b.id,
+            claim_token: b.claim_token,
+            cancel_reason: Some("called off"),
+        },
+        Finish {
+            id: c.id,
+            claim_token: c.claim_token,
+            cancel_reason: None,
+        },
+        // A result whose claim no longer holds (rescued since): fenced, changes nothing.
+        Finish {
+            id: d.id,
+            claim_token: Uuid::new_v4(),
+            cancel_reason: None,
+        },
+    ];
+    let mut done = finish_batch(&pool, &batch).await.unwrap();
+    done.sort();
+    let mut want = vec![a.id, b.id, c.id];
+    want.sort();
+    assert_eq!(done, want);
+    assert_eq!(state_of(&pool, a.id).await.0, "completed");
+    assert_eq!(state_of(&pool, b.id).await.0, "cancelled");
+    assert_eq!(state_of(&pool, c.id).await.0, "completed");
+    assert_eq!(state_of(&pool, d.id).await.0, "executing");
+    assert_eq!(state_of(&pool, e.id).await.0, "executing");
+    let reason: String = sqlx::query_scalar("SELECT errors->-1->>'error' FROM jobs WHERE id = $1")
+        .bind(b.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(reason, "called off");
+    // Each slot released exactly once: by the batch for a, b, c; none for the fenced d.
+    assert_eq!(
+        (in_flight(g1).await, in_flight(g2).await, gate().await),
+        (1, 1, 1)
+    );
+    // A result recorded alone afterwards releases through the trigger as before (the batch's
+    // setting ended with its transaction).
+    assert!(complete(&pool, d.id, d.claim_token).await.unwrap());
+    assert!(complete(&pool, e.id, e.claim_token).await.unwrap());
+    assert_eq!(
+        (in_flight(g1).await, in_flight(g2).await, gate().await),
+        (0, 0, 0)
+    );
+    assert!(finish_batch(&pool, &[]).await.unwrap().is_empty());
+}

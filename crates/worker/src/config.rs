@@ -59,6 +59,15 @@ pub struct WorkerConfig {
     pub promote_interval_ms: u64,
     /// Finished jobs are deleted after this long, ms (deliveries and attempts are kept).
     pub job_retention_ms: u64,
+    /// Most plain successes (no probe, no failures before, no circuit moved) recorded in one
+    /// transaction by a node ([`crate::batch`]); 1 records each alone.
+    pub record_batch_max: usize,
+    /// How long a batch of results waits for more once it has one and a writer is free, ms
+    /// (0: not at all; under load the results that arrive while the writers are busy batch
+    /// anyway).
+    pub record_batch_window_ms: u64,
+    /// Batches of results a node writes at once.
+    pub record_batch_writers: usize,
 }
 
 impl Default for WorkerConfig {
@@ -88,6 +97,9 @@ impl Default for WorkerConfig {
             rescue_interval_ms: 10_000,
             promote_interval_ms: 50,
             job_retention_ms: 24 * 3_600_000,
+            record_batch_max: 128,
+            record_batch_window_ms: 0,
+            record_batch_writers: 2,
         }
     }
 }
@@ -116,6 +128,15 @@ impl WorkerConfig {
         }
     }
 
+    /// How this node batches its plain successes' results ([`crate::batch`]).
+    pub(crate) fn record_batch(&self) -> crate::batch::BatchConfig {
+        crate::batch::BatchConfig {
+            max: self.record_batch_max,
+            window: Duration::from_millis(self.record_batch_window_ms),
+            flushers: self.record_batch_writers,
+        }
+    }
+
     /// Checks the settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         self.channel_limits()
@@ -132,6 +153,12 @@ impl WorkerConfig {
             if v == 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+        }
+        if self.record_batch_max == 0 {
+            return Err("worker.record_batch_max must be at least 1".into());
+        }
+        if self.record_batch_writers == 0 {
+            return Err("worker.record_batch_writers must be at least 1".into());
         }
         if self.max_attempts < 1 {
             return Err("worker.max_attempts must be at least 1".into());

@@ -271,6 +271,9 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         node_id: &w.node_id,
         last_attempt: job.is_last_attempt(),
     };
+    if result.moves_nothing() {
+        return record_in_batch(w, job, a, &at, &result).await;
+    }
     let mut tx = w.pool.begin().await?;
     let after = circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts);
     let Some(after) = after.await? else {
@@ -302,6 +305,41 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     Ok(())
 }
 
+/// Records a plain success ([`AttemptResult::moves_nothing`]) in this node's next batch of
+/// results ([`crate::batch`]) and waits until it is committed: the attempt, the delivery
+/// `delivered`, the job completed and its slot released, the channel's limit fed back. The same
+/// writes as [`record`]'s transaction makes for such a result, many deliveries at a time.
+async fn record_in_batch(
+    w: &Worker,
+    job: &Job,
+    a: &Admitted,
+    at: &Attempted,
+    result: &AttemptResult<'_>,
+) -> Result<()> {
+    match w.recorder.record(result, job.id, job.claim_token).await? {
+        None => {
+            tracing::warn!(delivery_id = %at.d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
+        }
+        Some(r) if r.status == Status::Cancelled => {
+            tracing::debug!(
+                outcome = at.class.as_str(),
+                "attempt of a cancelled delivery recorded; nothing else changes"
+            );
+        }
+        Some(r) => {
+            crate::observe::attempt(job, &at.d, at.class, r.status, a.probe_generation);
+            tracing::debug!(
+                outcome = at.class.as_str(),
+                duration_ms = at.elapsed.as_millis(),
+                new_status = r.status.as_str(),
+                batched = true,
+                "attempt recorded"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Counts circuit transitions in `breakwater.circuit.transitions`; called only after the
 /// transaction that won them has committed.
 pub(crate) fn count_transitions(transitions: &[breakwater_core::audit::Transitioned]) {
@@ -321,7 +359,7 @@ async fn cancelled_in_flight(
         &mut *tx,
         job.id,
         job.claim_token,
-        "cancelled while in flight",
+        crate::batch::CANCELLED_IN_FLIGHT,
     )
     .await?
     {

@@ -14,6 +14,7 @@
 //! `observe`, which wraps `request::send`.
 
 mod alert;
+mod batch;
 mod config;
 mod deliver;
 mod handler;

@@ -82,6 +82,12 @@ pub async fn run_node(
         circuit: circuit_cfg.clone(),
         hosts: hosts.clone(),
         limits: limits.clone(),
+        recorder: crate::batch::Recorder::start(
+            pool.clone(),
+            node_id.clone(),
+            limits.clone(),
+            cfg.record_batch(),
+        ),
     });
     // Channels created before host circuits existed get their host key (and circuit row).
     match pool.acquire().await {

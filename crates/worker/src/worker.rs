@@ -31,6 +31,8 @@ pub(crate) struct Worker {
     pub(crate) hosts: HostsConfig,
     /// Each channel's cluster-wide concurrency bounds (its adaptive limit moves inside them).
     pub(crate) limits: GroupLimits,
+    /// This node's batch recorder of plain successes ([`crate::batch`]).
+    pub(crate) recorder: crate::batch::Recorder,
 }
 
 /// The args of `job` as `T` (the registry's struct of its kind, [`breakwater_core::jobs`]):

@@ -259,6 +259,22 @@ async fn retry_after_wait(
     ))
 }
 
+impl AttemptResult<'_> {
+    /// Whether this result moves nothing but its own delivery and job: a success that is no
+    /// probe, of a channel with no failures before it ([`AttemptResult::failures_before`]) and
+    /// in no rejection streak (a success honours no `Retry-After`). Such a result takes no
+    /// channel lock ([`locks_channel`]), writes no circuit, host or hold ([`after_attempt`] with
+    /// it changes the delivery and logs the attempt, nothing else), so the worker may record it
+    /// in a batch with others ([`crate::deliveries::record_successes`]). Every other result goes
+    /// through [`after_attempt`] in a transaction of its own.
+    pub fn moves_nothing(&self) -> bool {
+        self.class() == Class::Success
+            && !self.probe()
+            && self.failures_before == 0
+            && !self.dispatch.rejected
+    }
+}
+
 /// Whether recording an attempt's result takes its channel row's lock first
 /// ([`lock_for_result`]): every failure (a transient one may move a circuit; a permanent one
 /// makes the delivery dead only if the channel still has the URL it was sent to), every channel

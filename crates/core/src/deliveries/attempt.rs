@@ -261,6 +261,124 @@ pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Res
     })
 }
 
+/// One plain success to record in a batch ([`record_successes`]): an attempt that got a 2xx,
+/// was no probe, and found its channel with no failures and no rejection streak, so it moves no
+/// circuit (see [`crate::circuit::AttemptResult::moves_nothing`]).
+#[derive(Debug, Clone)]
+pub struct Success<'a> {
+    /// The delivery as loaded for the attempt.
+    pub dispatch: &'a Dispatch,
+    /// Its job and the claim the attempt ran under: the fence of the record.
+    pub job_id: i64,
+    /// The job's claim token ([`breakwater_queue::Job::claim_token`]).
+    pub claim_token: Uuid,
+    /// How long the request took, ms.
+    pub duration_ms: i32,
+    /// The answer's status code.
+    pub status_code: i32,
+    /// The first bytes of the response body.
+    pub response_excerpt: Option<&'a str>,
+}
+
+/// What [`record_successes`] did with one [`Success`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuccessRecorded {
+    /// The delivery.
+    pub delivery_id: Uuid,
+    /// [`Status::Delivered`], or [`Status::Cancelled`] if it was cancelled while the request was
+    /// in flight (the attempt is logged; its job is to be cancelled, not completed).
+    pub status: Status,
+    /// The channel's URL is no longer the one the request went to ([`Endpoint::url_changed`],
+    /// compared without the channel's lock, as for any success that writes nothing of the
+    /// channel): the answer says nothing of its endpoint's capacity.
+    pub url_changed: bool,
+}
+
+/// Records many plain successes in one statement, in the caller's transaction: an attempt row
+/// each and the delivery `delivered` (a cancelled one stays `cancelled`), as
+/// [`record_attempt`] does for one. Fenced per row: a success whose job no longer holds the
+/// claim it ran under (rescued, or handed back) records nothing and is absent from the result;
+/// the caller must end exactly the returned ones' jobs ([`breakwater_queue::finish_batch`]).
+/// Takes the delivery rows' locks (in the order of the input), then nothing else: a success of
+/// this kind locks no channel row ([`crate::circuit::locks_channel`]). `node_id` made them all.
+pub async fn record_successes(
+    tx: &mut PgConnection,
+    node_id: &str,
+    batch: &[Success<'_>],
+) -> Result<Vec<SuccessRecorded>> {
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
+    let col = |f: fn(&Success<'_>) -> Uuid| batch.iter().map(f).collect::<Vec<Uuid>>();
+    let deliveries = col(|s| s.dispatch.id);
+    let channels = col(|s| s.dispatch.channel_id);
+    let tokens = col(|s| s.claim_token);
+    let jobs: Vec<i64> = batch.iter().map(|s| s.job_id).collect();
+    let started: Vec<DateTime<Utc>> = batch.iter().map(|s| s.dispatch.started_at).collect();
+    let durations: Vec<i32> = batch.iter().map(|s| s.duration_ms).collect();
+    let codes: Vec<i32> = batch.iter().map(|s| s.status_code).collect();
+    let excerpts: Vec<Option<&str>> = batch.iter().map(|s| s.response_excerpt).collect();
+    let urls: Vec<&str> = batch.iter().map(|s| s.dispatch.url.as_str()).collect();
+    let rows = sqlx::query!(
+        r#"
+        WITH i AS (
+            SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int8[], $4::uuid[], $5::timestamptz[],
+                                 $6::int4[], $7::int4[], $8::text[], $9::text[])
+                AS i(delivery_id, channel_id, job_id, token, started_at, duration_ms, status_code,
+                     excerpt, url)
+        ), live AS (
+            -- The fence: only results whose job still holds the claim they ran under.
+            SELECT i.* FROM i
+            JOIN jobs j ON j.id = i.job_id AND j.claim_token = i.token AND j.state = 'executing'
+        ), d AS (
+            UPDATE deliveries
+            SET attempts = attempts + 1,
+                status = CASE WHEN deliveries.status = 'cancelled' THEN deliveries.status
+                              ELSE 'delivered' END,
+                last_error = CASE WHEN deliveries.status = 'cancelled' THEN last_error END,
+                updated_at = CASE WHEN deliveries.status = 'cancelled' THEN updated_at ELSE now() END,
+                delivered_at = CASE WHEN deliveries.status = 'cancelled' THEN delivered_at
+                                    ELSE now() END
+            FROM live
+            WHERE deliveries.id = live.delivery_id
+            RETURNING deliveries.id, deliveries.attempts, deliveries.status
+        ), logged AS (
+            INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome,
+                                           status_code, error_kind, error, response_excerpt, node_id,
+                                           channel_id, probe)
+            SELECT live.delivery_id, d.attempts, live.started_at, live.duration_ms, 'success',
+                   live.status_code, NULL, NULL, live.excerpt, $10, live.channel_id, false
+            FROM live JOIN d ON d.id = live.delivery_id
+        )
+        SELECT d.id AS "id!", d.status AS "status!: Status",
+               coalesce(c.url IS DISTINCT FROM live.url, true) AS "url_changed!"
+        FROM d
+        JOIN live ON live.delivery_id = d.id
+        LEFT JOIN channels c ON c.id = live.channel_id
+        "#,
+        &deliveries,
+        &channels,
+        &jobs,
+        &tokens,
+        &started,
+        &durations,
+        &codes,
+        &excerpts as &[Option<&str>],
+        &urls as &[&str],
+        node_id,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| SuccessRecorded {
+            delivery_id: r.id,
+            status: r.status,
+            url_changed: r.url_changed,
+        })
+        .collect())
+}
+
 /// Ends a delivery whose channel is gone (deleted while its job waited or ran): `cancelled`
 /// with `reason` in `last_error`, unless it is already final. Returns whether it changed. For
 /// the worker, which then ends the job itself.

@@ -17,8 +17,8 @@ pub mod status;
 pub use payload::check_payload_text;
 
 pub use attempt::{
-    begin_attempt, cancel_orphan, record_attempt, status_after, AttemptRecord, Dispatch, Endpoint,
-    Recorded,
+    begin_attempt, cancel_orphan, record_attempt, record_successes, status_after, AttemptRecord,
+    Dispatch, Endpoint, Recorded, Success, SuccessRecorded,
 };
 pub use read::{
     attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
