@@ -10,7 +10,7 @@
 
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
-use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult};
+use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult, Begun};
 use breakwater_core::deliveries::{self, Dispatch, Status};
 use breakwater_core::jobs::DeliverArgs;
 use breakwater_core::outcome::{classify, is_configuration_problem, Class};
@@ -35,12 +35,37 @@ const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
 /// One delivery job, in four named steps (a step that ends the job returns `None`):
 /// [`admit`] (the circuit gate) → [`reserve`] (the channel's rate limit) → [`attempt`] (load,
 /// send, classify; no connection held while the request is in flight) → [`record`] (one
-/// transaction: the attempt, the circuits, the concurrency limit, the job).
+/// transaction: the attempt, the circuits, the concurrency limit, the job; a plain success in
+/// this node's next batch of results instead). A delivery of a plainly closed channel (no hold,
+/// no rate limit, its host closed) takes the first three as two: admitted and loaded in one
+/// statement ([`circuit::admit_and_begin`]), then sent ([`send`]).
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(target) = target(w, &job).await? else {
         return Ok(());
     };
     let mut conn = w.pool.acquire().await?;
+    // A plainly closed channel (the common case): admitted and begun in one statement.
+    match circuit::admit_and_begin(&mut conn, target.channel_id, target.delivery_id).await? {
+        Begun::Send {
+            dispatch,
+            failures_before,
+        } => {
+            drop(conn);
+            let admitted = Admitted {
+                probe_generation: None,
+                failures_before,
+                rate: None,
+                host_probe: None,
+            };
+            let attempted = send(w, &job, *dispatch).await;
+            return record(w, &job, &admitted, attempted).await;
+        }
+        Begun::Final => {
+            breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+            return Ok(());
+        }
+        Begun::Other => {}
+    }
     let Some(admitted) = admit(w, &job, &mut conn, target).await? else {
         return Ok(());
     };
@@ -232,6 +257,11 @@ async fn attempt(
     };
     // No connection is held while the request is in flight.
     drop(conn);
+    Ok(Some(send(w, job, d).await))
+}
+
+/// Sends the loaded delivery `d` and classifies the answer (no connection held).
+async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
     let t0 = Instant::now();
     let sent = crate::observe::send(w, &d, job).await;
     let elapsed = t0.elapsed();
@@ -243,12 +273,12 @@ async fn attempt(
             "channel endpoint rejects our requests (401/403): the channel is misconfigured"
         );
     }
-    Ok(Some(Attempted {
+    Attempted {
         d,
         sent,
         class,
         elapsed,
-    }))
+    }
 }
 
 /// Records the result in one transaction: the attempt, the delivery's status and the circuits

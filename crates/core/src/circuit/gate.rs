@@ -197,6 +197,115 @@ pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option
     .await?)
 }
 
+/// What [`admit_and_begin`] found.
+#[derive(Debug, Clone)]
+pub enum Begun {
+    /// The channel and its host are plainly closed (no `Retry-After` hold, no rate limit) and
+    /// the delivery is now `delivering`: send it ([`Admission::Send`] with no probe role and no
+    /// rate limit). `failures_before`: the channel's consecutive failures read with it.
+    Send {
+        /// The delivery, loaded as [`crate::deliveries::begin_attempt`] loads it.
+        dispatch: Box<crate::deliveries::Dispatch>,
+        /// The channel's consecutive failures before this attempt.
+        failures_before: i32,
+    },
+    /// The channel is plainly closed but the delivery is gone or already final (delivered,
+    /// dead or cancelled): nothing to send, its job is done.
+    Final,
+    /// Anything else (a circuit not closed, a hold, a rate limit, a host not closed, a channel
+    /// gone): nothing was written; decide with [`admit`] and begin with
+    /// [`crate::deliveries::begin_attempt`].
+    Other,
+}
+
+/// The common case of [`admit`] and [`crate::deliveries::begin_attempt`] in one statement: when
+/// delivery `delivery_id`'s channel `channel_id` is closed with no `Retry-After` hold and no rate
+/// limit, and its host circuit (if any) is closed, the delivery is marked `delivering` and loaded
+/// ([`Begun::Send`]); [`admit`] would have said [`Admission::Send`] with no probe role and no
+/// rate limit from the same row (unit test `a_plainly_closed_gate_is_a_plain_send`). Any other
+/// gate writes nothing and answers [`Begun::Other`]: the caller then takes the full path, which
+/// reads the gate again. One round trip instead of two for every delivery of a healthy channel.
+pub async fn admit_and_begin(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+) -> Result<Begun> {
+    let row = sqlx::query!(
+        r#"
+        WITH gate AS (
+            SELECT c.consecutive_failures,
+                   (c.circuit_state = 'closed'
+                    AND (c.retry_after_until IS NULL OR c.retry_after_until <= now())
+                    AND c.rate_limit IS NULL
+                    AND coalesce(h.state, 'closed') = 'closed') AS plain
+            FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
+            WHERE c.id = $1 AND c.deleted_at IS NULL
+        ), begun AS (
+            UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
+            FROM channels c
+            WHERE d.id = $2 AND c.id = d.channel_id AND c.id = $1
+              AND d.status NOT IN ('delivered', 'dead', 'cancelled')
+              AND (SELECT plain FROM gate)
+            RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
+                      d.event_type,
+                      coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
+                          AS payload,
+                      d.created_at, d.attempts, c.url, c.host_key, c.signing_secret,
+                      CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
+                          AS previous_signing_secret,
+                      c.rejected_since IS NOT NULL AS rejected,
+                      now() AS started_at
+        )
+        SELECT g.plain AS "plain!", g.consecutive_failures AS "consecutive_failures!",
+               b.id AS "id?", b.webhook_id AS "webhook_id?", b.tenant_id AS "tenant_id?",
+               b.channel_id AS "channel_id?", b.event_type AS "event_type?", b.payload AS "payload?",
+               b.created_at AS "created_at?", b.attempts AS "attempts?", b.url AS "url?",
+               b.host_key AS "host_key?", b.signing_secret AS "signing_secret?",
+               b.previous_signing_secret AS "previous_signing_secret?",
+               b.rejected AS "rejected?", b.started_at AS "started_at?"
+        FROM gate g LEFT JOIN begun b ON true
+        "#,
+        channel_id,
+        delivery_id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(r) = row.filter(|r| r.plain) else {
+        return Ok(Begun::Other);
+    };
+    // The delivery's columns are NOT NULL (its payload, or its message's): all there when it
+    // was begun, all absent when it was not (gone or final).
+    let Some(id) = r.id else {
+        return Ok(Begun::Final);
+    };
+    let Some(payload) = r.payload else {
+        return Err(sqlx::Error::Decode(
+            format!("delivery {id} has no payload (nor its message)").into(),
+        )
+        .into());
+    };
+    let dispatch = crate::deliveries::Dispatch {
+        id,
+        webhook_id: r.webhook_id.unwrap_or(id),
+        tenant_id: r.tenant_id.unwrap_or_default(),
+        channel_id: r.channel_id.unwrap_or(channel_id),
+        event_type: r.event_type.unwrap_or_default(),
+        payload,
+        created_at: r.created_at.unwrap_or_default(),
+        attempts: r.attempts.unwrap_or_default(),
+        url: r.url.unwrap_or_default(),
+        host_key: r.host_key,
+        signing_secret: r.signing_secret.unwrap_or_default(),
+        previous_signing_secret: r.previous_signing_secret,
+        rejected: r.rejected.unwrap_or_default(),
+        started_at: r.started_at.unwrap_or_default(),
+    };
+    Ok(Begun::Send {
+        dispatch: Box::new(dispatch),
+        failures_before: r.consecutive_failures,
+    })
+}
+
 /// Reads the gate (the channel row joined with its host circuit row: one read) and decides;
 /// when half-open without a probe (the channel's, or the host's), claims the probe role for
 /// this delivery with one conditional UPDATE (`probe_delivery_id IS NULL`), so only one delivery

@@ -239,3 +239,40 @@ fn default_config_is_valid_and_bad_values_are_named() {
     };
     assert!(c.validate().unwrap_err().contains("failure_threshold"));
 }
+
+#[test]
+fn a_plainly_closed_gate_is_a_plain_send() {
+    // What admit_and_begin's `plain` condition lets through (closed, no hold pending, no rate
+    // limit, host closed or none) is what admit decides as a plain send: no probe role, no rate
+    // limit, the row's failures passed on.
+    let now = Utc::now();
+    for hold in [None, Some(now), Some(now - chrono::Duration::seconds(5))] {
+        for host_state in [None, Some(crate::hosts::State::Closed)] {
+            for failures in [0, 3] {
+                let g = GateRow {
+                    circuit_state: State::Closed,
+                    circuit_generation: 7,
+                    probe_delivery_id: None,
+                    retry_after_until: hold,
+                    consecutive_failures: failures,
+                    rate_limit: None,
+                    rate_slot_at: None,
+                    now,
+                    host_state,
+                    host_generation: Some(2),
+                    host_probe_delivery_id: None,
+                };
+                assert_eq!(
+                    decide(Some(&g), Uuid::new_v4()),
+                    Admission::Send {
+                        probe_generation: None,
+                        consecutive_failures: failures,
+                        rate: None,
+                        host_probe: None,
+                    },
+                    "hold {hold:?}, host {host_state:?}"
+                );
+            }
+        }
+    }
+}
