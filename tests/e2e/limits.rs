@@ -188,7 +188,7 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
         s.worker.request_timeout_ms = 10_000;
         s.worker.channel_concurrency_initial = 4;
-        s.worker.channel_latency_target_ms = 1_000;
+        s.worker.channel_concurrency_ceiling = 16;
     })
     .await;
     let (_, slow_key) = app.tenant("slow-co", "default").await;
@@ -214,9 +214,11 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
         "slow channel (5 s per request, 1000 pending): {} requests so far, {slow_in_flight} in flight; fast channel p95 {fast_p95} ms",
         app.receiver.count("slow")
     );
+    // A steady 5-s endpoint is no sign of overload (its limit may grow from 4 once answers
+    // come back), but never past its ceiling: the rest of the pool stays for others.
     assert!(
-        slow_in_flight <= 4,
-        "the channel's adaptive limit (starting at 4, falling on 5 s answers) holds: {slow_in_flight} in flight"
+        slow_in_flight <= 16,
+        "the channel's adaptive limit holds it to its ceiling (16): {slow_in_flight} in flight"
     );
     assert!(
         fast_p95 < 1_000,
