@@ -386,9 +386,10 @@ pub enum Feedback {
 ///     endpoint is keeping up: `L` grows by `runs`, up to the ceiling (the group's
 ///     `max_in_flight`, else `limits.ceiling`) — but only while the group actually uses at least
 ///     half of it (`in_flight ≥ L / 2`, these runs included), so an idle group does not build
-///     up a limit it never tested. Growth by one per success doubles the limit per round trip
-///     while the group is busy (slow start): a 2-s endpoint with a backlog goes from 4 to 32 in
-///     about 6 s;
+///     up a limit it never tested. Growth by one per success multiplies the limit by up to 2 per
+///     round trip while the group is busy (slow start; nearer 1.5 when its runs start and end
+///     in waves, as the last runs of a wave see fewer in flight): a 1.2-s endpoint with a
+///     backlog goes from 4 to 16 in about 5 s (`tests/e2e/limits.rs`);
 ///   - else the endpoint is slowing down under the load: `L` is multiplied by
 ///     `limits.decrease_factor`, down to the floor — at most once per recent latency (one round
 ///     trip) after the last cut, since the runs that end within it were sent under the old
