@@ -188,7 +188,7 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
         s.worker.request_timeout_ms = 10_000;
         s.worker.channel_concurrency_initial = 4;
-        s.worker.channel_latency_target_ms = 1_000;
+        s.worker.channel_concurrency_ceiling = 16;
     })
     .await;
     let (_, slow_key) = app.tenant("slow-co", "default").await;
@@ -214,9 +214,11 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
         "slow channel (5 s per request, 1000 pending): {} requests so far, {slow_in_flight} in flight; fast channel p95 {fast_p95} ms",
         app.receiver.count("slow")
     );
+    // A steady 5-s endpoint is no sign of overload (its limit may grow from 4 once answers
+    // come back), but never past its ceiling: the rest of the pool stays for others.
     assert!(
-        slow_in_flight <= 4,
-        "the channel's adaptive limit (starting at 4, falling on 5 s answers) holds: {slow_in_flight} in flight"
+        slow_in_flight <= 16,
+        "the channel's adaptive limit holds it to its ceiling (16): {slow_in_flight} in flight"
     );
     assert!(
         fast_p95 < 1_000,
@@ -230,6 +232,67 @@ async fn a_slow_channel_cannot_hold_the_pool(pool: PgPool) {
     .await
     .unwrap();
     assert_eq!(used, 0, "jobs sent back by the cap used no attempt");
+    app.stop().await;
+}
+
+/// A healthy endpoint that always answers in 1.2 s (slower than the 1-s target the limit used
+/// to have, which cut it to 1 in flight for good): its own latency is its baseline, so with a
+/// backlog its limit doubles per round trip, from 4 to 16 within a few seconds.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_slow_but_steady_endpoint_gets_the_concurrency_its_backlog_needs(pool: PgPool) {
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.worker.request_timeout_ms = 10_000;
+    })
+    .await;
+    let (_, key) = app.tenant("steady-co", "default").await;
+    let ch = app.channel(&key, "steady").await;
+    app.receiver
+        .set("steady", Behavior::Delay(Duration::from_millis(1_200), 200));
+    app.deliver_many(&key, ch, 300).await;
+
+    // The channel view's in-flight count, every 100 ms, until it reaches 16 (or 30 s pass).
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    while t0.elapsed() < Duration::from_secs(30) {
+        let (s, v) = app.get(&format!("/api/v1/channels/{ch}"), &key).await;
+        assert_eq!(s, 200, "{v}");
+        let c = &v["concurrency"];
+        let (in_flight, limit) = (
+            c["in_flight"].as_i64().unwrap(),
+            c["limit"].as_i64().unwrap(),
+        );
+        seen.push((t0.elapsed().as_millis(), in_flight, limit));
+        if in_flight >= 16 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let received = app.receiver.count("steady");
+    let (recent, baseline): (Option<f32>, Option<f32>) = sqlx::query_as(
+        "SELECT latency_recent_ms, latency_baseline_ms FROM job_groups WHERE group_id = $1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    println!(
+        "1.2-s endpoint, 300 pending: (ms, in flight, limit) {:?}; {received} received; recent {recent:?} ms, baseline {baseline:?} ms",
+        seen.iter().step_by(5).collect::<Vec<_>>()
+    );
+    let most = seen.iter().map(|&(_, n, _)| n).max().unwrap_or(0);
+    assert!(
+        most >= 16,
+        "a steady 1.2-s endpoint with a backlog reaches 16 in flight within 30 s (the old fixed \
+         1-s target kept it at 1): at most {most}"
+    );
+    let retried: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM deliveries WHERE channel_id = $1 AND attempts > 1",
+    )
+    .bind(ch)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(retried, 0, "no attempt failed on the way");
     app.stop().await;
 }
 

@@ -21,10 +21,30 @@ pub struct GroupLimits {
     pub floor: u32,
     /// Nor rises above this, unless the group's own `max_in_flight` says otherwise.
     pub ceiling: u32,
-    /// A run slower than this counts as a sign of overload (the limit falls).
-    pub latency_target: Duration,
-    /// Factor the limit is multiplied by on overload (0 < factor < 1; e.g. 0.5).
+    /// Factor the limit is multiplied by on overload or a latency rise (0 < factor < 1; e.g.
+    /// 0.5).
     pub decrease_factor: f64,
+    /// How far the group's recent latency may rise above its baseline before the limit is cut
+    /// (a ratio, > 1): a success grows the limit while `recent ≤ tolerance × baseline` and a
+    /// later one cuts it once `recent > tolerance × baseline` ([`adapt_limit`]). 1.5 (Gradient2's
+    /// default) cuts a doubled latency within a few successes and ignores the jitter of a
+    /// steady endpoint.
+    pub latency_tolerance: f64,
+    /// Weight of each success in the recent latency, an exponentially weighted moving average
+    /// (0 < w ≤ 1): `recent += w × (latency − recent)` per run. 0.2 follows a change within a
+    /// few successes (a doubled latency crosses a 1.5 tolerance after 4) while one slow
+    /// outlier moves it by a fifth of its excess.
+    pub latency_recent_weight: f64,
+    /// How fast the baseline drifts up towards the recent latency, per success (0 < w ≤
+    /// `latency_recent_weight`): `baseline = min(recent, baseline + w × (recent − baseline))`.
+    /// It falls at once to a lower recent latency (a decaying minimum, as Vegas' base RTT), so
+    /// only this drift lets an endpoint that became permanently slower be re-based: with 0.01,
+    /// a doubled latency after about 40 successes at it.
+    pub latency_baseline_weight: f64,
+    /// Latencies below this are noise (our own scheduling, the network), not the endpoint
+    /// degrading: the tolerance applies to `max(baseline, latency_noise)`. Keeps a 5-ms
+    /// endpoint that answers in 15 ms on a busy node from being cut.
+    pub latency_noise: Duration,
     /// A gate's default cap ([`crate::set_group_gate`]): jobs of all the gate's groups in flight
     /// at once, cluster-wide, unless the gate's own `max_in_flight`
     /// ([`crate::set_gate_max_in_flight`]) says otherwise. `None` (the default): a gate without
@@ -40,26 +60,56 @@ impl Default for GroupLimits {
             initial: 4,
             floor: 1,
             ceiling: 64,
-            latency_target: Duration::from_millis(1_000),
             decrease_factor: 0.5,
+            latency_tolerance: 1.5,
+            latency_recent_weight: 0.2,
+            latency_baseline_weight: 0.01,
+            latency_noise: Duration::from_millis(100),
             gate_ceiling: None,
         }
     }
 }
 
 impl GroupLimits {
-    /// Checks the bounds; the error names the field (`prefix` + field name).
-    pub fn validate(&self, prefix: &str) -> std::result::Result<(), String> {
+    /// Checks the bounds and the latency rule's factors. The error names the setting:
+    /// `key(field)` turns a field's name (`"floor"`, `"latency_tolerance"`, …) into the key the
+    /// caller's configuration calls it.
+    pub fn validate(&self, key: impl Fn(&str) -> String) -> std::result::Result<(), String> {
         if self.floor == 0 {
-            return Err(format!("{prefix}floor must be at least 1"));
+            return Err(format!("{} must be at least 1", key("floor")));
         }
         if !(self.floor <= self.initial && self.initial <= self.ceiling) {
             return Err(format!(
-                "{prefix}floor ≤ {prefix}initial ≤ {prefix}ceiling must hold"
+                "{} ≤ {} ≤ {} must hold",
+                key("floor"),
+                key("initial"),
+                key("ceiling")
             ));
         }
         if !(self.decrease_factor > 0.0 && self.decrease_factor < 1.0) {
-            return Err(format!("{prefix}decrease_factor must be in (0, 1)"));
+            return Err(format!("{} must be in (0, 1)", key("decrease_factor")));
+        }
+        // `!(x > 1.0)` and friends also refuse NaN.
+        if !(self.latency_tolerance > 1.0 && self.latency_tolerance.is_finite()) {
+            return Err(format!(
+                "{} must be greater than 1",
+                key("latency_tolerance")
+            ));
+        }
+        if !(self.latency_recent_weight > 0.0 && self.latency_recent_weight <= 1.0) {
+            return Err(format!(
+                "{} must be in (0, 1]",
+                key("latency_recent_weight")
+            ));
+        }
+        if !(self.latency_baseline_weight > 0.0
+            && self.latency_baseline_weight <= self.latency_recent_weight)
+        {
+            return Err(format!(
+                "{} must be in (0, {}]",
+                key("latency_baseline_weight"),
+                key("latency_recent_weight")
+            ));
         }
         Ok(())
     }
@@ -115,13 +165,19 @@ pub struct GroupState {
     pub max_in_flight: Option<i32>,
     /// Whether the group is parked.
     pub parked: bool,
+    /// Recent latency of its successful runs, ms (an EWMA; `None` before the first success;
+    /// see [`adapt_limit`]).
+    pub latency_recent_ms: Option<f32>,
+    /// Long-run baseline of that latency, ms (see [`adapt_limit`]).
+    pub latency_baseline_ms: Option<f32>,
 }
 
 /// Group `group_id`'s row, or `None` if it has none.
 pub async fn group_state(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<Option<GroupState>> {
     Ok(sqlx::query_as!(
         GroupState,
-        "SELECT in_flight, concurrency_limit, max_in_flight, parked FROM job_groups WHERE group_id = $1",
+        "SELECT in_flight, concurrency_limit, max_in_flight, parked, latency_recent_ms, latency_baseline_ms
+         FROM job_groups WHERE group_id = $1",
         group_id,
     )
     .fetch_optional(exec)
@@ -298,65 +354,127 @@ pub async fn wake_one(
     }
 }
 
-/// What one run of a group's job says about the group's capacity (for [`adapt_limit`]).
+/// What runs of a group's jobs say about the group's capacity (for [`adapt_limit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Feedback {
-    /// The run succeeded in this long.
-    Ok(Duration),
-    /// The run failed in a way that suggests overload (a timeout, a refused connection, 429,
+    /// `runs` runs succeeded, in `latency` on average (one run: its own latency). A caller that
+    /// records a batch of one group's successes passes them in one call; `runs: 0` is a no-op.
+    Ok {
+        /// The mean latency of the runs (from the request's start to its answer).
+        latency: Duration,
+        /// How many successful runs this reports.
+        runs: u32,
+    },
+    /// A run failed in a way that suggests overload (a timeout, a refused connection, 429,
     /// 5xx).
     Overloaded,
     /// Says nothing about capacity (e.g. a 4xx answer).
     Neutral,
 }
 
-/// Moves group `group_id`'s adaptive concurrency limit by one run's feedback (AIMD, as in TCP
-/// congestion control and Netflix's concurrency-limits):
-/// - a success within `limits.latency_target` raises it by 1, up to the ceiling — but only while
-///   the group actually uses at least half of it (`in_flight ≥ limit / 2`, this run included), so an idle group
-///   does not build up a limit it never tested;
-/// - a success slower than the target, or an [`Feedback::Overloaded`] run, multiplies it by
-///   `limits.decrease_factor`, down to the floor;
-/// - [`Feedback::Neutral`] leaves it alone.
+/// Moves group `group_id`'s adaptive concurrency limit by feedback from its runs: a gradient
+/// rule that compares the group's recent latency with its own long-run baseline (as Netflix
+/// concurrency-limits' Gradient2 and TCP Vegas do), so a steadily slow endpoint is no sign of
+/// overload, only an endpoint getting slower is. With `L` the limit (clamped as the fetch does)
+/// and the latencies in ms:
+/// - [`Feedback::Ok`] first updates the estimates (kept on the group's row, `NULL` until its
+///   first success, which sets both): `recent += w × (latency − recent)` with `w = 1 − (1 −
+///   limits.latency_recent_weight)^runs` (each run weighs as one), then `baseline =
+///   min(recent, baseline + b × (recent − baseline))` with `b` likewise from
+///   `limits.latency_baseline_weight` (it falls at once, rises slowly). Then:
+///   - if `recent ≤ limits.latency_tolerance × max(baseline, limits.latency_noise)` the
+///     endpoint is keeping up: `L` grows by `runs`, up to the ceiling (the group's
+///     `max_in_flight`, else `limits.ceiling`) — but only while the group actually uses at least
+///     half of it (`in_flight ≥ L / 2`, these runs included), so an idle group does not build
+///     up a limit it never tested. Growth by one per success multiplies the limit by up to 2 per
+///     round trip while the group is busy (slow start; nearer 1.5 when its runs start and end
+///     in waves, as the last runs of a wave see fewer in flight): a 1.2-s endpoint with a
+///     backlog goes from 4 to 16 in about 5 s (`tests/e2e/limits.rs`);
+///   - else the endpoint is slowing down under the load: `L` is multiplied by
+///     `limits.decrease_factor`, down to the floor — at most once per recent latency (one round
+///     trip) after the last cut, since the runs that end within it were sent under the old
+///     limit and say nothing of the new one. In between, `L` stays.
+/// - [`Feedback::Overloaded`] multiplies `L` by `limits.decrease_factor`, down to the floor
+///   (`min(limits.floor, ceiling)`), every time, as a timeout or 5xx is a clear sign; the
+///   estimates stay as they are, and a latency cut again waits a round trip after it.
+/// - [`Feedback::Neutral`] (and `Ok` with `runs: 0`) does nothing.
 ///
-/// One conditional UPDATE that writes only when the limit changes, so a group that sits at its
-/// ceiling costs nothing. Call it in the transaction that records the run, before the job's own
-/// result (which releases its slot).
+/// One conditional UPDATE of the group's row: on every success (the estimates move), on
+/// overload only when the limit changes. Every value is computed from the row as it is under the
+/// row's lock (a correlated sub-select in the SET, no separate read), so two nodes recording
+/// runs of one group at once serialise on the row and neither's feedback is lost. Nothing if the
+/// group has no row. Call it in the transaction that records the runs, before the jobs' own
+/// results (which release their slots).
 pub async fn adapt_limit(
     exec: impl PgExecutor<'_>,
     group_id: Uuid,
     feedback: Feedback,
     limits: &GroupLimits,
 ) -> Result<()> {
-    let grow = match feedback {
-        Feedback::Neutral => return Ok(()),
-        Feedback::Ok(d) => d <= limits.latency_target,
-        Feedback::Overloaded => false,
+    // `latency_ms`: `None` for an overload; `runs` weighs the smoothing.
+    let (latency_ms, runs) = match feedback {
+        Feedback::Neutral | Feedback::Ok { runs: 0, .. } => return Ok(()),
+        Feedback::Ok { latency, runs } => (Some(latency.as_secs_f64() * 1e3), runs),
+        Feedback::Overloaded => (None, 0),
     };
+    // The weight of `runs` successes at once, as `runs` single updates of the average would
+    // give them: exactly so for the recent latency (the runs' mean standing for each), nearly
+    // for the baseline (it drifts towards the recent latency after the batch, not after each).
+    let weight = |w: f64| 1.0 - (1.0 - w).powi(runs.min(i32::MAX as u32) as i32);
     sqlx::query!(
         r#"
-        UPDATE job_groups
-        SET concurrency_limit = CASE
-                WHEN $2 THEN least(least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) + 1,
-                                   coalesce(max_in_flight, $5)::real)
-                ELSE greatest(least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) * $6::real,
-                              least($4, coalesce(max_in_flight, $5))::real)
-            END
-        WHERE group_id = $1
-          AND CASE
-                WHEN $2 THEN least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real)
-                                 < coalesce(max_in_flight, $5)::real
-                         AND in_flight >= least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real) / 2
-                ELSE least(greatest(coalesce(concurrency_limit, $3::real), $4::real), coalesce(max_in_flight, $5)::real)
-                         > least($4, coalesce(max_in_flight, $5))::real
-              END
+        UPDATE job_groups g
+        SET (concurrency_limit, latency_recent_ms, latency_baseline_ms, limit_cut_at) = (
+            SELECT CASE WHEN d.cut THEN greatest(b.lim * $7::real, b.lo)
+                        WHEN d.grow THEN least(b.lim + $3::real, b.hi)
+                        ELSE g.concurrency_limit END,
+                   r.recent,
+                   bl.baseline,
+                   CASE WHEN d.cut THEN now() ELSE g.limit_cut_at END
+            FROM (SELECT
+                    -- The limit as the fetch enforces it, and its bounds.
+                    least(greatest(coalesce(g.concurrency_limit, $4::real), $5::real),
+                          coalesce(g.max_in_flight, $6)::real) AS lim,
+                    least($5::real, coalesce(g.max_in_flight, $6)::real) AS lo,
+                    coalesce(g.max_in_flight, $6)::real AS hi) b
+            CROSS JOIN LATERAL (SELECT CASE
+                    WHEN $2::real IS NULL THEN g.latency_recent_ms
+                    WHEN g.latency_recent_ms IS NULL THEN $2::real
+                    ELSE g.latency_recent_ms + $8::real * ($2::real - g.latency_recent_ms)
+                END AS recent) r
+            CROSS JOIN LATERAL (SELECT CASE
+                    WHEN $2::real IS NULL THEN g.latency_baseline_ms
+                    ELSE least(r.recent, coalesce(
+                        g.latency_baseline_ms + $9::real * (r.recent - g.latency_baseline_ms),
+                        r.recent))
+                END AS baseline) bl
+            CROSS JOIN LATERAL (SELECT
+                    r.recent <= $10::real * greatest(bl.baseline, $11::real) AS healthy) h
+            CROSS JOIN LATERAL (SELECT
+                    $2::real IS NULL
+                        OR (NOT h.healthy
+                            AND (g.limit_cut_at IS NULL
+                                 OR g.limit_cut_at + make_interval(secs => r.recent / 1000.0) <= now()))
+                        AS cut,
+                    h.healthy AND g.in_flight >= b.lim / 2 AS grow) d
+        )
+        WHERE g.group_id = $1
+          AND ($2::real IS NOT NULL
+               OR least(greatest(coalesce(g.concurrency_limit, $4::real), $5::real),
+                        coalesce(g.max_in_flight, $6)::real)
+                  > least($5::real, coalesce(g.max_in_flight, $6)::real))
         "#,
         group_id,
-        grow,
+        latency_ms.map(|ms| ms as f32),
+        runs as f32,
         limits.initial as f32,
         limits.floor as f32,
         limits.ceiling as i32,
         limits.decrease_factor as f32,
+        weight(limits.latency_recent_weight) as f32,
+        weight(limits.latency_baseline_weight) as f32,
+        limits.latency_tolerance as f32,
+        limits.latency_noise.as_secs_f64() as f32 * 1e3,
     )
     .execute(exec)
     .await?;

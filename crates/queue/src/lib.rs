@@ -11,8 +11,8 @@
 //!   get the same job, and gives each claim a fresh fencing token ([`Job::claim_token`]); every
 //!   result ([`complete`], [`retry`], [`snooze`], [`discard`]) is recorded only while that token
 //!   still matches, so the late result of a rescued run changes nothing.
-//! - **Groups** (`job_groups`): each group has a cluster-wide concurrency cap (an adaptive AIMD
-//!   limit between a floor and a ceiling, [`adapt_limit`]) enforced in the fetch under the
+//! - **Groups** (`job_groups`): each group has a cluster-wide concurrency cap (an adaptive
+//!   limit between a floor and a ceiling that follows the group's own latency, [`adapt_limit`]) enforced in the fetch under the
 //!   group's row lock, and a *parked* flag ([`park_group`], [`release_group`]): parking is one
 //!   row update, parked jobs stay put and are never fetched (except a probe, [`wake_one`]).
 //!   The fetch reads one index entry per group with due work, so its cost does not grow with

@@ -20,14 +20,28 @@ pub struct WorkerConfig {
     /// Workers per node on `alerts` (alert webhooks to tenants' on-call).
     pub pool_alerts: usize,
     /// A channel's concurrency limit (deliveries in flight at once, cluster-wide) before any
-    /// feedback. The limit then adapts (AIMD) between the floor and the ceiling.
+    /// feedback. The limit then adapts between the floor and the ceiling by the endpoint's own
+    /// latency ([`breakwater_queue::adapt_limit`]: +1 per success while its recent latency is
+    /// within `channel_latency_tolerance` × its baseline, × 0.5 on a rise past that or an
+    /// overload).
     pub channel_concurrency_initial: u32,
     /// The adaptive limit never falls below this (≥ 1).
     pub channel_concurrency_floor: u32,
     /// Nor rises above this, unless the channel sets its own `max_in_flight`.
     pub channel_concurrency_ceiling: u32,
-    /// A successful attempt slower than this counts as overload: the channel's limit falls, ms.
-    pub channel_latency_target_ms: u64,
+    /// How far a channel's recent latency may rise above its own baseline (a ratio, > 1)
+    /// before its limit is halved; within it, successes grow the limit, however slow the
+    /// endpoint is in absolute terms ([`GroupLimits::latency_tolerance`]).
+    pub channel_latency_tolerance: f64,
+    /// Weight of each success in a channel's recent latency (an EWMA), in (0, 1]
+    /// ([`GroupLimits::latency_recent_weight`]).
+    pub channel_latency_recent_weight: f64,
+    /// How fast a channel's baseline latency drifts up towards its recent latency, per success,
+    /// in (0, `channel_latency_recent_weight`] ([`GroupLimits::latency_baseline_weight`]).
+    pub channel_latency_baseline_weight: f64,
+    /// Latencies below this are noise, not a slowdown: the tolerance applies to a baseline of
+    /// at least this, ms ([`GroupLimits::latency_noise`]).
+    pub channel_latency_noise_ms: u64,
     /// Fallback poll period of an idle pool, ms (LISTEN/NOTIFY wakes pools sooner).
     pub poll_interval_ms: u64,
     /// On shutdown, how long in-flight deliveries may finish before their jobs are handed back, ms.
@@ -81,7 +95,10 @@ impl Default for WorkerConfig {
             channel_concurrency_initial: 4,
             channel_concurrency_floor: 1,
             channel_concurrency_ceiling: 64,
-            channel_latency_target_ms: 1_000,
+            channel_latency_tolerance: 1.5,
+            channel_latency_recent_weight: 0.2,
+            channel_latency_baseline_weight: 0.01,
+            channel_latency_noise_ms: 100,
             poll_interval_ms: 1_000,
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
@@ -121,8 +138,11 @@ impl WorkerConfig {
             initial: self.channel_concurrency_initial,
             floor: self.channel_concurrency_floor,
             ceiling: self.channel_concurrency_ceiling,
-            latency_target: Duration::from_millis(self.channel_latency_target_ms),
             decrease_factor: 0.5,
+            latency_tolerance: self.channel_latency_tolerance,
+            latency_recent_weight: self.channel_latency_recent_weight,
+            latency_baseline_weight: self.channel_latency_baseline_weight,
+            latency_noise: Duration::from_millis(self.channel_latency_noise_ms),
             // Set from `[hosts] max_in_flight` by the node (host circuits own that key).
             gate_ceiling: GroupLimits::default().gate_ceiling,
         }
@@ -139,8 +159,11 @@ impl WorkerConfig {
 
     /// Checks the settings; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
-        self.channel_limits()
-            .validate("worker.channel_concurrency_")?;
+        self.channel_limits().validate(|field| match field {
+            "latency_noise" => "worker.channel_latency_noise_ms".into(),
+            f if f.starts_with("latency_") => format!("worker.channel_{f}"),
+            f => format!("worker.channel_concurrency_{f}"),
+        })?;
         let positive = [
             ("worker.poll_interval_ms", self.poll_interval_ms),
             ("worker.connect_timeout_ms", self.connect_timeout_ms),

@@ -312,7 +312,10 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     // The adaptive concurrency limit learns from the channel's endpoint only.
     let feedback = match at.class {
         _ if after.endpoint.url_changed => Feedback::Neutral,
-        Class::Success => Feedback::Ok(at.elapsed),
+        Class::Success => Feedback::Ok {
+            latency: at.elapsed,
+            runs: 1,
+        },
         Class::Transient => Feedback::Overloaded,
         Class::Permanent => Feedback::Neutral,
     };

@@ -137,7 +137,7 @@ struct ConcurrencyView {
     /// Deliveries of the channel waiting for a send (due now or later, parked, held or not):
     /// its backlog.
     waiting: i64,
-    /// The adaptive limit in force (AIMD), whole deliveries.
+    /// The adaptive limit in force (it follows the endpoint's own latency), whole deliveries.
     limit: u32,
     /// Its lower bound.
     floor: u32,
