@@ -411,22 +411,58 @@ pub async fn adapt_limit(
     feedback: Feedback,
     limits: &GroupLimits,
 ) -> Result<()> {
-    // `latency_ms`: `None` for an overload; `runs` weighs the smoothing.
-    let (latency_ms, runs) = match feedback {
-        Feedback::Neutral | Feedback::Ok { runs: 0, .. } => return Ok(()),
-        Feedback::Ok { latency, runs } => (Some(latency.as_secs_f64() * 1e3), runs),
-        Feedback::Overloaded => (None, 0),
-    };
+    adapt_limits(exec, &[(group_id, feedback)], false, limits).await
+}
+
+/// [`adapt_limit`] for several groups in one statement, each group once (give one group's runs
+/// in one [`Feedback`]). For a batch of results ([`crate::finish_batch`]): call it after that
+/// statement, which has locked the groups' rows in key order and released their slots; with
+/// `released`, each group's `in_flight` counts its `runs` again in the growth condition
+/// (`in_flight ≥ L / 2`, these runs included), as if called before the release. Called before
+/// the results, as [`adapt_limit`] is, the rows are locked in the order of the join: give one
+/// group, or groups whose rows the transaction already holds.
+pub async fn adapt_limits(
+    exec: impl PgExecutor<'_>,
+    feedback: &[(Uuid, Feedback)],
+    released: bool,
+    limits: &GroupLimits,
+) -> Result<()> {
+    // Per group: `latency_ms` (`None` for an overload) and `runs`, which weighs the smoothing.
+    let rows: Vec<(Uuid, Option<f64>, u32)> = feedback
+        .iter()
+        .filter_map(|&(group, f)| match f {
+            Feedback::Neutral | Feedback::Ok { runs: 0, .. } => None,
+            Feedback::Ok { latency, runs } => {
+                Some((group, Some(latency.as_secs_f64() * 1e3), runs))
+            }
+            Feedback::Overloaded => Some((group, None, 0)),
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
     // The weight of `runs` successes at once, as `runs` single updates of the average would
     // give them: exactly so for the recent latency (the runs' mean standing for each), nearly
     // for the baseline (it drifts towards the recent latency after the batch, not after each).
-    let weight = |w: f64| 1.0 - (1.0 - w).powi(runs.min(i32::MAX as u32) as i32);
+    let weight =
+        |w: f64, runs: u32| (1.0 - (1.0 - w).powi(runs.min(i32::MAX as u32) as i32)) as f32;
+    let groups: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    let latencies: Vec<Option<f32>> = rows.iter().map(|r| r.1.map(|ms| ms as f32)).collect();
+    let runs: Vec<f32> = rows.iter().map(|r| r.2 as f32).collect();
+    let recent_w: Vec<f32> = rows
+        .iter()
+        .map(|r| weight(limits.latency_recent_weight, r.2))
+        .collect();
+    let baseline_w: Vec<f32> = rows
+        .iter()
+        .map(|r| weight(limits.latency_baseline_weight, r.2))
+        .collect();
     sqlx::query!(
         r#"
         UPDATE job_groups g
         SET (concurrency_limit, latency_recent_ms, latency_baseline_ms, limit_cut_at) = (
             SELECT CASE WHEN d.cut THEN greatest(b.lim * $7::real, b.lo)
-                        WHEN d.grow THEN least(b.lim + $3::real, b.hi)
+                        WHEN d.grow THEN least(b.lim + f.runs, b.hi)
                         ELSE g.concurrency_limit END,
                    r.recent,
                    bl.baseline,
@@ -438,61 +474,51 @@ pub async fn adapt_limit(
                     least($5::real, coalesce(g.max_in_flight, $6)::real) AS lo,
                     coalesce(g.max_in_flight, $6)::real AS hi) b
             CROSS JOIN LATERAL (SELECT CASE
-                    WHEN $2::real IS NULL THEN g.latency_recent_ms
-                    WHEN g.latency_recent_ms IS NULL THEN $2::real
-                    ELSE g.latency_recent_ms + $8::real * ($2::real - g.latency_recent_ms)
+                    WHEN f.latency IS NULL THEN g.latency_recent_ms
+                    WHEN g.latency_recent_ms IS NULL THEN f.latency
+                    ELSE g.latency_recent_ms + f.recent_w * (f.latency - g.latency_recent_ms)
                 END AS recent) r
             CROSS JOIN LATERAL (SELECT CASE
-                    WHEN $2::real IS NULL THEN g.latency_baseline_ms
+                    WHEN f.latency IS NULL THEN g.latency_baseline_ms
                     ELSE least(r.recent, coalesce(
-                        g.latency_baseline_ms + $9::real * (r.recent - g.latency_baseline_ms),
+                        g.latency_baseline_ms + f.baseline_w * (r.recent - g.latency_baseline_ms),
                         r.recent))
                 END AS baseline) bl
             CROSS JOIN LATERAL (SELECT
                     r.recent <= $10::real * greatest(bl.baseline, $11::real) AS healthy) h
             CROSS JOIN LATERAL (SELECT
-                    $2::real IS NULL
+                    f.latency IS NULL
                         OR (NOT h.healthy
                             AND (g.limit_cut_at IS NULL
                                  OR g.limit_cut_at + make_interval(secs => r.recent / 1000.0) <= now()))
                         AS cut,
-                    h.healthy AND g.in_flight >= b.lim / 2 AS grow) d
+                    h.healthy
+                        AND g.in_flight + CASE WHEN $12 THEN f.runs ELSE 0 END >= b.lim / 2
+                        AS grow) d
         )
-        WHERE g.group_id = $1
-          AND ($2::real IS NOT NULL
+        FROM unnest($1::uuid[], $2::real[], $3::real[], $8::real[], $9::real[])
+            AS f(group_id, latency, runs, recent_w, baseline_w)
+        WHERE g.group_id = f.group_id
+          AND (f.latency IS NOT NULL
                OR least(greatest(coalesce(g.concurrency_limit, $4::real), $5::real),
                         coalesce(g.max_in_flight, $6)::real)
                   > least($5::real, coalesce(g.max_in_flight, $6)::real))
         "#,
-        group_id,
-        latency_ms.map(|ms| ms as f32),
-        runs as f32,
+        &groups,
+        &latencies as &[Option<f32>],
+        &runs,
         limits.initial as f32,
         limits.floor as f32,
         limits.ceiling as i32,
         limits.decrease_factor as f32,
-        weight(limits.latency_recent_weight) as f32,
-        weight(limits.latency_baseline_weight) as f32,
+        &recent_w,
+        &baseline_w,
         limits.latency_tolerance as f32,
         limits.latency_noise.as_secs_f64() as f32 * 1e3,
+        released,
     )
     .execute(exec)
     .await?;
-    Ok(())
-}
-
-/// [`adapt_limit`] for several groups, each once, in group-id order (the order every batch of
-/// results takes group rows in, [`crate::finish_batch`], so two batches cannot deadlock).
-pub async fn adapt_limits(
-    conn: &mut PgConnection,
-    feedback: &[(Uuid, Feedback)],
-    limits: &GroupLimits,
-) -> Result<()> {
-    let mut sorted: Vec<&(Uuid, Feedback)> = feedback.iter().collect();
-    sorted.sort_by_key(|(group, _)| *group);
-    for (group, f) in sorted {
-        adapt_limit(&mut *conn, *group, *f, limits).await?;
-    }
     Ok(())
 }
 

@@ -5,15 +5,16 @@
 //! slot and adaptive limit of its channel's job group. Recording each in its own transaction
 //! costs a commit per delivery, and every completion of one channel queued on that channel's
 //! group row for the previous one's commit. So the delivery handler hands such a result to this
-//! node's [`Recorder`] and waits for it; the recorder writes many in one transaction of four
-//! statements, whatever their number:
+//! node's [`Recorder`] and waits for it; the recorder writes many in one transaction of three
+//! statements (and its BEGIN and COMMIT), whatever their number:
 //! 1. [`deliveries::record_successes`]: the attempt rows and the deliveries `delivered` (one
 //!    statement, each row fenced by its job's claim token);
 //! 2. [`breakwater_queue::finish_batch`]: the jobs completed (or cancelled, for a delivery
 //!    cancelled while in flight), fenced again, and their slots released: one update per group
 //!    and per gate, in key order;
 //! 3. [`breakwater_queue::adapt_limits`]: each group's adaptive limit moved once by all its
-//!    successes in the batch.
+//!    successes in the batch (their mean latency, counted as that many runs), one statement
+//!    for all the groups.
 //!
 //! **When a batch is written.** The recorder writes at most [`BatchConfig::flushers`] (`worker.record_batch_writers`) batches at
 //! once. When a writer is free, the next batch takes every result waiting (up to
@@ -267,9 +268,12 @@ impl Writer {
         }
         let feedback: Vec<(Uuid, Feedback)> = per_group
             .into_iter()
-            .map(|(group, (total, runs))| (group, Feedback::Ok(total / runs)))
+            .map(|(group, (total, runs))| {
+                let latency = total / runs;
+                (group, Feedback::Ok { latency, runs })
+            })
             .collect();
-        breakwater_queue::adapt_limits(&mut *tx, &feedback, &self.limits).await?;
+        breakwater_queue::adapt_limits(&mut *tx, &feedback, true, &self.limits).await?;
         tx.commit().await?;
         Ok(recorded.into_iter().map(|r| (r.delivery_id, r)).collect())
     }
