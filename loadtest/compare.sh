@@ -46,8 +46,9 @@ build() {
     if ! (cd "$tree" && CARGO_TARGET_DIR="$bench/target" cargo build --release -q -p breakwater-loadtest); then
       [ "$which" = old ] || exit 1
       echo "new's loadtest/ does not compile against old's crates: building old's own harness"
-      git -C "$tree" checkout HEAD -- loadtest/
-      git -C "$tree" clean -fdq -- loadtest/
+      # A fresh worktree at OLD, untouched by NEW's files.
+      git worktree remove --force "$tree"
+      git worktree add --detach "$tree" "$rev" >/dev/null
       harness="old's own loadtest/ (new's did not compile against old's crates)"
       (cd "$tree" && CARGO_TARGET_DIR="$bench/target" cargo build --release -q -p breakwater-loadtest)
     fi
@@ -78,6 +79,7 @@ takes_flags() {
 both() {
   local out="$1" name="$2"
   shift 2
+  mkdir -p "$out"
   for which in new old; do
     local dir="$out/$which-$name"
     rm -rf "$dir"

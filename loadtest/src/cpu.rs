@@ -319,10 +319,9 @@ pub fn summary_lines(report: &serde_json::Value) -> Vec<String> {
         return Vec::new();
     };
     let f = |v: &serde_json::Value| v.as_f64().map_or("-".into(), |x| format!("{x:.3}"));
-    phases
-        .iter()
-        .map(|(name, c)| {
-            format!(
+    let mut lines = Vec::new();
+    for (name, c) in phases {
+        lines.push(format!(
                 "  cpu per 1000 deliveries ({name}: {} deliveries in {} s): service {} s, postgres {} s (run db's backends {} s), harness process {} s; in all service {} s, postgres {} s [service = bw-node* threads in the harness process]",
                 c["deliveries"],
                 c["seconds"],
@@ -335,9 +334,25 @@ pub fn summary_lines(report: &serde_json::Value) -> Vec<String> {
                 f(&c["harness_process_cpu_s_per_1000_deliveries"]),
                 f(&c["service_cpu_s"]),
                 f(&c["postgres_cpu_s"]),
-            )
-        })
-        .collect()
+        ));
+        // Several nodes: each one's share (threads by node index, attempts by node id).
+        let by_node = c["service_cpu_s_by_node"].as_object();
+        if by_node.is_some_and(|m| m.len() > 1) {
+            let join = |m: Option<&serde_json::Map<String, serde_json::Value>>| {
+                m.into_iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            lines.push(format!(
+                "  by node ({name}): service cpu s {}; deliveries {}",
+                join(by_node),
+                join(c["deliveries_by_node"].as_object()),
+            ));
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
