@@ -240,9 +240,23 @@ async fn scenario(
         ));
         rounds.push(rep);
     }
+    // A's last arrivals were seen as they started: their attempts are recorded once A's
+    // endpoints answer (`a_latency` later).
+    let received: u64 = rounds
+        .iter()
+        .map(|r| r.a_accepted.saturating_sub(r.a_lost) + u64::from(!r.b_lost))
+        .sum();
+    probe
+        .wait_recorded(
+            pool,
+            &cpu_start,
+            received,
+            o.a_latency + Duration::from_secs(5),
+        )
+        .await?;
     let cpu_rounds = probe.finish(pool, &cpu_start).await?;
     let mut cpu_report = crate::cpu::report(&[("rounds", &cpu_rounds)]);
-    cpu_report["phases_definition"] = json!({"rounds": "the first round's first batch → the last round's end (every round, with B's delay and the waits)"});
+    cpu_report["phases_definition"] = json!({"rounds": "the first round's first batch → the last round's end (every round, with B's delay and the waits) and every received delivery's attempt recorded"});
 
     let lost: u64 = rounds.iter().map(|r| r.a_lost + u64::from(r.b_lost)).sum();
     let duplicates = a.with(|rec| rec.duplicates) + b.sink.with(PHASE_FAIRNESS, |p| p.duplicates);
