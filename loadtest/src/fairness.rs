@@ -227,6 +227,8 @@ async fn scenario(
         .wait_for(PHASE_WARMUP, 1, Duration::from_secs(30))
         .await;
 
+    let probe = crate::cpu::Probe::new(pool).await;
+    let cpu_start = probe.start(pool).await?;
     let mut rounds = Vec::new();
     for r in 0..o.rounds {
         let mut rep = round(&run, r).await?;
@@ -238,6 +240,23 @@ async fn scenario(
         ));
         rounds.push(rep);
     }
+    // A's last arrivals were seen as they started: their attempts are recorded once A's
+    // endpoints answer (`a_latency` later).
+    let received: u64 = rounds
+        .iter()
+        .map(|r| r.a_accepted.saturating_sub(r.a_lost) + u64::from(!r.b_lost))
+        .sum();
+    probe
+        .wait_recorded(
+            pool,
+            &cpu_start,
+            received,
+            o.a_latency + Duration::from_secs(5),
+        )
+        .await?;
+    let cpu_rounds = probe.finish(pool, &cpu_start).await?;
+    let mut cpu_report = crate::cpu::report(&[("rounds", &cpu_rounds)]);
+    cpu_report["phases_definition"] = json!({"rounds": "the first round's first batch → the last round's end (every round, with B's delay and the waits) and every received delivery's attempt recorded"});
 
     let lost: u64 = rounds.iter().map(|r| r.a_lost + u64::from(r.b_lost)).sum();
     let duplicates = a.with(|rec| rec.duplicates) + b.sink.with(PHASE_FAIRNESS, |p| p.duplicates);
@@ -265,6 +284,7 @@ async fn scenario(
             "a_max_in_flight": "requests an A endpoint held at once, from arrival until its 200 (or the connection's close)",
         },
         "channel_create_s": (channels_s * 10.0).round() / 10.0,
+        "cpu": cpu_report,
         "lost": lost,
         "duplicates": duplicates,
         "a_unparsed": a.with(|rec| rec.unparsed),
@@ -433,6 +453,9 @@ pub fn print_summary(r: &Value) {
             x["a_max_in_flight_per_endpoint"],
             u64::from(x["b_lost"].as_bool().unwrap_or(false)) + x["a_lost"].as_u64().unwrap_or(0)
         );
+    }
+    for line in crate::cpu::summary_lines(r) {
+        println!("{line}");
     }
 }
 

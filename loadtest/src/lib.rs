@@ -27,6 +27,7 @@
 pub mod api;
 pub mod chart;
 pub mod clock;
+pub mod cpu;
 pub mod db;
 pub mod fairness;
 pub mod fetch_bench;

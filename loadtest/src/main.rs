@@ -112,6 +112,11 @@ enum Command {
         /// Batch requests in flight at once.
         #[arg(long, default_value_t = 4)]
         enqueue_concurrency: usize,
+        /// Open loop instead of the burst: one single enqueue every 1/RATE s (round robin over
+        /// the channels), --count in all, not waiting for earlier ones; reports the latency
+        /// (p50/p95/p99) at that rate. --batch and --enqueue-concurrency do not apply.
+        #[arg(long)]
+        rate: Option<f64>,
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
@@ -213,6 +218,7 @@ async fn main() -> anyhow::Result<()> {
             tenants,
             batch,
             enqueue_concurrency,
+            rate,
             timeout,
             service,
         } => {
@@ -222,6 +228,7 @@ async fn main() -> anyhow::Result<()> {
                 tenants,
                 batch,
                 enqueue_concurrency,
+                rate,
                 timeout: Duration::from_secs(timeout),
                 service,
                 run: cli.run,

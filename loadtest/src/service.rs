@@ -123,6 +123,10 @@ impl Service {
                     let rt = tokio::runtime::Builder::new_multi_thread()
                         .enable_all()
                         .thread_name(format!("bw-node{i}"))
+                        // Blocking threads stay for the run (the default lets one go after
+                        // 10 s idle), so that the CPU of the node's threads read from /proc
+                        // (crate::cpu) does not lose an exited thread's share.
+                        .thread_keep_alive(Duration::from_secs(24 * 3600))
                         .build()?;
                     rt.block_on(async move {
                         let started = async {

@@ -22,6 +22,8 @@ pub struct StreamResult {
     pub scheduled: u64,
     /// Sequence numbers the API accepted (202), sorted.
     pub accepted: Vec<u64>,
+    /// Harness times (µs) at which those 202s were read, sorted.
+    pub accepted_us: Vec<u64>,
     /// Requests that failed or were refused.
     pub errors: u64,
     /// Those requests by cause: the API's status (`"HTTP 503"`) or the client's error.
@@ -47,9 +49,31 @@ pub async fn stream(
     duration: Duration,
 ) -> StreamResult {
     let n = (rate * duration.as_secs_f64()).round().max(0.0) as u64;
+    stream_n(
+        api,
+        &[(tenant.clone(), channel.to_string())],
+        phase,
+        rate,
+        n,
+    )
+    .await
+}
+
+/// Sends `n` single enqueues of phase `phase`, one every `1/rate` s, the `seq`-th to
+/// `targets[seq mod len]` (tenant, channel), and waits for every request to finish (each
+/// bounded by the client timeout). `targets` must not be empty.
+pub async fn stream_n(
+    api: &Api,
+    targets: &[(TenantKey, String)],
+    phase: u8,
+    rate: f64,
+    n: u64,
+) -> StreamResult {
+    assert!(!targets.is_empty(), "a stream needs a channel");
     let period = Duration::from_secs_f64(1.0 / rate.max(0.001));
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let accepted = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
+    let accepted_us = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
     let hist = Arc::new(Mutex::new(new_hist()));
     let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
     let mut skipped = 0;
@@ -63,17 +87,25 @@ pub async fn stream(
             skipped += 1;
             continue;
         };
-        let (api, tenant, channel) = (api.clone(), tenant.clone(), channel.to_string());
-        let (accepted, hist, errors) = (accepted.clone(), hist.clone(), errors.clone());
+        let (tenant, channel) = &targets[(seq % targets.len() as u64) as usize];
+        let (api, tenant, channel) = (api.clone(), tenant.clone(), channel.clone());
+        let (accepted, accepted_us, hist, errors) = (
+            accepted.clone(),
+            accepted_us.clone(),
+            hist.clone(),
+            errors.clone(),
+        );
         tasks.spawn(async move {
             let sent = now_us();
             let payload = json!({"phase": phase, "seq": seq, "sent_us": sent});
             let cause = match api.enqueue_status(&tenant, &channel, &payload).await {
                 Ok(reqwest::StatusCode::ACCEPTED) => {
+                    let done = now_us();
                     hist.lock()
                         .unwrap()
-                        .saturating_record(now_us().saturating_sub(sent).max(1));
+                        .saturating_record(done.saturating_sub(sent).max(1));
                     accepted.lock().unwrap().push(seq);
+                    accepted_us.lock().unwrap().push(done);
                     None
                 }
                 Ok(status) => Some(format!("HTTP {}", status.as_u16())),
@@ -88,11 +120,14 @@ pub async fn stream(
     while tasks.join_next().await.is_some() {}
     let mut accepted = std::mem::take(&mut *accepted.lock().unwrap());
     accepted.sort_unstable();
+    let mut accepted_us = std::mem::take(&mut *accepted_us.lock().unwrap());
+    accepted_us.sort_unstable();
     let api_hist = hist.lock().unwrap().clone();
     let error_causes = std::mem::take(&mut *errors.lock().unwrap());
     StreamResult {
         scheduled: n,
         accepted,
+        accepted_us,
         errors: error_causes.values().sum(),
         error_causes,
         skipped,

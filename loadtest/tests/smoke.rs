@@ -1,6 +1,6 @@
 //! CI smoke test of the harness: a small isolation scenario (backlog 500, 10 s streams, dead
 //! endpoint answering 503, 3 000 old rows pruned during the loaded stream) end to end, on its
-//! own database. It checks that the harness works (every accepted healthy delivery arrived, the
+//! own database; and a tiny open-loop throughput run (`throughput --rate`). It checks that the harness works (every accepted healthy delivery arrived, the
 //! breaker opened and the monitor saw the backlog parked, the dead endpoint stayed within its
 //! budget, the pruner deleted every seeded row, the report and chart were written), not the
 //! latency goals: those are benchmarks, recorded in BENCHMARKS.md, not assertions on a shared
@@ -8,7 +8,7 @@
 
 use breakwater_loadtest::isolation::{run, Options};
 use breakwater_loadtest::receiver::DeadMode;
-use breakwater_loadtest::RunOptions;
+use breakwater_loadtest::{throughput, RunOptions};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,6 +73,27 @@ async fn small_isolation_scenario_runs_end_to_end() {
     }
     assert!(r["git_commit"].is_string() || r["git_commit"].is_null());
     assert!(r["cores"].as_u64().is_some_and(|c| c >= 1));
+    // The CPU of both phases: the service's threads were found and the deliveries counted
+    // (Postgres's processes may not be visible from here: null then).
+    for phase in ["baseline", "loaded"] {
+        let c = &r["cpu"]["phases"][phase];
+        assert!(
+            c["deliveries"].as_i64().is_some_and(|n| n >= expected),
+            "{phase}: {c:#}"
+        );
+        assert!(
+            c["service_cpu_s"].as_f64().is_some_and(|s| s > 0.0),
+            "{phase}: {c:#}"
+        );
+        assert!(
+            c["postgres_cpu_s"].is_number() || c["postgres_cpu_s"].is_null(),
+            "{c:#}"
+        );
+    }
+    assert!(
+        r["slow_drain"].is_null(),
+        "only a slow run reports its drain"
+    );
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
@@ -137,4 +158,55 @@ async fn small_dead_host_scenario_reports_the_host_circuit() {
     );
     assert_eq!(h["budget"]["within"], true, "{h:#}");
     assert_eq!(r["goals"]["dead_requests_within_budget"], true, "{r:#}");
+}
+
+/// `throughput --rate 50 --count 100` over 5 channels: the open loop sends every delivery,
+/// each arrives once, and the report has the latency at that rate and the run's CPU.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_open_loop_throughput_reports_latency_at_the_rate() {
+    let o = throughput::Options {
+        count: 100,
+        channels: 5,
+        tenants: 2,
+        rate: Some(50.0),
+        timeout: Duration::from_secs(60),
+        run: RunOptions {
+            database_url: std::env::var("DATABASE_URL").ok(),
+            out: None,
+            print: false,
+        },
+        ..throughput::Options::default()
+    };
+    let r = throughput::run(&o)
+        .await
+        .expect("the throughput scenario runs");
+    assert_eq!(r["scenario"], "throughput");
+    assert_eq!(r["rate_per_s"], 50.0, "{r:#}");
+    assert_eq!(r["lost"], 0, "{r:#}");
+    assert_eq!(r["enqueue_errors"], 0, "{r:#}");
+    assert_eq!(r["received"], 100, "{r:#}");
+    let ol = &r["open_loop"];
+    assert_eq!(ol["scheduled"], 100, "{ol:#}");
+    assert_eq!(ol["accepted"], 100, "{ol:#}");
+    assert_eq!(ol["skipped"], 0, "{ol:#}");
+    assert_eq!(r["latency"]["count"], 100, "{r:#}");
+    for k in ["p50_ms", "p95_ms", "p99_ms"] {
+        assert!(
+            r["latency"][k].as_f64().is_some_and(|v| v > 0.0),
+            "{k}: {r:#}"
+        );
+    }
+    // 100 at 50/s: about 2 s of sending, not a burst.
+    assert!(r["enqueue_s"].as_f64().is_some_and(|s| s >= 1.5), "{r:#}");
+    let c = &r["cpu"]["phases"]["run"];
+    assert_eq!(c["deliveries"], 100, "{c:#}");
+    assert_eq!(c["delivered"], 100, "{c:#}");
+    assert!(
+        c["service_cpu_s"].as_f64().is_some_and(|s| s > 0.0),
+        "{c:#}"
+    );
+    assert!(
+        c["harness_process_cpu_s"].as_f64().is_some_and(|s| s > 0.0),
+        "{c:#}"
+    );
 }

@@ -39,6 +39,7 @@ pub use seen::probes_allowed;
 pub use summary::print_summary;
 
 use crate::clock::{now_us, WallMap};
+use crate::cpu::{PhaseCost, Probe};
 use crate::prune::PruneRun;
 use crate::receiver::{DeadEndpoint, PHASE_BASELINE, PHASE_LOADED, PHASE_WARMUP};
 use crate::stream::{stream, StreamResult};
@@ -148,6 +149,10 @@ struct Measured {
     healthy_uuid: Uuid,
     /// The dead host's key, as the service computed it (the first dead channel's).
     host_key: Option<String>,
+    /// CPU of the baseline phase (its stream's start → its drain's end).
+    cpu_baseline: PhaseCost,
+    /// CPU of the loaded phase (the backlog's first batch → the loaded stream's drain's end).
+    cpu_loaded: PhaseCost,
 }
 
 /// The measured run: the warm-up, the baseline stream and its drain, the backlog, the loaded
@@ -196,9 +201,12 @@ async fn measure(
         o.rate,
         o.duration.as_secs_f64()
     ));
+    let probe = Probe::new(pool).await;
+    let cpu_start = probe.start(pool).await?;
     let base = stream(api, tb, healthy_ch, PHASE_BASELINE, o.rate, o.duration).await;
     sink.wait_for(PHASE_BASELINE, base.accepted.len() as u64, o.drain_timeout)
         .await;
+    let cpu_baseline = probe.finish(pool, &cpu_start).await?;
 
     log(format!(
         "backlog: {} deliveries to the dead channel ({})",
@@ -238,6 +246,7 @@ async fn measure(
         ))),
         _ => None,
     };
+    let cpu_start = probe.start(pool).await?;
     let wall = WallMap::now();
     let backlog_start_us = now_us();
     let mut enqueued = 0u64;
@@ -268,6 +277,7 @@ async fn measure(
         pool.clone(),
         dead_uuids.clone(),
         healthy_uuid,
+        dead.gauge(),
         backlog_start_us,
         stop_monitor.clone(),
     ));
@@ -282,6 +292,7 @@ async fn measure(
     sink.wait_for(PHASE_LOADED, loaded.accepted.len() as u64, o.drain_timeout)
         .await;
     let end_us = now_us();
+    let cpu_loaded = probe.finish(pool, &cpu_start).await?;
     let prune_run = match pruner {
         Some(h) => Some(h.await.context("the pruner panicked")??),
         None => None,
@@ -314,6 +325,8 @@ async fn measure(
         dead_uuids,
         healthy_uuid,
         host_key,
+        cpu_baseline,
+        cpu_loaded,
     })
 }
 

@@ -44,6 +44,59 @@ fn slow(sink: &Sink, phase: u8, s: &StreamResult) -> Value {
     })
 }
 
+/// The slow channel's own drain (`--dead-mode slow`): the requests its endpoint received from
+/// the backlog's first batch to the loaded stream's drain's end, per second, and its
+/// in-flight count in the queue monitor's samples (one a second from the backlog's end, read
+/// from the database: `job_groups.in_flight` of its group; the executing jobs; and the
+/// endpoint's own gauge at the same moment).
+fn slow_drain(m: &Measured, seen: &Seen) -> Value {
+    let (from, to) = (m.backlog_start_us, m.end_us);
+    let window_s = to.saturating_sub(from) as f64 / 1e6;
+    let mut by_second: Vec<u64> = Vec::new();
+    for &t in seen.arrivals.iter().filter(|&&t| t >= from && t <= to) {
+        let i = ((t - from) / 1_000_000) as usize;
+        if by_second.len() <= i {
+            by_second.resize(i + 1, 0);
+        }
+        by_second[i] += 1;
+    }
+    let received: u64 = by_second.iter().sum();
+    // Max and mean of a series of counts (null and null for none).
+    let stats = |v: Vec<i64>| -> Value {
+        let Some(&max) = v.iter().max() else {
+            return json!({"max": null, "mean": null});
+        };
+        let mean = v.iter().sum::<i64>() as f64 / v.len() as f64;
+        json!({"max": max, "mean": (mean * 100.0).round() / 100.0})
+    };
+    let attempts_in_window = seen
+        .attempts
+        .iter()
+        .filter(|a| {
+            let t = m.wall.to_us(a.0);
+            t >= from as i64 && t <= to as i64
+        })
+        .count();
+    let received_per_s = if window_s > 0.0 {
+        (received as f64 / window_s * 100.0).round() / 100.0
+    } else {
+        0.0
+    };
+    json!({
+        "window_s": (window_s * 10.0).round() / 10.0,
+        "window_definition": "the backlog's first batch request → the loaded stream's drain's end",
+        "received": received,
+        "received_per_s": received_per_s,
+        "received_by_second": by_second,
+        "attempts_started_in_window": attempts_in_window,
+        "samples": m.samples.len(),
+        "in_flight": stats(m.samples.iter().map(|s| s.dead_group_in_flight).collect()),
+        "in_flight_definition": "job_groups.in_flight of the slow channel's group (summed over the dead channels), in the queue monitor's 1-s samples (queue_samples[].dead_group_in_flight)",
+        "executing_jobs": stats(m.samples.iter().map(|s| s.dead_executing).collect()),
+        "endpoint_in_flight": stats(m.samples.iter().filter_map(|s| s.dead_endpoint_in_flight).map(|v| v as i64).collect()),
+    })
+}
+
 /// The report (`result.json`, before [`crate::on_fresh_db`] adds what it ran on) of the run `m`
 /// and what was seen after it (`seen`); with `o.run.out`, also writes the chart there.
 pub(super) fn build(
@@ -160,6 +213,14 @@ pub(super) fn build(
         .multi
         .then(|| dead_host::report(o, settings, m, seen, dead_requests, in_flight_cap));
 
+    let mut cpu_report =
+        crate::cpu::report(&[("baseline", &m.cpu_baseline), ("loaded", &m.cpu_loaded)]);
+    cpu_report["phases_definition"] = json!({
+        "baseline": "the baseline stream's first enqueue → its drain's end",
+        "loaded": "the backlog's first batch request → the loaded stream's drain's end",
+    });
+    let slow_drain = (o.dead_mode == DeadMode::Slow).then(|| slow_drain(m, seen));
+
     let mut report = json!({
         "scenario": "isolation",
         "backlog": o.backlog,
@@ -228,6 +289,8 @@ pub(super) fn build(
         "backlog_status": seen.statuses.iter().map(|(s, n)| (s.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
         "backlog_accounted": seen.statuses.iter().map(|s| s.1).sum::<i64>() as u64 == m.enqueued,
         "queue_samples": m.samples,
+        "slow_drain": slow_drain,
+        "cpu": cpu_report,
         "throughput_per_s": Value::Null,
         "goals": {
             "required_p95_under_1s": healthy_sum.p95_ms < 1000.0,

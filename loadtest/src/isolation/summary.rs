@@ -38,6 +38,25 @@ pub fn print_summary(r: &Value) {
             r["dead_endpoint_budget"]["probes_allowed"]
         )
     };
+    for line in crate::cpu::summary_lines(r) {
+        println!("{line}");
+    }
+    if !r["slow_drain"].is_null() {
+        let d = &r["slow_drain"];
+        println!(
+            "  slow channel drain: {} received in {} s ({} /s); in flight (job_groups.in_flight, {} 1-s samples) max {} mean {}; executing jobs max {} mean {}; endpoint held max {} mean {}",
+            d["received"],
+            d["window_s"],
+            d["received_per_s"],
+            d["samples"],
+            d["in_flight"]["max"],
+            d["in_flight"]["mean"],
+            d["executing_jobs"]["max"],
+            d["executing_jobs"]["mean"],
+            d["endpoint_in_flight"]["max"],
+            d["endpoint_in_flight"]["mean"],
+        );
+    }
     println!(
         "  dead endpoint: {} requests, at most {} in flight at once{budget}",
         r["dead_endpoint_requests"], r["dead_max_in_flight"],

@@ -23,6 +23,12 @@ pub(super) struct Sample {
     pub dead_parked: i64,
     pub healthy_available: i64,
     pub healthy_executing: i64,
+    /// The dead channels' groups' `job_groups.in_flight` summed (the queue's own count of
+    /// their jobs executing on any node, kept by the fetch and the completion trigger).
+    pub dead_group_in_flight: i64,
+    /// Requests the dead endpoint held at the sample's moment (its receiver's gauge; `None`
+    /// for `refuse`).
+    pub dead_endpoint_in_flight: Option<u64>,
 }
 
 impl Sample {
@@ -35,12 +41,13 @@ impl Sample {
 }
 
 /// Samples the queue once a second until `stop` (or an hour): the dead channels' (groups
-/// `dead`) and the healthy channel's jobs; `t_s` counts from `origin_us`. A sample that fails to
-/// read is left out.
+/// `dead`) and the healthy channel's jobs, and the dead endpoint's `gauge`; `t_s` counts from
+/// `origin_us`. A sample that fails to read is left out.
 pub(super) async fn monitor(
     pool: PgPool,
     dead: Vec<Uuid>,
     healthy: Uuid,
+    gauge: Option<std::sync::Arc<InFlight>>,
     origin_us: u64,
     stop: CancellationToken,
 ) -> Vec<Sample> {
@@ -54,7 +61,9 @@ pub(super) async fn monitor(
             _ = tick.tick() => {}
         }
         let t_s = (now_us() as f64 - origin_us as f64) / 1e6;
-        if let Ok(s) = sample(&pool, &dead, healthy, (t_s * 10.0).round() / 10.0).await {
+        let held = gauge.as_ref().map(|g| g.current());
+        if let Ok(mut s) = sample(&pool, &dead, healthy, (t_s * 10.0).round() / 10.0).await {
+            s.dead_endpoint_in_flight = held;
             out.push(s);
         }
     }
@@ -86,6 +95,12 @@ async fn sample(pool: &PgPool, dead: &[Uuid], healthy: Uuid, t_s: f64) -> anyhow
     for &group in dead {
         parked += breakwater_queue::parked_count(&mut *tx, group).await?;
     }
+    let group_in_flight: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(in_flight), 0)::int8 FROM job_groups WHERE group_id = ANY($1)",
+    )
+    .bind(dead)
+    .fetch_one(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(Sample {
         t_s,
@@ -95,6 +110,8 @@ async fn sample(pool: &PgPool, dead: &[Uuid], healthy: Uuid, t_s: f64) -> anyhow
         dead_parked: parked,
         healthy_available: ha,
         healthy_executing: he,
+        dead_group_in_flight: group_in_flight,
+        dead_endpoint_in_flight: None,
     })
 }
 
@@ -166,6 +183,8 @@ mod tests {
             dead_parked: parked,
             healthy_available: 0,
             healthy_executing: 0,
+            dead_group_in_flight: 0,
+            dead_endpoint_in_flight: None,
         };
         // Parked jobs stay available in their parked group.
         assert!(s(10, 0, 0, 10).backlog_all_parked());
