@@ -225,6 +225,15 @@ pub enum Begun {
 /// rate limit from the same row (unit test `a_plainly_closed_gate_is_a_plain_send`). Any other
 /// gate writes nothing and answers [`Begun::Other`]: the caller then takes the full path, which
 /// reads the gate again. One round trip instead of two for every delivery of a healthy channel.
+///
+/// **Its commit does not wait for the disk** (`synchronous_commit = off` for this statement's
+/// own transaction: run it outside a transaction). What it writes is the delivery's
+/// `delivering` mark and `updated_at`, which no guarantee rests on: the job's claim (made by
+/// the fetch, committed durably) is what fences and rescues the attempt, and the attempt's
+/// record sets the delivery's status again. If the database crashes before the mark reaches the
+/// disk, the delivery reads `pending` until its job is rescued or recorded, as a delivery
+/// waiting for its request does. Measured: without it, every delivery waited here for a WAL
+/// flush of its own (BENCHMARKS.md, "Batched results").
 pub async fn admit_and_begin(
     conn: &mut PgConnection,
     channel_id: Uuid,
@@ -232,7 +241,10 @@ pub async fn admit_and_begin(
 ) -> Result<Begun> {
     let row = sqlx::query!(
         r#"
-        WITH gate AS (
+        WITH no_flush AS (
+            -- This statement's commit does not wait for its WAL to reach the disk (see below).
+            SELECT set_config('synchronous_commit', 'off', true) AS set
+        ), gate AS (
             SELECT c.consecutive_failures,
                    (c.circuit_state = 'closed'
                     AND (c.retry_after_until IS NULL OR c.retry_after_until <= now())
@@ -246,6 +258,7 @@ pub async fn admit_and_begin(
             WHERE d.id = $2 AND c.id = d.channel_id AND c.id = $1
               AND d.status NOT IN ('delivered', 'dead', 'cancelled')
               AND (SELECT plain FROM gate)
+              AND (SELECT set FROM no_flush) IS NOT NULL
             RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
                       d.event_type,
                       coalesce(d.payload, (SELECT m.payload FROM messages m WHERE m.id = d.message_id))
