@@ -69,7 +69,7 @@ impl Default for BatchConfig {
         Self {
             max: 128,
             window: Duration::ZERO,
-            flushers: 2,
+            flushers: 1,
         }
     }
 }

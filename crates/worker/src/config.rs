@@ -116,7 +116,7 @@ impl Default for WorkerConfig {
             job_retention_ms: 24 * 3_600_000,
             record_batch_max: 128,
             record_batch_window_ms: 0,
-            record_batch_writers: 2,
+            record_batch_writers: 1,
         }
     }
 }
