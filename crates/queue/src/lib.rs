@@ -90,8 +90,9 @@ pub use group::{
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{cancel, complete, discard, hand_back, retry, snooze, RetryOutcome};
 pub use repair::{
-    cancel_waiting_job, executing_job_exists_sql, last_job, last_job_state_sql,
-    live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots, recount_group_slots,
-    slots_drift, Reconciled, SlotOwner, SlotsDrift, WAITING_JOBS_SQL,
+    attempts_out_of_range, cancel_waiting_job, executing_job_exists_sql, last_job,
+    last_job_state_sql, live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots,
+    recount_group_slots, slots_drift, AttemptOutOfRange, Reconciled, SlotOwner, SlotsDrift,
+    WAITING_JOBS_SQL,
 };
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};
