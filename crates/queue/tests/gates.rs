@@ -1294,3 +1294,39 @@ async fn counters_at_the_largest_integer_do_not_stop_the_queue(pool: PgPool) {
     );
     assert_eq!(gate_in_flight(&pool, "host-a").await, i32::MAX, "saturated");
 }
+
+/// The gate row is skipped, not waited for, when a result holds it (issue 31): a hot capped
+/// gate — three nodes' fetches and every result of its jobs on one row — must still fill.
+/// Measured here as the time to run 240 jobs of 20 ms through a cap of 4 (1.2 s if the gate
+/// were always full) beside the same gate's results; the fetch's waiting groups are fetched
+/// again after `runner::WAITING_RETRY`, and a finished job of the gate makes its node fetch.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_hot_capped_gate_still_fills_while_its_results_hold_its_row(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 8, 30).await;
+    let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(4))
+        .await
+        .unwrap();
+    let total = groups.len() * 30;
+    let counters = Counters::default();
+    let started = std::time::Instant::now();
+    let nodes = spawn_nodes(&pool, 3, total, Duration::from_millis(20), &counters, |i| {
+        pool_config(i, Duration::from_secs(600), limits(None))
+    });
+    for n in nodes {
+        n.join().unwrap();
+    }
+    let took = started.elapsed();
+    assert_eq!(counters.done(), total, "every job ran (no poll: 600 s)");
+    assert!(counters.max() <= 4, "the cap held");
+    let full = Duration::from_millis(20) * (total as u32) / 4;
+    println!(
+        "a hot capped gate: {total} jobs of 20 ms through a cap of 4 in {took:?} \
+         (always full: {full:?}; {:.0} % of that)",
+        100.0 * full.as_secs_f64() / took.as_secs_f64()
+    );
+    assert!(
+        took < full * 4,
+        "{took:?} for {full:?} of work at the cap: the gate starved"
+    );
+}
