@@ -543,16 +543,29 @@ impl Cluster {
     /// Creates a channel to receiver endpoint `endpoint`, which answers as `behavior` and checks
     /// the channel's signatures; returns the channel id.
     pub async fn channel(&self, key: &str, endpoint: &str, behavior: Behavior) -> Uuid {
-        self.receiver.set(endpoint, behavior);
+        self.channel_on(&self.receiver, key, endpoint, behavior)
+            .await
+    }
+
+    /// [`Cluster::channel`] to an endpoint of `receiver` (another receiver than the cluster's
+    /// is another host: another host circuit and gate).
+    pub async fn channel_on(
+        &self,
+        receiver: &Receiver,
+        key: &str,
+        endpoint: &str,
+        behavior: Behavior,
+    ) -> Uuid {
+        receiver.set(endpoint, behavior);
         let (s, v) = self
             .post(
                 "/api/v1/channels",
                 key,
-                &json!({ "url": self.receiver.url(endpoint) }),
+                &json!({ "url": receiver.url(endpoint) }),
             )
             .await;
         assert_eq!(s, 201, "create channel: {v}");
-        self.receiver.set_secret(
+        receiver.set_secret(
             endpoint,
             v["signing_secret"].as_str().expect("signing_secret"),
         );

@@ -5,6 +5,8 @@
 //! - [`worker_frozen`]: `SIGSTOP` of a worker past the rescue time, then `SIGCONT` (with a
 //!   second worker that rescues, and as the only worker, which must take back none of its own
 //!   jobs);
+//! - [`result_frozen`]: a worker frozen inside its result transaction (placed there by the test),
+//!   while another worker serves another tenant (issue 31);
 //! - [`database_down`]: Postgres stopped for [`database_down::OUTAGE`] while results are being
 //!   written;
 //! - [`worker_drained`]: `SIGTERM` of a worker with work in flight.
@@ -23,6 +25,7 @@
 
 mod cluster;
 mod database_down;
+mod result_frozen;
 mod verdict;
 mod worker_drained;
 mod worker_frozen;

@@ -65,6 +65,18 @@ pub enum Finding {
         /// Its groups' jobs in state `executing`.
         executing: i64,
     },
+    /// A live job whose `attempt` counter is out of range (`i32::MAX`, where the fetch keeps
+    /// it rather than fail every fetch of its queue, or negative): a bug, a hand edit, a
+    /// restore. Not repaired automatically: the job runs (as its last attempt) and ends as its
+    /// handler decides; an operator may cancel it.
+    AttemptOutOfRange {
+        /// The job.
+        job_id: i64,
+        /// Its queue.
+        queue: String,
+        /// Its counter.
+        attempt: i32,
+    },
 }
 
 /// The unique key of delivery `d`'s job, as SQL (the key [`crate::deliveries::delivery_job`]
@@ -150,6 +162,12 @@ pub async fn check(conn: &mut PgConnection, limit: i64) -> Result<Vec<Finding>> 
             executing: d.executing,
         },
     }));
+    let attempts = breakwater_queue::attempts_out_of_range(&mut *conn, limit).await?;
+    out.extend(attempts.into_iter().map(|a| Finding::AttemptOutOfRange {
+        job_id: a.job_id,
+        queue: a.queue,
+        attempt: a.attempt,
+    }));
     Ok(out)
 }
 
@@ -210,6 +228,8 @@ pub async fn repair(
             Finding::GateSlotsDrift { gate_key, .. } => {
                 breakwater_queue::recount_gate_slots(&mut tx, gate_key).await?
             }
+            // Reported only (see the variant).
+            Finding::AttemptOutOfRange { .. } => false,
         };
         tx.commit().await?;
         if changed {

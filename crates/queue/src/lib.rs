@@ -92,8 +92,9 @@ pub use outcome::{
     cancel, complete, discard, finish_batch, hand_back, retry, snooze, Finish, RetryOutcome,
 };
 pub use repair::{
-    cancel_waiting_job, executing_job_exists_sql, last_job, last_job_state_sql,
-    live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots, recount_group_slots,
-    slots_drift, Reconciled, SlotOwner, SlotsDrift, WAITING_JOBS_SQL,
+    attempts_out_of_range, cancel_waiting_job, executing_job_exists_sql, last_job,
+    last_job_state_sql, live_job_exists_sql, move_waiting, parked_count_sql, recount_gate_slots,
+    recount_group_slots, slots_drift, AttemptOutOfRange, Reconciled, SlotOwner, SlotsDrift,
+    WAITING_JOBS_SQL,
 };
 pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};

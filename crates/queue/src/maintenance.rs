@@ -3,14 +3,47 @@
 //! Every statement here is safe for several nodes to run at once: promotion and rescue lock the
 //! rows they move with `FOR UPDATE SKIP LOCKED` (two nodes split the work, never double it), and
 //! the heartbeat is an upsert of the node's own row.
+//!
+//! None of it waits for live work (issue 31): a transaction of a node that froze inside it
+//! holds its rows until the server ends it, and upkeep that waited for them would stop too —
+//! the rescuer, and with it (when they shared a loop) the node's own heartbeat. So:
+//! - every row upkeep locks is locked `SKIP LOCKED` (promotion, rescue, pruning), and the
+//!   rescuer takes the slot rows of the jobs it rescues the same way ([`rescue`]): a job whose
+//!   group or gate row is held is left for a later round;
+//! - what a statement's triggers touch (a rescued delivery job's delivery row) is bounded by a
+//!   short `lock_timeout` ([`UPKEEP_LOCK_TIMEOUT`]; [`upkeep_pool`] gives every session of the
+//!   upkeep loop that bound): a step that would wait longer fails and runs again next period;
+//! - the heartbeat runs in a task of its own on a connection of its own ([`beat`]), so no
+//!   upkeep step, however stuck, delays it.
 
 use crate::outcome::millis;
-use crate::slots::lock_slots;
+use crate::slots::try_lock_slots;
 use crate::wake::{notify_moved, Moved};
 use crate::Result;
-use sqlx::{PgExecutor, PgPool};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, PgConnection, PgExecutor, PgPool};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The longest an upkeep statement waits for a row lock (the `lock_timeout` of
+/// [`upkeep_pool`]'s sessions and of [`rescue`]'s transaction). Longer than a result
+/// transaction's commit under load, far shorter than a frozen node's transaction.
+pub const UPKEEP_LOCK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// A small pool (`max` connections, opened lazily) on the same database, with the same session
+/// settings as `pool` plus `lock_timeout` = [`UPKEEP_LOCK_TIMEOUT`]: for loops that run beside
+/// live work (upkeep, reconcilers, retention), so none of them waits long for a row a live
+/// transaction holds, and none takes a connection the pools of handlers need.
+pub fn upkeep_pool(pool: &PgPool, max: u32) -> PgPool {
+    let opts = (*pool.connect_options()).clone().options([(
+        "lock_timeout",
+        format!("{}ms", UPKEEP_LOCK_TIMEOUT.as_millis()),
+    )]);
+    PgPoolOptions::new()
+        .max_connections(max.max(1))
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(opts)
+}
 
 /// Records that `node_id` is alive (database time).
 pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
@@ -22,6 +55,45 @@ pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
     .execute(exec)
     .await?;
     Ok(())
+}
+
+/// Beats `node_id`'s heartbeat every `interval` until `shutdown`, in the caller's task, on a
+/// connection of its own (opened from `pool`'s settings, never taken from the pool; reopened
+/// after an error), each beat bounded by `interval` (at least 1 s): nothing else the node runs
+/// — an upkeep step waiting for a lock, a pool with every connection busy — delays it, so a
+/// node looks alive exactly as long as it runs. Failures are logged and retried next period.
+pub async fn beat(pool: PgPool, node_id: String, interval: Duration, shutdown: CancellationToken) {
+    let bound = interval.max(Duration::from_secs(1));
+    let opts = (*pool.connect_options()).clone().options([
+        ("lock_timeout", format!("{}ms", bound.as_millis())),
+        ("statement_timeout", format!("{}ms", bound.as_millis())),
+    ]);
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut conn: Option<PgConnection> = None;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let beaten = tokio::time::timeout(bound, async {
+            if conn.is_none() {
+                conn = Some(PgConnection::connect_with(&opts).await?);
+            }
+            heartbeat(conn.as_mut().expect("connected above"), &node_id).await
+        })
+        .await;
+        let error = match beaten {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} ms", bound.as_millis()),
+        };
+        tracing::warn!(error = %error, "heartbeat failed; reconnecting");
+        conn = None;
+    }
+    if let Some(conn) = conn {
+        let _ = conn.close().await;
+    }
 }
 
 /// Removes `node_id`'s heartbeat row (clean shutdown, after its jobs were handed back).
@@ -77,8 +149,21 @@ pub struct RescuePolicy {
 /// `policy.max_run`: each becomes `available` again, or `discarded` if that run was its last
 /// attempt. The claim token is cleared, so the abandoned run's late result changes nothing.
 /// Returns how many jobs were rescued.
+///
+/// Waits for no live work (issue 31): the jobs and then their group and gate rows are locked
+/// `SKIP LOCKED` (in the order everyone uses: group rows, then gate rows); a job whose row, or
+/// whose group's or gate's row, another transaction holds (a result in progress, or one a
+/// frozen node left open) is left for a later call. The rescue's own triggers (a delivery job's
+/// delivery row) wait at most [`UPKEEP_LOCK_TIMEOUT`] (`lock_timeout`, local to its
+/// transaction); past that the call fails and changes nothing.
 pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Result<u64> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    sqlx::query_scalar!(
+        "SELECT set_config('lock_timeout', $1, true)",
+        format!("{}ms", UPKEEP_LOCK_TIMEOUT.as_millis()),
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     let stale = sqlx::query!(
         r#"
         SELECT j.id, j.group_id, j.gate_slot FROM jobs j
@@ -101,13 +186,27 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
         tx.commit().await?;
         return forget_old_nodes(conn, policy).await.map(|()| 0);
     }
-    let ids: Vec<i64> = stale.iter().map(|s| s.id).collect();
-    lock_slots(
+    // Their slot rows, taken before the UPDATE releases the slots (see slots::lock_slots for
+    // why up front), skipping those another transaction holds: those jobs stay for later.
+    let held = try_lock_slots(
         &mut tx,
         stale.iter().filter_map(|s| s.group_id),
         stale.iter().filter_map(|s| s.gate_slot.clone()),
     )
     .await?;
+    let ids: Vec<i64> = stale
+        .iter()
+        .filter(|s| held.frees(s.group_id, s.gate_slot.as_deref()))
+        .map(|s| s.id)
+        .collect();
+    if ids.len() < stale.len() {
+        tracing::info!(
+            left = stale.len() - ids.len(),
+            groups = ?held.groups,
+            gates = ?held.gates,
+            "rescue: jobs whose group or gate row another transaction holds are left for later"
+        );
+    }
     let moved = sqlx::query_as!(
         Moved,
         r#"
@@ -197,27 +296,35 @@ pub struct MaintenanceConfig {
 
 /// Runs heartbeat, promotion, rescue and pruning until `shutdown`. Errors are logged and the
 /// step is tried again next period.
+///
+/// The heartbeat runs in a task of its own on a connection of its own ([`beat`]); promotion,
+/// rescue and pruning run one after another on [`upkeep_pool`] sessions of `pool` (a short
+/// `lock_timeout`), so a step that meets a held row fails fast or skips it, and never stops the
+/// heartbeat.
 pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationToken) {
-    let mut heartbeat_t = tokio::time::interval(cfg.heartbeat_interval);
+    let beating = tokio::spawn(beat(
+        pool.clone(),
+        cfg.node_id.clone(),
+        cfg.heartbeat_interval,
+        shutdown.clone(),
+    ));
+    let pool = upkeep_pool(&pool, 2);
+    upkeep(&pool, &cfg, &shutdown).await;
+    let _ = beating.await;
+    pool.close().await;
+}
+
+/// The upkeep steps of [`run`], one at a time, until `shutdown`.
+async fn upkeep(pool: &PgPool, cfg: &MaintenanceConfig, shutdown: &CancellationToken) {
     let mut promote_t = tokio::time::interval(cfg.promote_interval);
     let mut rescue_t = tokio::time::interval(cfg.rescue_interval);
     let mut prune_t = tokio::time::interval(cfg.prune_interval);
-    for t in [
-        &mut heartbeat_t,
-        &mut promote_t,
-        &mut rescue_t,
-        &mut prune_t,
-    ] {
+    for t in [&mut promote_t, &mut rescue_t, &mut prune_t] {
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = heartbeat_t.tick() => {
-                if let Err(e) = heartbeat(&pool, &cfg.node_id).await {
-                    tracing::warn!(error = %e, "heartbeat failed");
-                }
-            }
             _ = promote_t.tick() => {
                 let r = async {
                     let mut conn = pool.acquire().await?;
@@ -251,7 +358,7 @@ pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationTok
                 }
             }
             _ = prune_t.tick() => {
-                if let Err(e) = prune(&pool, cfg.retention, 10_000).await {
+                if let Err(e) = prune(pool, cfg.retention, 10_000).await {
                     tracing::warn!(error = %e, "pruning failed");
                 }
             }

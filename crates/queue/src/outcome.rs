@@ -226,7 +226,7 @@ pub async fn snooze(
         UPDATE jobs
         SET state = CASE WHEN $3 <= 0 THEN 'available' ELSE 'scheduled' END,
             scheduled_at = now() + ($3::float8 * interval '1 millisecond'),
-            attempt = greatest(attempt - 1, 0),
+            attempt = greatest(attempt, 1) - 1,
             priority = coalesce($4, priority),
             claim_token = NULL
         WHERE id = $1 AND claim_token = $2 AND state = 'executing'
@@ -272,7 +272,7 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     let queues: Vec<String> = sqlx::query_scalar!(
         r#"
         UPDATE jobs j
-        SET state = 'available', attempt = greatest(j.attempt - 1, 0),
+        SET state = 'available', attempt = greatest(j.attempt, 1) - 1,
             claim_token = NULL, attempted_by = NULL
         FROM unnest($1::int8[], $2::uuid[]) AS c(id, token)
         WHERE j.id = c.id AND j.claim_token = c.token AND j.state = 'executing'

@@ -263,3 +263,36 @@ pub fn last_job_state_sql(unique_key: &str) -> String {
 /// one per unique key (the unique index's "live").
 pub const WAITING_JOBS_SQL: &str = "(SELECT j.id, j.unique_key FROM jobs j
           WHERE j.state IN ('available', 'scheduled'))";
+
+/// A live job whose `attempt` counter is out of the range the queue counts in: at the largest
+/// `integer` (the fetch keeps it there rather than fail, see [`crate::fetch`]) or negative. A
+/// bug, a hand edit or a restore; such a job runs as its last attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptOutOfRange {
+    /// The job.
+    pub job_id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its counter.
+    pub attempt: i32,
+}
+
+/// Live (`available`, `scheduled`, `executing`) jobs whose `attempt` is `i32::MAX` or negative,
+/// at most `limit`, by id. Reads only (a scan of the jobs table: for `breakwater doctor`, not
+/// for a hot path).
+pub async fn attempts_out_of_range(
+    exec: impl PgExecutor<'_>,
+    limit: i64,
+) -> Result<Vec<AttemptOutOfRange>> {
+    Ok(sqlx::query_as!(
+        AttemptOutOfRange,
+        r#"SELECT id AS job_id, queue, attempt FROM jobs
+           WHERE state IN ('available', 'scheduled', 'executing')
+             AND (attempt >= 2147483647 OR attempt < 0)
+           ORDER BY id
+           LIMIT $1"#,
+        limit,
+    )
+    .fetch_all(exec)
+    .await?)
+}

@@ -45,6 +45,15 @@ pub struct PoolConfig {
 
 type InFlight = Arc<Mutex<HashMap<i64, Uuid>>>;
 
+/// How soon a pool fetches again after a fetch that left a group waiting ([`Fetched::waiting`]:
+/// its row, or its counted gate's row, held by another transaction — the fetch skips such rows
+/// rather than wait, issue 31). Each further retry in a row that claims nothing waits twice as
+/// long, up to the poll interval, so a row held for long (a frozen node's transaction) costs a
+/// handful of cheap fetches, and one held for a commit costs a few milliseconds.
+///
+/// [`Fetched::waiting`]: crate::Fetched::waiting
+pub const WAITING_RETRY: Duration = Duration::from_millis(10);
+
 /// Fetches and runs jobs of `cfg.queue` until `shutdown` fires, at most `cfg.concurrency` at a
 /// time. Wakes on `wakers` (LISTEN/NOTIFY), on a freed slot, or every `poll_interval`.
 ///
@@ -72,6 +81,8 @@ pub async fn run_pool<H: Handler>(
     let mut capped: HashSet<Uuid> = HashSet::new();
     let mut capped_gates: HashSet<String> = HashSet::new();
     let mut waiting = false;
+    // When to fetch again because the last fetch left a group waiting (see WAITING_RETRY).
+    let mut retry_in: Option<Duration> = None;
     // Whether the last fetch involved counted gates: start the next one with the full statement.
     let mut full_first = false;
 
@@ -108,6 +119,13 @@ pub async fn run_pool<H: Handler>(
                     capped = fetched.capped.into_iter().collect();
                     capped_gates = fetched.capped_gates.into_iter().collect();
                     waiting = fetched.waiting;
+                    retry_in = match (waiting, retry_in) {
+                        (false, _) => None,
+                        (true, Some(d)) if fetched.jobs.is_empty() => {
+                            Some((d * 2).min(cfg.poll_interval))
+                        }
+                        (true, _) => Some(WAITING_RETRY.min(cfg.poll_interval)),
+                    };
                     for job in fetched.jobs {
                         let permit = slots.clone().try_acquire_owned().expect("slot counted");
                         in_flight.lock().unwrap().insert(job.id, job.claim_token);
@@ -153,6 +171,9 @@ pub async fn run_pool<H: Handler>(
                     || waiting
                     || frees_capped(log_join(r), &capped, &capped_gates);
             }
+            // A group was left waiting for a row another transaction held: try again soon.
+            _ = tokio::time::sleep(retry_in.unwrap_or_default()),
+                if retry_in.is_some() && slots.available_permits() > 0 => fetch_now = true,
             _ = tokio::time::sleep(cfg.poll_interval) => fetch_now = true,
         }
     }

@@ -1037,3 +1037,296 @@ async fn a_fetch_says_whether_counted_gates_took_part_and_either_statement_claim
     assert_eq!(gate_in_flight(&pool, "capped-host").await, 1);
     assert_eq!(gate_in_flight(&pool, "open-host").await, 0);
 }
+
+// ---- A held row never stalls a fetch (issue 31) ----
+
+/// A second pool on the test's database whose sessions end any statement after 2 s: a fetch
+/// that waits for a lock fails with a clear error instead of hanging the test.
+async fn bounded_pool(pool: &PgPool) -> PgPool {
+    let opts = (*pool.connect_options())
+        .clone()
+        .options([("statement_timeout", "2000")]);
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(opts)
+        .await
+        .unwrap()
+}
+
+/// A transaction that holds what a result transaction of a job of group `group`, counted in
+/// gate `gate`, holds after its job update: the group's row, then the gate's row (the
+/// slot-release trigger's writes, lock order group then gate). Open until dropped or rolled back.
+async fn result_in_progress(
+    pool: &PgPool,
+    group: Option<Uuid>,
+    gate: Option<&str>,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    if let Some(g) = group {
+        sqlx::query("UPDATE job_groups SET in_flight = in_flight WHERE group_id = $1")
+            .bind(g)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    if let Some(x) = gate {
+        sqlx::query("UPDATE job_gates SET in_flight = in_flight WHERE gate_key = $1")
+            .bind(x)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    tx
+}
+
+/// A fetch with the 2 s bound; panics with the error (a lock wait past it) and fails if it
+/// took longer than 1 s.
+async fn prompt_fetch(bounded: &PgPool, lim: &GroupLimits) -> breakwater_queue::Fetched {
+    let started = std::time::Instant::now();
+    let got = fetch_batch(bounded, "q", "n", 100, lim)
+        .await
+        .unwrap_or_else(|e| panic!("the fetch waited for the held row: {e}"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the fetch took {:?}",
+        started.elapsed()
+    );
+    got
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_skips_a_capped_gate_a_result_holds_and_serves_every_other_group(pool: PgPool) {
+    // Two groups in a capped gate (one of them the holder's), two groups outside it (another
+    // share, and one in an uncapped gate).
+    let gated = gated_groups(&pool, "host-a", None, 2, 3).await;
+    let outside = gated_groups(&pool, "host-b", Some(Uuid::new_v4()), 1, 3).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let plain = Uuid::new_v4();
+    enqueue_many(&mut conn, &[job(0).group(plain), job(1).group(plain)])
+        .await
+        .unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(10))
+        .await
+        .unwrap();
+    let bounded = bounded_pool(&pool).await;
+    let lim = limits(None);
+
+    let held = result_in_progress(&pool, Some(gated[0]), Some("host-a")).await;
+    // Both statements: the lean one finds a counted gate with room and hands over to the full
+    // one, which locks that gate's row.
+    let got = prompt_fetch(&bounded, &lim).await;
+    let served: HashSet<Option<Uuid>> = got.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(
+        served,
+        HashSet::from([Some(outside[0]), Some(plain)]),
+        "every group outside the held gate is served, none inside it"
+    );
+    assert_eq!(got.jobs.len(), 5);
+    assert!(got.waiting, "the held gate's groups are reported waiting");
+    // The full statement first (a runner after a fetch that counted gates) skips it alike.
+    let again = fetch_batch_from(&bounded, "q", "n", 100, &lim, true)
+        .await
+        .unwrap();
+    assert!(again.jobs.is_empty() && again.waiting);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+
+    // Once the result commits, the gate's groups are served and counted.
+    held.rollback().await.unwrap();
+    let got = prompt_fetch(&bounded, &lim).await;
+    assert_eq!(got.jobs.len(), 6);
+    assert!(got
+        .jobs
+        .iter()
+        .all(|j| gated.contains(&j.group_id.unwrap())));
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 6);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_fetch_skips_a_group_row_a_result_holds_and_serves_the_others(pool: PgPool) {
+    let gated = gated_groups(&pool, "host-a", None, 2, 3).await;
+    let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(10))
+        .await
+        .unwrap();
+    let other = Uuid::new_v4();
+    enqueue_many(&mut conn, &[job(0).group(other)])
+        .await
+        .unwrap();
+    let bounded = bounded_pool(&pool).await;
+
+    // Another group's row only (e.g. a result of a job not counted in a gate).
+    let held = result_in_progress(&pool, Some(other), None).await;
+    let got = prompt_fetch(&bounded, &limits(None)).await;
+    assert_eq!(got.jobs.len(), 6, "both gated groups are served");
+    assert!(got
+        .jobs
+        .iter()
+        .all(|j| gated.contains(&j.group_id.unwrap())));
+    assert!(got.waiting, "the held group is reported waiting");
+    held.rollback().await.unwrap();
+    let got = prompt_fetch(&bounded, &limits(None)).await;
+    assert_eq!(
+        got.jobs.iter().map(|j| j.group_id).collect::<Vec<_>>(),
+        vec![Some(other)]
+    );
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_rescue_leaves_jobs_whose_gate_a_result_holds_and_takes_the_rest(pool: PgPool) {
+    let gated = gated_groups(&pool, "host-a", None, 2, 1).await;
+    let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(10))
+        .await
+        .unwrap();
+    let other = Uuid::new_v4();
+    enqueue_many(&mut conn, &[job(0).group(other)])
+        .await
+        .unwrap();
+    // A dead node (no heartbeat row) holds all three.
+    let got = fetch(&pool, "q", "dead", 10, &limits(None)).await.unwrap();
+    assert_eq!(got.len(), 3);
+    // A live result holds the gate's row (and one gated group's).
+    let held = result_in_progress(&pool, Some(gated[0]), Some("host-a")).await;
+    let bounded = bounded_pool(&pool).await;
+    let mut rescuer = bounded.acquire().await.unwrap();
+    heartbeat(&mut *rescuer, "alive").await.unwrap();
+    let policy = RescuePolicy {
+        stale_after: Duration::from_secs(60),
+        max_run: Duration::from_secs(3600),
+        own_node: "alive".into(),
+    };
+    let started = std::time::Instant::now();
+    let n = rescue(&mut rescuer, &policy)
+        .await
+        .unwrap_or_else(|e| panic!("the rescue waited for the held rows: {e}"));
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(n, 1, "only the job outside the held gate");
+    assert_eq!(executing_in(&pool, &gated).await, 2);
+    held.rollback().await.unwrap();
+    assert_eq!(rescue(&mut rescuer, &policy).await.unwrap(), 2);
+    assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_job_at_the_largest_attempt_does_not_stop_its_queue(pool: PgPool) {
+    // A bad job in a group, one without a group, and good jobs beside them.
+    let g = Uuid::new_v4();
+    let mut conn = pool.acquire().await.unwrap();
+    let ids = enqueue_many(
+        &mut conn,
+        &[
+            job(0).group(g),
+            job(1),
+            job(2).group(Uuid::new_v4()),
+            job(3),
+        ],
+    )
+    .await
+    .unwrap();
+    sqlx::query("UPDATE jobs SET attempt = 2147483647 WHERE id = ANY($1)")
+        .bind(&ids[..2])
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        breakwater_queue::attempts_out_of_range(&pool, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|a| (a.job_id, a.attempt))
+            .collect::<Vec<_>>(),
+        vec![(ids[0], i32::MAX), (ids[1], i32::MAX)],
+        "the doctor's check finds them"
+    );
+    let got = fetch(&pool, "q", "n", 10, &limits(None)).await.unwrap();
+    let mut fetched: Vec<(i64, i32)> = got.iter().map(|j| (j.id, j.attempt)).collect();
+    fetched.sort();
+    assert_eq!(
+        fetched,
+        vec![
+            (ids[0], i32::MAX),
+            (ids[1], i32::MAX),
+            (ids[2], 1),
+            (ids[3], 1)
+        ],
+        "every job is fetched; the bad ones keep the largest attempt (their last)"
+    );
+    // Handed back, a saturated counter goes down by one like any other.
+    let claims: Vec<(i64, Uuid)> = got.iter().map(|j| (j.id, j.claim_token)).collect();
+    breakwater_queue::hand_back(&mut conn, &claims)
+        .await
+        .unwrap();
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn counters_at_the_largest_integer_do_not_stop_the_queue(pool: PgPool) {
+    // A parked gate with a probe slot whose counter went wrong (a hand edit) at i32::MAX, and a
+    // group whose counter did: neither may make the statement fail for the queue.
+    let gated = gated_groups(&pool, "host-a", None, 1, 2).await;
+    let broken = gated_groups(&pool, "host-b", None, 1, 2).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let fine = Uuid::new_v4();
+    enqueue_many(&mut conn, &[job(0).group(fine)])
+        .await
+        .unwrap();
+    park_gate(&mut conn, "host-a").await.unwrap();
+    wake_one_in_gate(&mut conn, "host-a", "test", PRIORITY_URGENT, &[], &[])
+        .await
+        .unwrap()
+        .expect("a waiting job");
+    sqlx::query("UPDATE job_gates SET in_flight = 2147483647 WHERE gate_key = 'host-a'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE job_groups SET in_flight = 2147483647 WHERE group_id = $1")
+        .bind(broken[0])
+        .execute(&pool)
+        .await
+        .unwrap();
+    let got = fetch_batch(&pool, "q", "n", 10, &limits(None))
+        .await
+        .unwrap();
+    let groups: HashSet<Option<Uuid>> = got.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(
+        groups,
+        HashSet::from([Some(fine), Some(gated[0])]),
+        "the good group and the gate's probe are served; the broken group is at its cap"
+    );
+    assert_eq!(gate_in_flight(&pool, "host-a").await, i32::MAX, "saturated");
+}
+
+/// The gate row is skipped, not waited for, when a result holds it (issue 31): a hot capped
+/// gate — three nodes' fetches and every result of its jobs on one row — must still fill.
+/// Measured here as the time to run 240 jobs of 20 ms through a cap of 4 (1.2 s if the gate
+/// were always full) beside the same gate's results; the fetch's waiting groups are fetched
+/// again after `runner::WAITING_RETRY`, and a finished job of the gate makes its node fetch.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_hot_capped_gate_still_fills_while_its_results_hold_its_row(pool: PgPool) {
+    let groups = gated_groups(&pool, "host-a", None, 8, 30).await;
+    let mut conn = pool.acquire().await.unwrap();
+    set_gate_max_in_flight(&mut conn, "host-a", Some(4))
+        .await
+        .unwrap();
+    let total = groups.len() * 30;
+    let counters = Counters::default();
+    let started = std::time::Instant::now();
+    let nodes = spawn_nodes(&pool, 3, total, Duration::from_millis(20), &counters, |i| {
+        pool_config(i, Duration::from_secs(600), limits(None))
+    });
+    for n in nodes {
+        n.join().unwrap();
+    }
+    let took = started.elapsed();
+    assert_eq!(counters.done(), total, "every job ran (no poll: 600 s)");
+    assert!(counters.max() <= 4, "the cap held");
+    let full = Duration::from_millis(20) * (total as u32) / 4;
+    println!(
+        "a hot capped gate: {total} jobs of 20 ms through a cap of 4 in {took:?} \
+         (always full: {full:?}; {:.0} % of that)",
+        100.0 * full.as_secs_f64() / took.as_secs_f64()
+    );
+    assert!(
+        took < full * 4,
+        "{took:?} for {full:?} of work at the cap: the gate starved"
+    );
+}

@@ -134,9 +134,14 @@ pub async fn run_node(
         background.clone(),
     ));
 
-    tasks.spawn(health_loop(pool.clone(), circuit_cfg, background.clone()));
-    tasks.spawn(reconcile_loop(pool.clone(), background.clone()));
-    tasks.spawn(retention_loop(pool.clone(), retention, background.clone()));
+    // The loops beside live work run on sessions of their own with a short lock_timeout
+    // (maintenance::upkeep_pool, issue 31): a row a live or frozen transaction holds makes a
+    // step fail fast and run again next period instead of waiting, and they never take a
+    // connection of the handlers' pool.
+    let upkeep = maintenance::upkeep_pool(&pool, 3);
+    tasks.spawn(health_loop(upkeep.clone(), circuit_cfg, background.clone()));
+    tasks.spawn(reconcile_loop(upkeep.clone(), background.clone()));
+    tasks.spawn(retention_loop(upkeep, retention, background.clone()));
 
     let mut pools = tokio::task::JoinSet::new();
     let mut queues: Vec<(&str, usize)> = Tier::ALL

@@ -45,8 +45,9 @@ use uuid::Uuid;
 /// **Gates.** A group in a gate ([`crate::set_group_gate`]) is served only if its gate lets it
 /// too. A gate is **counted** only when it is parked ([`crate::park_gate`]) or capped (its
 /// `max_in_flight`, else `limits.gate_ceiling`; both optional): then the fetch locks its row
-/// after the group rows (`FOR UPDATE`, waited for: one commit at most, lock order group rows
-/// then gate rows everywhere), re-checks it on the current row (not parked, or a probe slot that
+/// after the group rows (`FOR UPDATE SKIP LOCKED`, like the group rows: a gate row another
+/// transaction holds is skipped and its groups reported waiting, see **Never waits** below),
+/// re-checks it on the current row (not parked, or a probe slot that
 /// is unbound or bound to this group, [`crate::wake_one_in_gate`]; under its cap), raises its
 /// `in_flight` and stamps each job it takes with the gate (`jobs.gate_slot`) in the same
 /// statement; the slot-release trigger lowers exactly the stamped gate's count. Inside a counted
@@ -64,6 +65,15 @@ use uuid::Uuid;
 /// group it serves. It never walks the jobs waiting behind a group's head, so a group that is
 /// parked, at its cap, or holding 100 000 jobs costs it one index probe, not 100 000 rows; the
 /// same for every group of a gate that is parked or at its cap.
+///
+/// **Never waits** (issue 31). Every row either statement locks or writes is locked `SKIP
+/// LOCKED` first (jobs, group rows, gate rows); the updates that follow touch only rows the
+/// statement already holds, and no trigger fires on a claim. So a transaction holding any of
+/// those rows — a result transaction of a node frozen inside it — never stalls a fetch: the
+/// groups it holds (and the groups of a gate it holds) are reported waiting, and every other
+/// group is served as usual. Counters are bounded: a job at the largest `attempt` keeps it
+/// (saturating), and `in_flight` sums are computed in `bigint`, so one bad row cannot make the
+/// statement fail for its whole queue.
 ///
 /// **Two statements, one claim.** A lean statement runs first (`FETCH_LEAN`: no gate row locked
 /// or written, about 0.35 ms less planning); only when some group of a counted gate could run
@@ -114,8 +124,8 @@ pub struct Fetched {
     /// running jobs (of any of their groups) finishing frees a slot, so a runner fetches again
     /// when one of *its* jobs of these gates finishes. Each gate once.
     pub capped_gates: Vec<String>,
-    /// Whether some group with due jobs, under its cap, got nothing (another fetch held its
-    /// row, or the limit was reached): fetch again soon.
+    /// Whether some group with due jobs, under its cap, got nothing (another transaction held
+    /// its row or its counted gate's row, or the limit was reached): fetch again soon.
     pub waiting: bool,
     /// Whether counted gates (capped or parked) took part: this fetch claimed a job counted in
     /// a gate, or left a gate at its cap. A runner passes it as `full_first` to its next

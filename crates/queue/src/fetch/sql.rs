@@ -146,7 +146,10 @@ macro_rules! claim {
 ), claimed AS (
     UPDATE jobs j
     SET state = 'executing',
-        attempt = j.attempt + 1,
+        -- Saturating: a job at the largest attempt number keeps it (and is on its last
+        -- attempt whatever max_attempts says) instead of failing the whole statement, and with
+        -- it every fetch of its queue ("integer out of range"; `breakwater doctor` reports it).
+        attempt = least(j.attempt, 2147483646) + 1,
         attempted_at = now(),
         attempted_by = $3,
         claim_token = gen_random_uuid(),
@@ -167,7 +170,7 @@ macro_rules! claim {
 macro_rules! count_group_slots {
     () => {
         r#"    UPDATE job_groups g
-    SET in_flight = g.in_flight + c.n,
+    SET in_flight = least(g.in_flight::int8 + c.n, 2147483647)::int,
         probe_slots = CASE WHEN g.parked THEN greatest(g.probe_slots - c.n, 0) ELSE g.probe_slots END
     FROM per_group c
     WHERE g.group_id = c.group_id
@@ -250,18 +253,20 @@ pub(super) const FETCH: &str = concat!(
     r#"), gates AS (
     -- Lock the counted gates of those groups and re-check them as they are now: a gate's room
     -- is its cap (if any) minus its jobs counted in flight, and while it is parked no more than
-    -- its probe slots. Unlike a group's row, a gate's row is *waited for*, not skipped: one
-    -- capped gate is shared by every group of a host, and every result of its counted jobs
-    -- updates it (the slot-release trigger), so under load it is locked much of the time and a
-    -- skipping fetch would starve. The wait is one commit at most. Lock order is group rows,
-    -- then gate rows, everywhere (fetch, trigger, host transitions), so the wait cannot
-    -- deadlock. Uncounted gates are not here: nothing waits for them.
+    -- its probe slots. Like a group's row, a gate's row another transaction holds is skipped,
+    -- never waited for (issue 31): the holder may be a result transaction of a node that froze
+    -- inside it, and a fetch waiting for it would stall every tenant of the queue until the
+    -- server ends that transaction. A skipped gate's groups are not served and are reported
+    -- 'waiting' below, so the runner fetches again shortly (runner::WAITING_RETRY); a result
+    -- holds a gate's row for one short transaction, so the next fetch usually finds it free
+    -- (measured: crates/queue/tests/gates.rs, a hot capped gate still fills). Uncounted gates
+    -- are not here: nothing locks them.
     SELECT x.gate_key, x.parked, x.probe_group,
            least(coalesce(x.max_in_flight, $7) - x.in_flight,
                  CASE WHEN x.parked THEN x.probe_slots ELSE $2 END, $2)::int AS room
     FROM job_gates x
     WHERE x.gate_key IN (SELECT gate_key FROM locked WHERE counted)
-    FOR UPDATE OF x
+    FOR UPDATE OF x SKIP LOCKED
 ), served AS (
     -- The locked groups the fetch may take jobs of: without a counted gate, or with a locked
     -- gate that has room and, if it is parked, whose probe slot is unbound or bound to this
@@ -326,7 +331,7 @@ pub(super) const FETCH: &str = concat!(
 ), gate_counted AS (
     -- And the counted gates' slots (and a parked gate's probe slot, unbinding it once used up).
     UPDATE job_gates x
-    SET in_flight = x.in_flight + c.n,
+    SET in_flight = least(x.in_flight::int8 + c.n, 2147483647)::int,
         probe_slots = CASE WHEN x.parked THEN greatest(x.probe_slots - c.n, 0) ELSE x.probe_slots END,
         probe_group = CASE WHEN x.parked AND x.probe_slots - c.n <= 0 THEN NULL ELSE x.probe_group END
     FROM per_gate c
@@ -336,14 +341,14 @@ pub(super) const FETCH: &str = concat!(
     claimed_rows!("p.slot_key IS NOT NULL"),
     r#"-- Groups with due work this fetch leaves at their cap ('capped', including those it just filled
 -- to it: a slot frees when one of their jobs finishes), whose gate it leaves at the gate's cap
--- ('gate_capped', with the gate's key), or did not serve for another reason ('waiting': locked
--- by another fetch, or past this fetch's limit). Groups in a parked group or gate are none of
+-- ('gate_capped', with the gate's key), or did not serve for another reason ('waiting': its
+-- row or its gate's row locked by another transaction, or past this fetch's limit). Groups in a parked group or gate are none of
 -- these (unless a probe slot is left): only a release or a probe wakes them.
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
-       CASE WHEN h.gate_counted AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap
+       CASE WHEN h.gate_counted AND h.gate_in_flight::int8 + coalesce(q.n, 0) >= h.gate_cap
             THEN h.gate_key END,
-       CASE WHEN h.in_flight + coalesce(c.n, 0) >= h.cap THEN 'capped'
-            WHEN h.gate_counted AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap
+       CASE WHEN h.in_flight::int8 + coalesce(c.n, 0) >= h.cap THEN 'capped'
+            WHEN h.gate_counted AND h.gate_in_flight::int8 + coalesce(q.n, 0) >= h.gate_cap
             THEN 'gate_capped'
             ELSE 'waiting' END,
        NULL
@@ -353,8 +358,8 @@ LEFT JOIN per_gate q ON q.gate_key = h.gate_key
 WHERE NOT h.parked
   AND (NOT h.gate_counted OR NOT h.gate_parked OR h.gate_probe_slots - coalesce(q.n, 0) > 0)
   AND (c.n IS NULL
-       OR h.in_flight + c.n >= h.cap
-       OR coalesce(h.gate_counted AND h.gate_in_flight + coalesce(q.n, 0) >= h.gate_cap, false))
+       OR h.in_flight::int8 + c.n >= h.cap
+       OR coalesce(h.gate_counted AND h.gate_in_flight::int8 + coalesce(q.n, 0) >= h.gate_cap, false))
 "#
 );
 
@@ -436,7 +441,7 @@ UNION ALL
 -- As in FETCH (this statement claims nothing in a counted gate).
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
        CASE WHEN h.gate_counted AND h.gate_in_flight >= h.gate_cap THEN h.gate_key END,
-       CASE WHEN h.in_flight + coalesce(c.n, 0) >= h.cap THEN 'capped'
+       CASE WHEN h.in_flight::int8 + coalesce(c.n, 0) >= h.cap THEN 'capped'
             WHEN h.gate_counted AND h.gate_in_flight >= h.gate_cap THEN 'gate_capped'
             ELSE 'waiting' END,
        NULL
@@ -445,7 +450,7 @@ LEFT JOIN per_group c ON c.group_id = h.group_id
 WHERE NOT h.parked
   AND (NOT h.gate_counted OR NOT h.gate_parked OR h.gate_probe_slots > 0)
   AND (c.n IS NULL
-       OR h.in_flight + c.n >= h.cap
+       OR h.in_flight::int8 + c.n >= h.cap
        OR coalesce(h.gate_counted AND h.gate_in_flight >= h.gate_cap, false))
 "#
 );
