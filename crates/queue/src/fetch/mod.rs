@@ -176,16 +176,12 @@ pub async fn fetch_batch_from<'c>(
     limits: &GroupLimits,
     full_first: bool,
 ) -> Result<Fetched> {
-    // A prepared statement: planning this statement for its parameters at every call cost
-    // ~2 ms, four times what a cached plan runs in, and at a low rate of deliveries (one fetch
-    // per delivery) that planning was most of the database's work. Measured with `fetch-bench`
-    // (BENCHMARKS.md, "Batched results"): 0.57 ms (none), 0.61 ms (beside 100 000 parked jobs),
-    // 1.48 ms (beside 100 000 available jobs of a group at its cap, Postgres's generic plan), all
-    // under the 2.0 ms every phase took unprepared. (An earlier fetch's generic plan was slower
-    // than its custom one beside a parked backlog; this one's is not.)
+    // Not a prepared statement: a cached generic plan, chosen once the backlog grows, runs this
+    // statement several times slower than a plan made for the actual parameters (measured:
+    // 3.3 ms against 0.65 ms beside a 10 000-job parked group; BENCHMARKS.md).
     let run = |sql: &'static str| {
         bind_args(
-            sqlx::query_as::<_, FetchRow>(sql).persistent(true),
+            sqlx::query_as::<_, FetchRow>(sql).persistent(false),
             queue,
             node_id,
             limit,
