@@ -64,10 +64,15 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
     blocked_nets().iter().any(|net| net.contains(&ip))
 }
 
-/// What a tenant is told when a URL's host is refused: nothing about which address it is or
-/// resolves to, or how the operator could allow it (those go to the server's debug log), so a
-/// tenant cannot map internal names to internal addresses.
-pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target";
+/// What a tenant is told when a URL's host is refused, whether it is or resolves to an internal
+/// address or does not resolve at all: the same words for both, and nothing about which address
+/// it is or resolves to (that goes to the server's debug log), so a tenant can learn neither
+/// which internal names exist nor where they point (a design decision after a trial from
+/// outside: "does not resolve" against "not allowed" told internal names apart). It names the
+/// setting that allows internal targets, which a newcomer trying a loopback receiver needs and
+/// which tells a tenant nothing about the network.
+pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target: it must resolve, and only \
+     to public addresses (internal ones need BREAKWATER_ALLOW_PRIVATE_TARGETS on the server)";
 
 /// Whether `c` may not stand in a URL as given: white space, a control character, or one that
 /// shows as nothing — those of display names ([`crate::names`]), the zero width joiners, and
@@ -151,7 +156,8 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
 }
 
 /// Resolves the URL's host and refuses it if any address is internal (unless `allow_private`).
-/// A host that does not resolve is refused too: a channel must be reachable when created.
+/// A host that does not resolve is refused too, with the same [`NOT_ALLOWED`]: a channel must be
+/// reachable when created.
 pub async fn check_resolves_publicly(url: &Url, allow_private: bool) -> Result<(), String> {
     if allow_private {
         return Ok(());
@@ -161,7 +167,7 @@ pub async fn check_resolves_publicly(url: &Url, allow_private: bool) -> Result<(
     let port = url.port_or_known_default().unwrap_or(443);
     let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| {
         tracing::debug!(host, error = %e, "refused target: does not resolve");
-        "the URL's host does not resolve".to_string()
+        NOT_ALLOWED.to_string()
     })?;
     for addr in addrs {
         if is_forbidden_ip(addr.ip()) {
@@ -175,6 +181,19 @@ pub async fn check_resolves_publicly(url: &Url, allow_private: bool) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_name_that_does_not_resolve_is_refused_as_an_internal_one_is() {
+        // RFC 6761: names under .invalid never resolve; localhost resolves to loopback.
+        let unresolved = Url::parse("https://no-such-host.invalid/hook").unwrap();
+        let internal = Url::parse("http://localhost:9/hook").unwrap();
+        let a = check_resolves_publicly(&unresolved, false).await;
+        let b = check_resolves_publicly(&internal, false).await;
+        assert_eq!(a, Err(NOT_ALLOWED.to_string()));
+        assert_eq!(a, b);
+        assert!(NOT_ALLOWED.contains("BREAKWATER_ALLOW_PRIVATE_TARGETS"));
+        assert_eq!(check_resolves_publicly(&unresolved, true).await, Ok(()));
+    }
 
     #[test]
     fn internal_addresses_are_forbidden() {

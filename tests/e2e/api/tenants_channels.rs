@@ -305,14 +305,9 @@ async fn a_refused_target_tells_the_tenant_nothing_about_the_inside(pool: PgPool
             body.contains("the URL's host is not an allowed target"),
             "{url}: {body}"
         );
-        for leak in [
-            "127.",
-            "::1",
-            "10.0.0.1",
-            "BREAKWATER_",
-            "resolves to",
-            "loopback",
-        ] {
+        // The setting that allows internal targets is named (a newcomer needs it); nothing
+        // about the address the name is or resolves to is.
+        for leak in ["127.", "::1", "10.0.0.1", "resolves to", "loopback"] {
             assert!(
                 !body.contains(leak),
                 "{url}: the problem body leaks {leak:?}: {body}"
