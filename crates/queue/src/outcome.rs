@@ -61,6 +61,9 @@ pub async fn finish_batch(exec: impl PgExecutor<'_>, jobs: &[Finish<'_>]) -> Res
     let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     let tokens: Vec<Uuid> = jobs.iter().map(|j| j.claim_token).collect();
     let reasons: Vec<Option<&str>> = jobs.iter().map(|j| j.cancel_reason).collect();
+    // `gate_locks` reads `group_locks` (its `count(*) >= 0` is always true) so that every group
+    // row is locked before any gate row, whatever order Postgres runs the CTEs in: the lock
+    // order of every result (group rows, then gate rows).
     let done = sqlx::query_scalar!(
         r#"
         WITH caller AS (

@@ -302,7 +302,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         last_attempt: job.is_last_attempt(),
     };
     if result.moves_nothing() {
-        return record_in_batch(w, job, a, &at, &result).await;
+        return record_in_batch(w, job, &at, &result).await;
     }
     let mut tx = w.pool.begin().await?;
     let after = circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts);
@@ -345,7 +345,6 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
 async fn record_in_batch(
     w: &Worker,
     job: &Job,
-    a: &Admitted,
     at: &Attempted,
     result: &AttemptResult<'_>,
 ) -> Result<()> {
@@ -360,7 +359,8 @@ async fn record_in_batch(
             );
         }
         Some(r) => {
-            crate::observe::attempt(job, &at.d, at.class, r.status, a.probe_generation);
+            // A batched result is never a probe's (`moves_nothing`).
+            crate::observe::attempt(job, &at.d, at.class, r.status, None);
             tracing::debug!(
                 outcome = at.class.as_str(),
                 duration_ms = at.elapsed.as_millis(),
