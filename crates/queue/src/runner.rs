@@ -45,6 +45,12 @@ pub struct PoolConfig {
 
 type InFlight = Arc<Mutex<HashMap<i64, Uuid>>>;
 
+/// The limit a pool with `free` free slots asks a fetch for: the largest power of two ≤ `free`
+/// (`free` ≥ 1).
+fn ask_for(free: usize) -> usize {
+    1 << (usize::BITS - 1 - free.max(1).leading_zeros())
+}
+
 /// How soon a pool fetches again after a fetch that left a group waiting ([`Fetched::waiting`]:
 /// its row, or its counted gate's row, held by another transaction — the fetch skips such rows
 /// rather than wait, issue 31). Each further retry in a row that claims nothing waits twice as
@@ -102,11 +108,15 @@ pub async fn run_pool<H: Handler>(
         let free = slots.available_permits();
         let mut fetched_full = false;
         if free > 0 && fetch_now {
+            // A power of two: each limit is a statement text of its own, which Postgres plans
+            // once per connection (fetch/plan.rs), so a pool asks with a handful of them. A
+            // fetch that fills its ask and leaves slots free fetches again at once (below).
+            let ask = ask_for(free);
             let fetched = fetch_batch_from(
                 &pool,
                 &cfg.queue,
                 &cfg.node_id,
-                free as i64,
+                ask as i64,
                 &cfg.limits,
                 full_first,
             )
@@ -115,7 +125,7 @@ pub async fn run_pool<H: Handler>(
                 Ok(fetched) => {
                     db_errors = 0;
                     full_first = fetched.counted_gates;
-                    fetched_full = fetched.jobs.len() == free;
+                    fetched_full = fetched.jobs.len() == ask;
                     capped = fetched.capped.into_iter().collect();
                     capped_gates = fetched.capped_gates.into_iter().collect();
                     waiting = fetched.waiting;
@@ -270,5 +280,16 @@ fn log_join(r: Result<Finished, tokio::task::JoinError>) -> Finished {
             }
             (None, None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ask_for;
+
+    #[test]
+    fn a_pool_asks_for_the_largest_power_of_two_it_has_room_for() {
+        let asks: Vec<usize> = [1, 2, 3, 4, 7, 8, 63, 64, 100].map(ask_for).to_vec();
+        assert_eq!(asks, vec![1, 2, 2, 4, 4, 8, 32, 64, 64]);
     }
 }

@@ -9,6 +9,7 @@
 //!   benchmarks.
 
 mod explain;
+mod plan;
 mod sql;
 
 pub use explain::{explain_fetch, index_rows};
@@ -94,7 +95,8 @@ pub async fn fetch<'c>(
     Ok(fetch_batch(exec, queue, node_id, limit, limits).await?.jobs)
 }
 
-/// Binds a fetch statement's parameters (`$1` … `$7`, see `sql::FETCH`) to `query`.
+/// Binds a fetch statement's parameters (`$1` … `$7`, see `sql::FETCH`) to `query`, for
+/// [`explain_fetch`] (which plans the statement for these values, as the cached text's plan is).
 fn bind_args<'q, O>(
     query: QueryAs<'q, Postgres, O, PgArguments>,
     queue: &'q str,
@@ -176,18 +178,17 @@ pub async fn fetch_batch_from<'c>(
     limits: &GroupLimits,
     full_first: bool,
 ) -> Result<Fetched> {
-    // Not a prepared statement: a cached generic plan, chosen once the backlog grows, runs this
-    // statement several times slower than a plan made for the actual parameters (measured:
-    // 3.3 ms against 0.65 ms beside a 10 000-job parked group; BENCHMARKS.md).
-    let run = |sql: &'static str| {
-        bind_args(
-            sqlx::query_as::<_, FetchRow>(sql).persistent(false),
-            queue,
-            node_id,
-            limit,
-            limits,
-        )
-        .fetch_all(exec)
+    // A prepared statement whose text carries every value the plan depends on (plan.rs): the
+    // cached plan is the one Postgres would make for this call, without planning it each time.
+    let class = plan::size_class(exec).await?;
+    let run = |template: &'static str| {
+        let sql = plan::text(template, queue, limit, limits, class);
+        async move {
+            sqlx::query_as::<_, FetchRow>(&sql)
+                .bind(node_id)
+                .fetch_all(exec)
+                .await
+        }
     };
     // The lean statement first; the full one only when a counted gate has a group that could
     // run (then the lean one claimed nothing).
