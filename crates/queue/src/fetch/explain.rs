@@ -1,10 +1,11 @@
 //! What a fetch reads: its plan, and the index entries in it.
 
-use super::{bind_args, FETCH};
+use super::{plan, FETCH};
 use crate::{GroupLimits, Result};
 
 /// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` of [`fetch`]'s full statement (the one that handles
-/// counted gates; the lean one reads the same index entries) with the same arguments, run in a
+/// counted gates; the lean one reads the same index entries) with the same arguments and the
+/// same text (the values written in, as the fetch sends it: `plan.rs`), run in a
 /// transaction that is rolled back (nothing is claimed). For tests and benchmarks that check
 /// what a fetch reads: see [`index_rows`].
 pub async fn explain_fetch(
@@ -15,11 +16,14 @@ pub async fn explain_fetch(
     limits: &GroupLimits,
 ) -> Result<serde_json::Value> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {FETCH}");
-    let (plan,): (serde_json::Value,) =
-        bind_args(sqlx::query_as(&sql), queue, node_id, limit, limits)
-            .fetch_one(&mut *tx)
-            .await?;
+    let class = plan::size_class(&mut *tx).await?;
+    let text = plan::text(FETCH, queue, limit, limits, class);
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {text}");
+    let (plan,): (serde_json::Value,) = sqlx::query_as(&sql)
+        .bind(node_id)
+        .persistent(false)
+        .fetch_one(&mut *tx)
+        .await?;
     tx.rollback().await?;
     Ok(plan)
 }

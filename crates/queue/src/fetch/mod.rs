@@ -5,6 +5,8 @@
 //! - `sql`: the two fetch statements' text (`FETCH`, `FETCH_LEAN`), built at compile time with
 //!   `concat!` from shared fragments, so they run as `sqlx::query_as` (not `query_as!`, which
 //!   takes only literals);
+//! - `plan`: the text each call sends, with its values written in, so that Postgres caches the
+//!   plan made for them (prepared, planned once per connection and text);
 //! - `explain`: [`explain_fetch`] and [`index_rows`], what a fetch reads, for tests and
 //!   benchmarks.
 
@@ -16,8 +18,6 @@ pub use explain::{explain_fetch, index_rows};
 use sql::{FETCH, FETCH_LEAN};
 
 use crate::{GroupLimits, Job, Result};
-use sqlx::postgres::{PgArguments, Postgres};
-use sqlx::query::QueryAs;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
@@ -93,25 +93,6 @@ pub async fn fetch<'c>(
     limits: &GroupLimits,
 ) -> Result<Vec<Job>> {
     Ok(fetch_batch(exec, queue, node_id, limit, limits).await?.jobs)
-}
-
-/// Binds a fetch statement's parameters (`$1` … `$7`, see `sql::FETCH`) to `query`, for
-/// [`explain_fetch`] (which plans the statement for these values, as the cached text's plan is).
-fn bind_args<'q, O>(
-    query: QueryAs<'q, Postgres, O, PgArguments>,
-    queue: &'q str,
-    node_id: &'q str,
-    limit: i64,
-    limits: &GroupLimits,
-) -> QueryAs<'q, Postgres, O, PgArguments> {
-    query
-        .bind(queue)
-        .bind(limit.max(0))
-        .bind(node_id)
-        .bind(limits.initial as f32)
-        .bind(limits.floor as f32)
-        .bind(limits.ceiling as i32)
-        .bind(limits.gate_ceiling.map(|c| c.max(1) as i32))
 }
 
 /// What one [`fetch_batch`] claimed, and what it left waiting.
