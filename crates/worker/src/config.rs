@@ -50,6 +50,13 @@ pub struct WorkerConfig {
     pub connect_timeout_ms: u64,
     /// Total timeout of a delivery request, including reading the response excerpt, ms.
     pub request_timeout_ms: u64,
+    /// How often the queue listener (LISTEN/NOTIFY) checks its connection with `SELECT 1` when
+    /// no notification arrived, ms. Default 5000.
+    pub listener_ping_interval_ms: u64,
+    /// How long that check, or a new listener's connect and `LISTEN`, may take before the
+    /// connection is presumed dead (a blackholed path: packets silently dropped), logged, and
+    /// replaced, ms. Default 3000. A dead listener is noticed within the two together.
+    pub listener_ping_timeout_ms: u64,
     /// How much of a response body is kept on the attempt, bytes.
     pub response_excerpt_bytes: usize,
     /// HTTP attempts per delivery before it is dead.
@@ -103,6 +110,8 @@ impl Default for WorkerConfig {
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
             request_timeout_ms: 15_000,
+            listener_ping_interval_ms: 5_000,
+            listener_ping_timeout_ms: 3_000,
             response_excerpt_bytes: 1_024,
             max_attempts: 12,
             backoff_base_ms: 10_000,
@@ -171,6 +180,14 @@ impl WorkerConfig {
             ("worker.heartbeat_interval_ms", self.heartbeat_interval_ms),
             ("worker.rescue_interval_ms", self.rescue_interval_ms),
             ("worker.promote_interval_ms", self.promote_interval_ms),
+            (
+                "worker.listener_ping_interval_ms",
+                self.listener_ping_interval_ms,
+            ),
+            (
+                "worker.listener_ping_timeout_ms",
+                self.listener_ping_timeout_ms,
+            ),
         ];
         for (name, v) in positive {
             if v == 0 {

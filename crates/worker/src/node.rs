@@ -9,7 +9,7 @@ use breakwater_core::jobs::{QUEUE_ALERTS, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
-use breakwater_queue::Wakers;
+use breakwater_queue::{ListenConfig, Wakers};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,11 +110,15 @@ pub async fn run_node(
     // The listener and upkeep stop with their own token, after the pools have drained, so that
     // heartbeats continue while in-flight jobs finish.
     let background = CancellationToken::new();
-    tasks.spawn(
-        wakers
-            .clone()
-            .listen(pool.clone(), Duration::from_secs(1), background.clone()),
-    );
+    tasks.spawn(wakers.clone().listen(
+        pool.clone(),
+        ListenConfig {
+            retry: Duration::from_secs(1),
+            ping_interval: Duration::from_millis(cfg.listener_ping_interval_ms),
+            ping_timeout: Duration::from_millis(cfg.listener_ping_timeout_ms),
+        },
+        background.clone(),
+    ));
     tasks.spawn(maintenance::run(
         pool.clone(),
         MaintenanceConfig {
