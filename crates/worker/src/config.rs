@@ -48,8 +48,18 @@ pub struct WorkerConfig {
     pub shutdown_grace_ms: u64,
     /// TCP (+TLS) connect timeout of a delivery, ms.
     pub connect_timeout_ms: u64,
-    /// Total timeout of a delivery request, including reading the response excerpt, ms.
+    /// Total timeout of a delivery (or alert) request, including reading the response excerpt,
+    /// ms of this node's *running* time: a stall of the node itself (see `stall_threshold_ms`)
+    /// extends it by the stall's length, so a response that arrived while the node stood still
+    /// is read, not timed out (issue 31, item 2).
     pub request_timeout_ms: u64,
+    /// A gap longer than this between two ticks of the node's stall watch (a 100 ms ticker,
+    /// [`crate::stall`]) is a stall of the node itself (a `SIGSTOP`, a frozen VM, a starved
+    /// runtime), ms. A request timeout, connect timeout or connection failure of an attempt that
+    /// such a stall overlapped says nothing about the endpoint: the attempt is inconclusive
+    /// (retried at once, no attempt used, nothing counted against the channel or its host).
+    /// Default 1000; at least 200.
+    pub stall_threshold_ms: u64,
     /// How often the queue listener (LISTEN/NOTIFY) checks its connection with `SELECT 1` when
     /// no notification arrived, ms. Default 5000.
     pub listener_ping_interval_ms: u64,
@@ -110,6 +120,7 @@ impl Default for WorkerConfig {
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
             request_timeout_ms: 15_000,
+            stall_threshold_ms: 1_000,
             listener_ping_interval_ms: 5_000,
             listener_ping_timeout_ms: 3_000,
             response_excerpt_bytes: 1_024,
@@ -193,6 +204,12 @@ impl WorkerConfig {
             if v == 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+        }
+        if self.stall_threshold_ms < 2 * crate::stall::TICK.as_millis() as u64 {
+            return Err(format!(
+                "worker.stall_threshold_ms must be at least {} (twice the stall watch's tick)",
+                2 * crate::stall::TICK.as_millis()
+            ));
         }
         if self.record_batch_max == 0 {
             return Err("worker.record_batch_max must be at least 1".into());

@@ -63,12 +63,13 @@ pub async fn run_node(
     } = params;
     let client = crate::http::client(
         Duration::from_millis(cfg.connect_timeout_ms),
-        Duration::from_millis(cfg.request_timeout_ms),
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
     // The per-host cap (the gate's cap) defaults to hosts.max_in_flight (0: none, a host is then
     // capped only by its own override).
+    // The stall watch ticks from now until the node has stopped (`background`, below).
+    let stall = crate::stall::StallWatch::new(Duration::from_millis(cfg.stall_threshold_ms));
     let mut limits = cfg.channel_limits();
     limits.gate_ceiling = hosts.default_cap().map(|m| m as u32);
     let handler = Arc::new(Worker {
@@ -88,6 +89,9 @@ pub async fn run_node(
             limits.clone(),
             cfg.record_batch(),
         ),
+        stall: stall.clone(),
+        connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
+        request_timeout: Duration::from_millis(cfg.request_timeout_ms),
     });
     // Channels created before host circuits existed get their host key (and circuit row).
     match pool.acquire().await {
@@ -110,6 +114,7 @@ pub async fn run_node(
     // The listener and upkeep stop with their own token, after the pools have drained, so that
     // heartbeats continue while in-flight jobs finish.
     let background = CancellationToken::new();
+    tasks.spawn(stall.tick_until(background.clone()));
     tasks.spawn(wakers.clone().listen(
         pool.clone(),
         ListenConfig {
