@@ -73,10 +73,7 @@ async fn pump(
     cut_below: Arc<AtomicU64>,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let Ok(read) = from.read(&mut buf).await else {
-            break;
-        };
+    while let Ok(read) = from.read(&mut buf).await {
         if read == 0 {
             break;
         }
