@@ -9,7 +9,11 @@
 //!   while another worker serves another tenant (issue 31);
 //! - [`database_down`]: Postgres stopped for [`database_down::OUTAGE`] while results are being
 //!   written;
-//! - [`worker_drained`]: `SIGTERM` of a worker with work in flight.
+//! - [`worker_drained`]: `SIGTERM` of a worker with work in flight;
+//! - [`worker_stalled`]: `SIGSTOP` of the only worker past its request timeout with requests in
+//!   flight to a host that answers: no failure may be counted against it (issue 31, item 2);
+//! - [`listener_blackholed`]: the queue listener's path to Postgres silently drops packets (a
+//!   proxy in the test): noticed, reconnected, logged, wake-ups prompt again (issue 31, item 6).
 //!
 //! Every scenario ends the same way ([`verdict::settle`]): every delivery the API accepted is
 //! `delivered` within a bounded wait once the fault is over (0 lost), `breakwater doctor` finds
@@ -25,8 +29,10 @@
 
 mod cluster;
 mod database_down;
+mod listener_blackholed;
 mod result_frozen;
 mod verdict;
 mod worker_drained;
 mod worker_frozen;
 mod worker_killed;
+mod worker_stalled;

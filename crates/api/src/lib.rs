@@ -7,6 +7,7 @@
 
 mod auth;
 mod call;
+mod connection;
 mod created;
 pub mod error;
 mod extract;
@@ -184,5 +185,8 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::map_request(
             extract::drop_malformed_request_id,
         ))
+        // Outermost of all: a request answered before its body was read leaves its keep-alive
+        // connection usable, or its answer says `Connection: close` (connection.rs).
+        .layer(axum::middleware::from_fn(connection::keep_alive))
         .with_state(state)
 }

@@ -104,6 +104,39 @@ pub fn host_class(observed: Observed) -> Class {
     }
 }
 
+/// Whether this node's own stall makes a failed attempt inconclusive (issue 31, item 2): the
+/// failure says nothing about the endpoint, so it is not counted against the channel's or the
+/// host's circuit, does not feed the channel's adaptive concurrency limit, and the delivery is
+/// tried again without using an attempt. The rule: a timeout counts against an endpoint only if
+/// the node was running for the timeout's length.
+///
+/// - `stalled`: how long the node stood still during the attempt (its stall watch, on the
+///   monotonic clock); `elapsed`: the attempt's wall time; `limit`: the timeout that fired,
+///   for a [`Observed::Timeout`] (the connect timeout, or the request's own timeout, which
+///   counts running time only and so is conclusive once it fires).
+/// - A timeout is inconclusive when the node ran for less than `limit` (`elapsed − stalled <
+///   limit`). A connection failure ([`Observed::Connect`], [`Observed::Other`]: refused, reset,
+///   closed) or a 408 with any stall in the attempt is inconclusive too: the peer may have given
+///   up on a node that stopped talking mid-request, and a reset then speaks of this node, not
+///   of the endpoint.
+/// - Never without a stall, and never for any other answer (the endpoint spoke), a blocked
+///   target or a success.
+pub fn stall_excuses(
+    observed: Observed,
+    elapsed: Duration,
+    stalled: Duration,
+    limit: Option<Duration>,
+) -> bool {
+    if stalled.is_zero() {
+        return false;
+    }
+    match observed {
+        Observed::Timeout => limit.is_none_or(|l| elapsed.saturating_sub(stalled) < l),
+        Observed::Connect | Observed::Other | Observed::Status(408) => true,
+        Observed::Status(_) | Observed::Blocked => false,
+    }
+}
+
 /// Whether `status` is a redirect (3xx).
 pub fn is_redirect(status: u16) -> bool {
     (300..400).contains(&status)
@@ -218,6 +251,39 @@ mod tests {
             Observed::Blocked,
         ] {
             assert_eq!(host_class(o), classify(o), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn a_stall_excuses_a_timeout_only_if_the_node_ran_for_less_than_the_timeout() {
+        let s = Duration::from_secs;
+        // Frozen 15.2 s of a 15 s timeout: it ran for 0.8 s.
+        assert!(stall_excuses(
+            Observed::Timeout,
+            Duration::from_millis(16_000),
+            Duration::from_millis(15_200),
+            Some(s(15))
+        ));
+        // Its own timeout, extended by a 2 s stall: it ran the 15 s.
+        assert!(!stall_excuses(Observed::Timeout, s(17), s(2), Some(s(15))));
+        // No stall: never excused.
+        for o in [Observed::Timeout, Observed::Connect, Observed::Other] {
+            assert!(
+                !stall_excuses(o, s(16), Duration::ZERO, Some(s(15))),
+                "{o:?}"
+            );
+        }
+        // A reset or a 408 with a stall in it; never another answer.
+        assert!(stall_excuses(Observed::Connect, s(3), s(2), None));
+        assert!(stall_excuses(Observed::Other, s(3), s(2), None));
+        assert!(stall_excuses(Observed::Status(408), s(3), s(2), None));
+        for o in [
+            Observed::Status(200),
+            Observed::Status(503),
+            Observed::Status(404),
+            Observed::Blocked,
+        ] {
+            assert!(!stall_excuses(o, s(3), s(2), None), "{o:?}");
         }
     }
 

@@ -97,4 +97,4 @@ pub use repair::{
     recount_group_slots, slots_drift, AttemptOutOfRange, Reconciled, SlotOwner, SlotsDrift,
     WAITING_JOBS_SQL,
 };
-pub use wake::{notify_queues, Wakers, NOTIFY_CHANNEL};
+pub use wake::{notify_queues, ListenConfig, Wakers, NOTIFY_CHANNEL};

@@ -95,33 +95,62 @@ impl Wakers {
     }
 
     /// Listens on [`NOTIFY_CHANNEL`] on a dedicated connection until `shutdown`, waking the
-    /// named queue's pool on each notification. On a lost connection it logs, waits `retry`,
-    /// reconnects and wakes every pool; polling covers whatever happened in between.
-    pub async fn listen(self, pool: PgPool, retry: Duration, shutdown: CancellationToken) {
+    /// named queue's pool on each notification. On a lost connection it logs, waits
+    /// `cfg.retry`, reconnects and wakes every pool; polling covers whatever happened in
+    /// between.
+    ///
+    /// A connection can also die silently: when the path to Postgres drops packets (a
+    /// blackhole: a failover, a lost NAT entry) no error ever comes, the listener waits for
+    /// good, and wake-ups fall back to polling (issue 31, item 6). So the connection is
+    /// checked: after `cfg.ping_interval` without a notification a `SELECT 1` must answer
+    /// within `cfg.ping_timeout`, and a new connection and its `LISTEN` must be made within
+    /// `cfg.ping_timeout` too; otherwise it is presumed dead, logged (warn), dropped and
+    /// replaced. A dead listener is noticed within `ping_interval + ping_timeout`.
+    pub async fn listen(self, pool: PgPool, cfg: ListenConfig, shutdown: CancellationToken) {
         loop {
-            let mut listener = match PgListener::connect_with(&pool).await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(error = %e, "queue listener: connect failed; pools keep polling");
-                    if sleep_or_cancel(retry, &shutdown).await {
+            let connected = tokio::time::timeout(cfg.ping_timeout, async {
+                let mut l = PgListener::connect_with(&pool).await?;
+                l.listen(NOTIFY_CHANNEL).await?;
+                Ok::<_, sqlx::Error>(l)
+            })
+            .await;
+            let mut listener = match connected {
+                Ok(Ok(l)) => l,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "queue listener: connect or LISTEN failed; pools keep polling");
+                    if sleep_or_cancel(cfg.retry, &shutdown).await {
+                        return;
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        timeout_ms = cfg.ping_timeout.as_millis() as u64,
+                        "queue listener: connect or LISTEN got no answer in time; pools keep polling"
+                    );
+                    if sleep_or_cancel(cfg.retry, &shutdown).await {
                         return;
                     }
                     continue;
                 }
             };
-            if let Err(e) = listener.listen(NOTIFY_CHANNEL).await {
-                tracing::warn!(error = %e, "queue listener: LISTEN failed; pools keep polling");
-                if sleep_or_cancel(retry, &shutdown).await {
-                    return;
-                }
-                continue;
-            }
             self.wake_all();
+            let mut ping = tokio::time::interval_at(
+                tokio::time::Instant::now() + cfg.ping_interval,
+                cfg.ping_interval,
+            );
+            ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
+                // `try_recv` is cancel-safe (sqlx reads a message whole or not at all), so the
+                // ping may interrupt it.
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     msg = listener.try_recv() => match msg {
-                        Ok(Some(n)) => self.wake(n.payload()),
+                        Ok(Some(n)) => {
+                            // A notification proves the connection: the next check waits.
+                            ping.reset();
+                            self.wake(n.payload());
+                        }
                         Ok(None) => {
                             tracing::warn!("queue listener: connection lost; reconnecting");
                             break;
@@ -130,14 +159,53 @@ impl Wakers {
                             tracing::warn!(error = %e, "queue listener: receive failed; reconnecting");
                             break;
                         }
+                    },
+                    _ = ping.tick() => {
+                        // A simple-protocol `SELECT 1` on the listener's own connection; a
+                        // notification that arrives meanwhile is buffered for `try_recv`.
+                        let check = tokio::time::timeout(
+                            cfg.ping_timeout,
+                            sqlx::Executor::execute(&mut listener, "SELECT 1"),
+                        )
+                        .await;
+                        match check {
+                            Ok(Ok(_)) => {}
+                            Ok(Err(e)) => {
+                                tracing::warn!(error = %e, "queue listener: liveness check failed; reconnecting");
+                                break;
+                            }
+                            Err(_) => {
+                                tracing::warn!(
+                                    timeout_ms = cfg.ping_timeout.as_millis() as u64,
+                                    "queue listener: no answer to the liveness check; the connection is presumed dead (a blackholed path?); reconnecting"
+                                );
+                                break;
+                            }
+                        }
                     }
                 }
             }
-            if sleep_or_cancel(retry, &shutdown).await {
+            // The old connection is dropped (sqlx closes it in the background; on a dead path
+            // that close never completes, and the socket goes with the process).
+            drop(listener);
+            if sleep_or_cancel(cfg.retry, &shutdown).await {
                 return;
             }
         }
     }
+}
+
+/// How [`Wakers::listen`] keeps its connection honest.
+#[derive(Debug, Clone, Copy)]
+pub struct ListenConfig {
+    /// Wait after a failed or dead connection before the next one.
+    pub retry: Duration,
+    /// How long without a notification before the connection is checked with `SELECT 1`
+    /// (`worker.listener_ping_interval_ms`).
+    pub ping_interval: Duration,
+    /// How long that check, or a new connection and its `LISTEN`, may take before the
+    /// connection is presumed dead (`worker.listener_ping_timeout_ms`).
+    pub ping_timeout: Duration,
 }
 
 /// Sleeps `d`; returns true if `shutdown` fired first.

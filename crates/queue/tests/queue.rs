@@ -487,7 +487,11 @@ async fn notify_wakes_a_listening_pool_before_the_poll(pool: PgPool) {
     let stop = CancellationToken::new();
     let listener = tokio::spawn(wakers.clone().listen(
         pool.clone(),
-        Duration::from_millis(100),
+        breakwater_queue::ListenConfig {
+            retry: Duration::from_millis(100),
+            ping_interval: Duration::from_secs(5),
+            ping_timeout: Duration::from_secs(3),
+        },
         stop.clone(),
     ));
     // The listener wakes every pool once when it (re)connects; consume that.

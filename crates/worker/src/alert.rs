@@ -9,10 +9,10 @@ use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;
 use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::jobs::{AlertArgs, FlappingWatchArgs};
-use breakwater_core::outcome::{classify, Class, Observed};
+use breakwater_core::outcome::{classify, stall_excuses, Class, Observed};
 use breakwater_core::{tenants, Result};
 use breakwater_queue::Job;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The alert body: `{"type": <event>, "timestamp": <database time of the event, RFC 3339>,
 /// "data": {tenant_id, channel_id, from_state, to_state, reason, failure_count, generation,
@@ -119,12 +119,29 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         return Ok(());
     };
     let body = serde_json::to_vec(&body(&alert)).expect("JSON values serialize");
+    let t0 = Instant::now();
     let sent = send(w, &url, &secret, &alert.id.to_string(), body).await;
+    let wall = t0.elapsed();
     let class = classify(sent.observed);
     let error = sent
         .error
         .clone()
         .unwrap_or_else(|| format!("{:?}", sent.observed));
+    // A failure this node's own stall explains says nothing about the alert endpoint: sent again
+    // at once, no attempt used (issue 31, item 2).
+    let stalled = w.stall.stalled_since(t0);
+    if class != Class::Success && stall_excuses(sent.observed, wall, stalled, sent.limit) {
+        tracing::warn!(%tenant_id, %error, "alert attempt inconclusive: this node stood still during it; sent again");
+        breakwater_queue::snooze(
+            &mut *w.pool.acquire().await?,
+            job.id,
+            job.claim_token,
+            Duration::ZERO,
+            None,
+        )
+        .await?;
+        return Ok(());
+    }
     match class {
         Class::Success => {
             breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
@@ -149,8 +166,9 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
 }
 
 /// Sends one alert: the same signed request as a delivery ([`request::post`]), signed with the
-/// tenant's alert secret alone. Only the status is read (no body, no `Retry-After`, no redirect
-/// note): an alert's error is its observation.
+/// tenant's alert secret alone, within `worker.request_timeout_ms` of this node's running time.
+/// Only the status is read (no body, no `Retry-After`, no redirect note): an alert's error is
+/// its observation.
 async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) -> Sent {
     let req = Signed {
         url,
@@ -158,13 +176,16 @@ async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) 
         secrets: &[secret],
         body,
     };
-    match request::post(w, req).await {
-        Ok(r) => Sent {
+    let posted = w.stall.run_for(w.request_timeout, request::post(w, req));
+    match posted.await {
+        Ok(Ok(r)) => Sent {
             observed: Observed::Status(r.status().as_u16()),
             excerpt: None,
             error: None,
             retry_after: None,
+            limit: None,
         },
-        Err(failed) => failed,
+        Ok(Err(failed)) => failed,
+        Err(waited) => Sent::timed_out(url, w.request_timeout, waited),
     }
 }

@@ -48,8 +48,25 @@ pub struct WorkerConfig {
     pub shutdown_grace_ms: u64,
     /// TCP (+TLS) connect timeout of a delivery, ms.
     pub connect_timeout_ms: u64,
-    /// Total timeout of a delivery request, including reading the response excerpt, ms.
+    /// Total timeout of a delivery (or alert) request, including reading the response excerpt,
+    /// ms of this node's *running* time: a stall of the node itself (see `stall_threshold_ms`)
+    /// extends it by the stall's length, so a response that arrived while the node stood still
+    /// is read, not timed out (issue 31, item 2).
     pub request_timeout_ms: u64,
+    /// A gap longer than this between two ticks of the node's stall watch (a 100 ms ticker,
+    /// [`crate::stall`]) is a stall of the node itself (a `SIGSTOP`, a frozen VM, a starved
+    /// runtime), ms. A request timeout, connect timeout or connection failure of an attempt that
+    /// such a stall overlapped says nothing about the endpoint: the attempt is inconclusive
+    /// (retried at once, no attempt used, nothing counted against the channel or its host).
+    /// Default 1000; at least 200.
+    pub stall_threshold_ms: u64,
+    /// How often the queue listener (LISTEN/NOTIFY) checks its connection with `SELECT 1` when
+    /// no notification arrived, ms. Default 5000.
+    pub listener_ping_interval_ms: u64,
+    /// How long that check, or a new listener's connect and `LISTEN`, may take before the
+    /// connection is presumed dead (a blackholed path: packets silently dropped), logged, and
+    /// replaced, ms. Default 3000. A dead listener is noticed within the two together.
+    pub listener_ping_timeout_ms: u64,
     /// How much of a response body is kept on the attempt, bytes.
     pub response_excerpt_bytes: usize,
     /// HTTP attempts per delivery before it is dead.
@@ -103,6 +120,9 @@ impl Default for WorkerConfig {
             shutdown_grace_ms: 20_000,
             connect_timeout_ms: 5_000,
             request_timeout_ms: 15_000,
+            stall_threshold_ms: 1_000,
+            listener_ping_interval_ms: 5_000,
+            listener_ping_timeout_ms: 3_000,
             response_excerpt_bytes: 1_024,
             max_attempts: 12,
             backoff_base_ms: 10_000,
@@ -171,11 +191,25 @@ impl WorkerConfig {
             ("worker.heartbeat_interval_ms", self.heartbeat_interval_ms),
             ("worker.rescue_interval_ms", self.rescue_interval_ms),
             ("worker.promote_interval_ms", self.promote_interval_ms),
+            (
+                "worker.listener_ping_interval_ms",
+                self.listener_ping_interval_ms,
+            ),
+            (
+                "worker.listener_ping_timeout_ms",
+                self.listener_ping_timeout_ms,
+            ),
         ];
         for (name, v) in positive {
             if v == 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+        }
+        if self.stall_threshold_ms < 2 * crate::stall::TICK.as_millis() as u64 {
+            return Err(format!(
+                "worker.stall_threshold_ms must be at least {} (twice the stall watch's tick)",
+                2 * crate::stall::TICK.as_millis()
+            ));
         }
         if self.record_batch_max == 0 {
             return Err("worker.record_batch_max must be at least 1".into());

@@ -13,7 +13,7 @@ use crate::worker::{args, Worker};
 use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult, Begun};
 use breakwater_core::deliveries::{self, Dispatch, Status};
 use breakwater_core::jobs::DeliverArgs;
-use breakwater_core::outcome::{classify, is_configuration_problem, Class};
+use breakwater_core::outcome::{classify, is_configuration_problem, stall_excuses, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
 use breakwater_core::{lifecycle, Result};
 use breakwater_queue::{Feedback, Job, RetryOutcome};
@@ -105,8 +105,14 @@ struct Attempted {
     sent: Sent,
     /// Its class.
     class: Class,
-    /// How long the request took (this node's monotonic clock).
+    /// How long the request took: this node's running time (monotonic clock), its own stalls
+    /// ([`crate::stall`]) taken out — what the attempt row, the latency feedback and the
+    /// circuits see.
     elapsed: Duration,
+    /// Whether this node's own stall makes the failure inconclusive
+    /// ([`breakwater_core::outcome::stall_excuses`]): then [`record`] records nothing but puts
+    /// the job back ([`inconclusive`]).
+    inconclusive: bool,
 }
 
 /// Reads the job's delivery and channel (and records them on the span); a job without them is
@@ -260,12 +266,17 @@ async fn attempt(
     Ok(Some(send(w, job, d).await))
 }
 
-/// Sends the loaded delivery `d` and classifies the answer (no connection held).
+/// Sends the loaded delivery `d` and classifies the answer (no connection held), and judges it
+/// against this node's own stalls during the request ([`stall_excuses`]).
 async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
     let t0 = Instant::now();
     let sent = crate::observe::send(w, &d, job).await;
-    let elapsed = t0.elapsed();
+    let wall = t0.elapsed();
+    let stalled = w.stall.stalled_since(t0);
+    let elapsed = wall.saturating_sub(stalled);
     let class = classify(sent.observed);
+    let inconclusive =
+        class != Class::Success && stall_excuses(sent.observed, wall, stalled, sent.limit);
     if is_configuration_problem(sent.observed) {
         tracing::error!(
             channel_id = %d.channel_id, tenant_id = %d.tenant_id, delivery_id = %d.id,
@@ -278,6 +289,7 @@ async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
         sent,
         class,
         elapsed,
+        inconclusive,
     }
 }
 
@@ -301,6 +313,9 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         node_id: &w.node_id,
         last_attempt: job.is_last_attempt(),
     };
+    if at.inconclusive {
+        return inconclusive(w, job, &result).await;
+    }
     if result.moves_nothing() {
         return record_in_batch(w, job, &at, &result).await;
     }
@@ -334,6 +349,36 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         new_status = after.status.as_str(),
         probe = a.probe_generation.is_some(),
         "attempt recorded"
+    );
+    Ok(())
+}
+
+/// How soon an inconclusive attempt ([`inconclusive`]) is tried again: at once, spread over up
+/// to this long (the node just woke with all its requests in flight at once).
+const INCONCLUSIVE_RETRY_JITTER_MS: u64 = 500;
+
+/// An attempt whose failure this node's own stall explains (issue 31, item 2): nothing is
+/// recorded against the endpoint — no attempt row, no failure of the channel's or the host's
+/// circuit, no `Retry-After` hold, no concurrency feedback — and the job is snoozed to run again
+/// at once ([`INCONCLUSIVE_RETRY_JITTER_MS`]) **without using an attempt** (the delivery goes
+/// back to `pending`): the endpoint was never given a fair try, so it must not bring the
+/// delivery nearer to dead either. A probe's role passes on
+/// ([`circuit::attempt_inconclusive`]). In one transaction fenced by the job's claim.
+async fn inconclusive(w: &Worker, job: &Job, result: &AttemptResult<'_>) -> Result<()> {
+    let mut tx = w.pool.begin().await?;
+    circuit::attempt_inconclusive(&mut tx, result, &w.circuit).await?;
+    let wait = Duration::from_millis(rand::thread_rng().gen_range(0..INCONCLUSIVE_RETRY_JITTER_MS));
+    if !breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await? {
+        tracing::warn!(delivery_id = %result.dispatch.id, job_id = job.id, "claim lost (job was rescued); result discarded");
+        tx.rollback().await?;
+        return Ok(());
+    }
+    tx.commit().await?;
+    tracing::warn!(
+        delivery_id = %result.dispatch.id,
+        observed = ?result.observed,
+        error = result.error,
+        "attempt inconclusive: this node stood still during it; tried again, nothing counted against the endpoint"
     );
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! The outbound HTTP client of deliveries.
 //!
-//! reqwest with connect and total timeouts, no redirects followed (a 3xx is an answer, and
+//! reqwest with a connect timeout (the total timeout is the caller's, in the node's running
+//! time: [`crate::stall::StallWatch::run_for`]; reqwest's own would fire on waking from a
+//! stall before reading a response already in the socket), no redirects followed (a 3xx is an answer, and
 //! following it could lead anywhere), no proxy, no client-side retries (the queue owns
 //! retrying). Unless private targets are allowed, a DNS resolver drops internal addresses
 //! (see [`breakwater_core::targets`]), so a hostname that resolves inside the network —
@@ -48,15 +50,14 @@ impl Resolve for PublicOnlyResolver {
     }
 }
 
-/// Builds the delivery client.
+/// Builds the delivery client: `connect_timeout` bounds each connect (TCP and TLS); no total
+/// timeout (see the module doc).
 pub(crate) fn client(
     connect_timeout: Duration,
-    total_timeout: Duration,
     allow_private: bool,
 ) -> reqwest::Result<reqwest::Client> {
     let mut b = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
-        .timeout(total_timeout)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .pool_idle_timeout(Duration::from_secs(30))

@@ -11,7 +11,9 @@
 //! Modules, without a cycle: `handler` dispatches each job by its kind to `deliver`, `probe`,
 //! `host_probe` or `alert`; every job module takes the node's `worker::Worker`; `deliver` and
 //! `alert` send through `request` (the one signed request), `deliver` records telemetry through
-//! `observe`, which wraps `request::send`.
+//! `observe`, which wraps `request::send`. `stall` (a leaf) watches the node's own stalls: the
+//! request timeout counts running time, and a failure the node's stall explains is
+//! inconclusive, not the endpoint's.
 
 mod alert;
 mod batch;
@@ -25,6 +27,7 @@ mod observe;
 mod probe;
 mod request;
 pub mod retention;
+mod stall;
 mod worker;
 
 pub use config::WorkerConfig;

@@ -9,7 +9,7 @@ use breakwater_core::jobs::{QUEUE_ALERTS, QUEUE_CIRCUIT};
 use breakwater_core::Tier;
 use breakwater_queue::maintenance::{self, MaintenanceConfig};
 use breakwater_queue::runner::{run_pool, PoolConfig};
-use breakwater_queue::Wakers;
+use breakwater_queue::{ListenConfig, Wakers};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,12 +63,13 @@ pub async fn run_node(
     } = params;
     let client = crate::http::client(
         Duration::from_millis(cfg.connect_timeout_ms),
-        Duration::from_millis(cfg.request_timeout_ms),
         allow_private_targets,
     )
     .map_err(|e| format!("building the HTTP client failed: {e}"))?;
     // The per-host cap (the gate's cap) defaults to hosts.max_in_flight (0: none, a host is then
     // capped only by its own override).
+    // The stall watch ticks from now until the node has stopped (`background`, below).
+    let stall = crate::stall::StallWatch::new(Duration::from_millis(cfg.stall_threshold_ms));
     let mut limits = cfg.channel_limits();
     limits.gate_ceiling = hosts.default_cap().map(|m| m as u32);
     let handler = Arc::new(Worker {
@@ -88,6 +89,9 @@ pub async fn run_node(
             limits.clone(),
             cfg.record_batch(),
         ),
+        stall: stall.clone(),
+        connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
+        request_timeout: Duration::from_millis(cfg.request_timeout_ms),
     });
     // Channels created before host circuits existed get their host key (and circuit row).
     match pool.acquire().await {
@@ -110,11 +114,16 @@ pub async fn run_node(
     // The listener and upkeep stop with their own token, after the pools have drained, so that
     // heartbeats continue while in-flight jobs finish.
     let background = CancellationToken::new();
-    tasks.spawn(
-        wakers
-            .clone()
-            .listen(pool.clone(), Duration::from_secs(1), background.clone()),
-    );
+    tasks.spawn(stall.tick_until(background.clone()));
+    tasks.spawn(wakers.clone().listen(
+        pool.clone(),
+        ListenConfig {
+            retry: Duration::from_secs(1),
+            ping_interval: Duration::from_millis(cfg.listener_ping_interval_ms),
+            ping_timeout: Duration::from_millis(cfg.listener_ping_timeout_ms),
+        },
+        background.clone(),
+    ));
     tasks.spawn(maintenance::run(
         pool.clone(),
         MaintenanceConfig {

@@ -27,7 +27,7 @@ fn tier(queue: &str) -> &str {
 /// host, and records on it the response status, the outcome class, the error kind and the
 /// duration. Also records the tenant id on the enclosing `job` span, and the attempt's duration
 /// in `breakwater.attempt.duration` (measured here, to the microsecond, by `job`'s tier and the
-/// outcome class).
+/// outcome class; the node's own stalls left out, [`crate::stall`]).
 pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
     tracing::Span::current().record("tenant_id", display(d.tenant_id));
     let host = url::Url::parse(&d.url)
@@ -51,7 +51,8 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
     );
     let t0 = Instant::now();
     let sent = request::send(w, d).instrument(span.clone()).await;
-    let elapsed = t0.elapsed();
+    // The node's running time: its own stalls are not the endpoint's latency.
+    let elapsed = t0.elapsed().saturating_sub(w.stall.stalled_since(t0));
     let class = classify(sent.observed);
     breakwater_telemetry::attempt_duration(tier(&job.queue), class.as_str(), elapsed);
     span.record("duration_ms", elapsed.as_millis() as u64);

@@ -9,6 +9,7 @@ use breakwater_core::deliveries::Dispatch;
 use breakwater_core::outcome::{is_redirect, redirect_note, Observed};
 use breakwater_core::{signing, targets};
 use chrono::Utc;
+use std::time::Duration;
 
 /// What one HTTP request observed.
 #[derive(Debug)]
@@ -21,6 +22,10 @@ pub(crate) struct Sent {
     pub(crate) error: Option<String>,
     /// The raw `Retry-After` header, if any.
     pub(crate) retry_after: Option<String>,
+    /// For a timeout, the limit that fired: the connect timeout (reqwest's, wall time) or the
+    /// request's own (running time, [`crate::stall::StallWatch::run_for`]); what
+    /// [`breakwater_core::outcome::stall_excuses`] compares the node's running time with.
+    pub(crate) limit: Option<Duration>,
 }
 
 impl Sent {
@@ -31,6 +36,30 @@ impl Sent {
             excerpt: None,
             error: Some(error),
             retry_after: None,
+            limit: None,
+        }
+    }
+
+    /// A request that did not finish within `budget` of this node's running time (`waited`:
+    /// the wall time it was given, longer when the node stood still meanwhile). The error names
+    /// the endpoint by its origin only.
+    pub(crate) fn timed_out(url: &str, budget: Duration, waited: Duration) -> Self {
+        let origin = url::Url::parse(url)
+            .map(|u| format!("{}/…", u.origin().ascii_serialization()))
+            .unwrap_or_else(|_| "the endpoint".into());
+        let mut error = format!(
+            "{origin}: no complete response within {} ms",
+            budget.as_millis()
+        );
+        if waited > budget + Duration::from_millis(50) {
+            error.push_str(&format!(
+                " of this node's running time ({} ms with its stalls)",
+                waited.as_millis()
+            ));
+        }
+        Sent {
+            limit: Some(budget),
+            ..Sent::failed(Observed::Timeout, error)
         }
     }
 }
@@ -38,8 +67,14 @@ impl Sent {
 /// A [`Sent`] for a request error (connect, timeout, blocked target, other). The error text
 /// never contains the URL (its path or query may carry a token): reqwest's URL is stripped and
 /// the endpoint named by its origin.
-fn observe(e: reqwest::Error) -> Sent {
-    Sent::failed(observe_error(&e), url_free_error(e))
+/// A reqwest timeout is its connect timeout (the client sets no other): `connect_timeout` is
+/// the limit that fired.
+fn observe(e: reqwest::Error, connect_timeout: Duration) -> Sent {
+    let observed = observe_error(&e);
+    Sent {
+        limit: (observed == Observed::Timeout).then_some(connect_timeout),
+        ..Sent::failed(observed, url_free_error(e))
+    }
 }
 
 /// The error chain of `e` without the endpoint's URL, prefixed with its origin:
@@ -95,6 +130,10 @@ pub(crate) struct Signed<'a> {
 /// fresh) and posts it with `content-type`, `webhook-id`, `webhook-timestamp` and
 /// `webhook-signature`. Returns the response, its body unread, or, when no response came, the
 /// failed [`Sent`] (blocked target, signing failure, or the request error without its URL).
+///
+/// The client bounds the connect only (`worker.connect_timeout_ms`); a caller runs this, and
+/// the read of the body, under [`crate::stall::StallWatch::run_for`] with
+/// `worker.request_timeout_ms`, so the total timeout counts this node's running time.
 pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Response, Sent> {
     if !w.allow_private {
         if let Err(e) = targets::parse_channel_url(req.url, false) {
@@ -124,7 +163,7 @@ pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Respons
         .body(req.body)
         .send()
         .await
-        .map_err(observe)
+        .map_err(|e| observe(e, w.connect_timeout))
 }
 
 /// Sends one attempt of delivery `d` ([`post`], signature and timestamp made now): its
@@ -132,8 +171,18 @@ pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Respons
 /// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
 /// `v1,<previous>` after it. Reads the status, `Retry-After` and the first `excerpt_bytes` of
 /// the body. A redirect is not followed (the client's policy is `none`); the answer is recorded
-/// with where it pointed ([`redirect_note`]).
+/// with where it pointed ([`redirect_note`]). All of it within `worker.request_timeout_ms` of
+/// this node's running time ([`crate::stall::StallWatch::run_for`]): a response that arrived
+/// while the node stood still is read when it wakes.
 pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
+    match w.stall.run_for(w.request_timeout, exchange(w, d)).await {
+        Ok(sent) => sent,
+        Err(waited) => Sent::timed_out(&d.url, w.request_timeout, waited),
+    }
+}
+
+/// [`send`] without its timeout.
+async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
     let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
         .chain(d.previous_signing_secret.as_deref())
         .collect();
@@ -176,19 +225,20 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
     buf.truncate(w.excerpt_bytes);
     let excerpt = (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).replace('\0', ""));
     match read_error {
-        // A timeout while reading the body still fails the attempt: the total timeout is the
-        // contract.
+        // A timeout while reading the body still fails the attempt.
         Some(e) if e.is_timeout() => Sent {
             observed: Observed::Timeout,
             excerpt,
             error: Some(url_free_error(e)),
             retry_after,
+            limit: None,
         },
         _ => Sent {
             observed: Observed::Status(status),
             excerpt,
             error: redirect,
             retry_after,
+            limit: None,
         },
     }
 }

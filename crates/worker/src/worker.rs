@@ -33,6 +33,13 @@ pub(crate) struct Worker {
     pub(crate) limits: GroupLimits,
     /// This node's batch recorder of plain successes ([`crate::batch`]).
     pub(crate) recorder: crate::batch::Recorder,
+    /// This node's own stalls ([`crate::stall`]): what its request timeout and the judgement of
+    /// a failed attempt discount.
+    pub(crate) stall: crate::stall::StallWatch,
+    /// The client's connect timeout (`worker.connect_timeout_ms`).
+    pub(crate) connect_timeout: std::time::Duration,
+    /// A request's total timeout, in this node's running time (`worker.request_timeout_ms`).
+    pub(crate) request_timeout: std::time::Duration,
 }
 
 /// The args of `job` as `T` (the registry's struct of its kind, [`breakwater_core::jobs`]):

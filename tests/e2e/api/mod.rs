@@ -11,6 +11,7 @@ use uuid::Uuid;
 mod auth;
 mod enqueue;
 mod isolation;
+mod keep_alive;
 mod malformed;
 mod slow_clients;
 mod tenants_channels;

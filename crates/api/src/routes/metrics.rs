@@ -53,10 +53,13 @@ impl Metrics {
         }
     }
 
-    /// A router with only `GET /metrics` (and problem+json 404s), to serve on its own address.
+    /// A router with only `GET /metrics` (and problem+json 404s), to serve on its own address;
+    /// like the API, a request answered before its body was read keeps its keep-alive
+    /// connection (`connection.rs`).
     pub fn app(&self) -> Router {
         self.router()
             .fallback(|| async { ApiError::not_found("route") })
+            .layer(axum::middleware::from_fn(crate::connection::keep_alive))
     }
 
     /// The `/metrics` route, for any router state.

@@ -241,6 +241,38 @@ async fn move_circuits(
     Ok((retry_after, transitions))
 }
 
+/// An attempt whose failure this node's own stall explains
+/// ([`crate::outcome::stall_excuses`]; issue 31, item 2): it is not recorded and moves nothing
+/// — no attempt row, no failure of the channel or of its host, no hold, no concurrency
+/// feedback — except that a probe's role passes on, as for an inconclusive answer: a host
+/// probe's to another waiting delivery of the host ([`hosts::hand_on_inconclusive_probe`]),
+/// then a channel probe's ([`probe_inconclusive`]), each conditional on its generation (a
+/// stale one changes nothing). In the caller's transaction, before it snoozes the job (which
+/// puts the delivery back to `pending` without using an attempt). Locks in the order of
+/// [`after_attempt`]: the channel row first (a probe's only), then the group, host and gate
+/// rows.
+pub async fn attempt_inconclusive(
+    tx: &mut PgConnection,
+    a: &AttemptResult<'_>,
+    cfg: &CircuitConfig,
+) -> Result<()> {
+    if !a.probe() {
+        return Ok(());
+    }
+    let d = a.dispatch;
+    sqlx::query("SELECT 1 FROM channels WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(d.channel_id)
+        .execute(&mut *tx)
+        .await?;
+    if let (Some(generation), Some(key)) = (a.host_probe, d.host_key.as_deref()) {
+        hosts::hand_on_inconclusive_probe(tx, d.channel_id, key, d.id, generation).await?;
+    }
+    if let Some(generation) = a.probe_generation {
+        probe_inconclusive(tx, d.channel_id, generation, cfg).await?;
+    }
+    Ok(())
+}
+
 /// The answer's `Retry-After` as a wait, if its class honours one: seconds as given, an
 /// HTTP-date against the database's clock (this transaction's `now()`, which
 /// [`set_retry_after`] adds the wait to); capped at `cfg.retry_after_cap_ms`.

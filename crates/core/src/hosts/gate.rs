@@ -127,6 +127,30 @@ pub(crate) async fn hand_on_stale_probe(
     .await
 }
 
+/// Hands host `key`'s probe role of `generation` on from delivery `delivery_id`, whose attempt
+/// was inconclusive: its node stood still during it ([`crate::outcome::stall_excuses`]), so it
+/// says nothing about the host. Another waiting delivery of the host is woken as the probe at
+/// once (not after the probe's lease). In the caller's transaction, which holds the channel row;
+/// the locks as in [`hand_on_stale_probe`] (job group row, host row, gate row). Returns whether
+/// the role was handed on.
+pub(crate) async fn hand_on_inconclusive_probe(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    key: &str,
+    delivery_id: Uuid,
+    generation: i64,
+) -> Result<bool> {
+    breakwater_queue::lock_group(&mut *tx, channel_id).await?;
+    hand_on(
+        tx,
+        key,
+        delivery_id,
+        generation,
+        "its attempt was inconclusive (its node stood still during it)",
+    )
+    .await
+}
+
 /// The role hand-on of [`hand_on_probe`] and [`hand_on_stale_probe`]: one conditional UPDATE
 /// of host `key`'s row (half-open, `generation`, the role free or held by `delivery_id`), then
 /// [`set_probe`].
