@@ -14,7 +14,7 @@
 #     no delivery or alert is ever sent anywhere, whatever URLs the fuzzer makes up. For the same
 #     reason private targets are allowed: the API then skips its DNS check (this machine resolves
 #     nothing), so channels the fuzzer creates exist and the operations on a channel or a
-#     delivery are reached with real ids, not only answered 404. The per-key ingress limit is
+#     delivery are reached with real ids, not only answered 404. The per-tenant ingress limit is
 #     off so that 429s do not hide the routes;
 #  4. creates a tenant with the operator key, and runs schemathesis with both keys: each
 #     operation gets the key of its security scheme (`tenant_key` or `operator_key`), and the

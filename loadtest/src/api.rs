@@ -38,7 +38,7 @@ impl Api {
         })
     }
 
-    /// POSTs `body`; a 429 (the per-key ingress limit) is retried after its `Retry-After`
+    /// POSTs `body`; a 429 (the per-tenant ingress limit) is retried after its `Retry-After`
     /// (at most 1 s at a time, at most 50 times).
     async fn post(&self, key: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
         let mut tries = 0;

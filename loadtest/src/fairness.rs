@@ -14,7 +14,7 @@
 //! B's, A's drain time (first batch accepted → last arrival), and the most of A's requests in
 //! flight at once, per endpoint and in all.
 //!
-//! The service's per-key ingress limit (`api.ingress_per_second`) is turned off for the run
+//! The service's per-tenant ingress limit (`api.ingress_per_second`) is turned off for the run
 //! unless `keep_ingress_limit`: the batch API takes one channel per request, so with 1000
 //! channels A's backlog is 1000 requests, which the default 100 requests/s would stretch over
 //! ten seconds while the workers drain it; B would then meet no backlog at all.
@@ -56,7 +56,7 @@ pub struct Options {
     pub concurrency: usize,
     /// A round gives up waiting for its arrivals this long after B's delivery was accepted.
     pub timeout: Duration,
-    /// Keep the service's per-key ingress limit instead of turning it off.
+    /// Keep the service's per-tenant ingress limit instead of turning it off.
     pub keep_ingress_limit: bool,
     /// The service (its `tier` is both tenants').
     pub service: ServiceOptions,

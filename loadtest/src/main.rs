@@ -88,7 +88,7 @@ enum Command {
         /// Seconds a round waits for its arrivals after B's delivery was accepted.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
-        /// Keep the service's per-key ingress limit (api.ingress_per_second); by default the
+        /// Keep the service's per-tenant ingress limit (api.ingress_per_second); by default the
         /// run turns it off so A's backlog is in before B's delivery whatever --channels.
         #[arg(long)]
         keep_ingress_limit: bool,

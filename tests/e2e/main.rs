@@ -15,3 +15,4 @@ mod messages;
 mod observe;
 mod openapi;
 mod operate;
+mod quotas;

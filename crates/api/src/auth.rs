@@ -6,7 +6,7 @@ use crate::error::ApiError;
 use crate::AppState;
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
-use breakwater_core::{audit, keys, tenants};
+use breakwater_core::{audit, keys, quotas, tenants};
 use std::future::Future;
 
 /// The operator key. Its `Debug` never prints it.
@@ -79,8 +79,8 @@ pub(crate) trait KeyKind: Sized + Send + Sync {
     /// The detail of the 403 for a key of the other kind.
     const OTHER_KIND: &'static str;
 
-    /// The presented key as this kind, if it is one. A tenant key is also held to its ingress
-    /// limit here (over it → 429).
+    /// The presented key as this kind, if it is one. A tenant key is also held to its tenant's
+    /// ingress limit here (over it → 429).
     fn own(
         state: &AppState,
         key: &str,
@@ -152,9 +152,7 @@ impl KeyKind for Tenant {
         let Some(t) = tenants::authenticate(state.pool(), key).await? else {
             return Ok(None);
         };
-        if let Some(limiter) = &state.inner.ingress {
-            check_ingress(limiter, t.key_id)?;
-        }
+        check_ingress(state, t.tenant_id).await?;
         Ok(Some(Tenant(t)))
     }
 
@@ -167,40 +165,38 @@ impl KeyKind for Tenant {
     }
 }
 
-/// The per-key ingress limiter (GCRA, from `governor`), keyed by API key id.
-pub(crate) type IngressLimiter = governor::DefaultKeyedRateLimiter<uuid::Uuid>;
-
-/// A limiter allowing `per_second` requests per key with `burst` at once; `None` when
-/// `per_second` is 0 (off).
-pub(crate) fn ingress_limiter(per_second: u32, burst: u32) -> Option<IngressLimiter> {
-    let rate = std::num::NonZeroU32::new(per_second)?;
-    let burst = std::num::NonZeroU32::new(burst.max(1)).expect("max(1) is non-zero");
-    Some(governor::RateLimiter::keyed(
-        governor::Quota::per_second(rate).allow_burst(burst),
-    ))
-}
-
-fn check_ingress(limiter: &IngressLimiter, key_id: uuid::Uuid) -> Result<(), ApiError> {
-    use governor::clock::Clock;
-    if limiter.len() > 100_000 {
-        limiter.retain_recent();
+/// Takes one request from tenant `tenant_id`'s ingress limit (`api.ingress_per_second` and
+/// `api.ingress_burst`, for all its keys on every node together,
+/// [`breakwater_core::quotas::take_ingress`]); over it → 429 `rate_limited` with `Retry-After`
+/// (whole seconds, at least 1). Off when `api.ingress_per_second` is 0.
+async fn check_ingress(state: &AppState, tenant_id: uuid::Uuid) -> Result<(), ApiError> {
+    let cfg = &state.settings().config;
+    if cfg.ingress_per_second == 0 {
+        return Ok(());
     }
-    match limiter.check_key(&key_id) {
-        Ok(()) => Ok(()),
-        Err(not_until) => {
-            let wait = not_until.wait_time_from(limiter.clock().now());
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                format!(
-                    "too many requests for this API key; retry in {} ms",
-                    wait.as_millis()
-                ),
-            );
-            e.headers
-                .push((header::RETRY_AFTER, secs.max(1).to_string()));
-            Err(e)
-        }
-    }
+    let Some(wait) = quotas::take_ingress(
+        state.pool(),
+        tenant_id,
+        cfg.ingress_per_second,
+        cfg.ingress_burst,
+    )
+    .await?
+    else {
+        return Ok(());
+    };
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        format!(
+            "too many requests for this tenant (all its API keys together: {} per second, {} at \
+             once); retry in {} ms",
+            cfg.ingress_per_second,
+            cfg.ingress_burst,
+            wait.as_millis()
+        ),
+    );
+    e.headers
+        .push((header::RETRY_AFTER, secs.max(1).to_string()));
+    Err(e)
 }

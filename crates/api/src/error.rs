@@ -18,6 +18,9 @@ pub struct ApiError {
     /// The offending field, for validation errors: a name (`url`) or, inside a list, a path
     /// (`deliveries[3].event_type`).
     pub field: Option<Cow<'static, str>>,
+    /// The quota a `quota_exceeded` refusal is about (`channels`, `active_keys`,
+    /// `deliveries_per_second`, `deliveries_per_day`).
+    pub quota: Option<&'static str>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
 }
@@ -41,8 +44,8 @@ pub(crate) struct Problem<'a> {
     /// Stable, machine-readable: `bad_request`, `malformed_json`, `invalid_path`,
     /// `invalid_query`, `invalid_body`, `invalid_field`, `invalid_text`, `unauthorized`,
     /// `forbidden`, `not_found`, `method_not_allowed`, `conflict`, `not_dead`,
-    /// `payload_too_large`, `unsupported_media_type`, `rate_limited`, `unavailable`,
-    /// `not_ready`, `internal`.
+    /// `quota_exceeded`, `payload_too_large`, `unsupported_media_type`, `rate_limited`,
+    /// `unavailable`, `not_ready`, `internal`.
     #[schema(example = "not_found")]
     code: &'a str,
     /// What the error is about, when it is about one value: a body field or its path in the
@@ -50,6 +53,11 @@ pub(crate) struct Problem<'a> {
     /// (`tenant_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    /// With `quota_exceeded`: the tenant quota the request would exceed (`channels`,
+    /// `active_keys`: 409; `deliveries_per_second`, `deliveries_per_day`: 429).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<breakwater_core::quotas::Quota>)]
+    quota: Option<&'a str>,
 }
 
 impl ApiError {
@@ -60,6 +68,7 @@ impl ApiError {
             code,
             detail: detail.into(),
             field: None,
+            quota: None,
             headers: Vec::new(),
         }
     }
@@ -119,6 +128,7 @@ impl IntoResponse for ApiError {
             detail: &self.detail,
             code: self.code,
             field: self.field.as_deref(),
+            quota: self.quota,
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         // Every problem body the API answers, at debug level under its own target: the e2e
@@ -160,6 +170,30 @@ impl From<breakwater_core::Error> for ApiError {
                     format!("{field}: {message}"),
                 );
                 e.field = Some(Cow::Borrowed(field));
+                e
+            }
+            // A count (channels, keys) conflicts with what the tenant holds: retrying does not
+            // help until it deletes one or the operator raises the quota, so 409 (not 429, whose
+            // `Retry-After` would promise it). A rate is 429, with `Retry-After` when waiting
+            // makes the request fit.
+            E::QuotaExceeded {
+                quota,
+                retry_after,
+                message,
+                ..
+            } => {
+                let status = if quota.is_count() {
+                    StatusCode::CONFLICT
+                } else {
+                    StatusCode::TOO_MANY_REQUESTS
+                };
+                let mut e = ApiError::new(status, "quota_exceeded", message);
+                e.quota = Some(quota.as_str());
+                if let Some(wait) = retry_after {
+                    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                    e.headers
+                        .push((header::RETRY_AFTER, secs.max(1).to_string()));
+                }
                 e
             }
             E::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => ApiError::new(

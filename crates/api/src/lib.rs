@@ -36,14 +36,30 @@ pub struct ApiConfig {
     pub max_batch_size: usize,
     /// Largest accepted batch request body, bytes. Larger → 413.
     pub max_batch_body_bytes: usize,
-    /// Requests per second each tenant API key may make (GCRA, `governor`); over it → 429 with
+    /// Requests per second each tenant may make, with all its API keys on all nodes together
+    /// (GCRA with its state in Postgres, [`breakwater_core::quotas::take_ingress`]; it was per key
+    /// and per node, so a tenant multiplied it by minting keys, issue 31); over it → 429 with
     /// `Retry-After`. 0 turns the limit off. A request counts once whatever it carries: a batch
-    /// of 1000 deliveries or a message fanned out to 1000 channels is one request. Default 1000
-    /// (was 100, which capped a sender of single messages at about 100/s while the service
-    /// delivers several hundred per second; peers set no such low cap).
+    /// of 1000 deliveries or a message fanned out to 1000 channels is one request (the delivery
+    /// quotas count those). Default 1000 (was 100, which capped a sender of single messages at
+    /// about 100/s while the service delivers several hundred per second; peers set no such low
+    /// cap).
     pub ingress_per_second: u32,
-    /// Requests a key may make at once above that rate (default 2000).
+    /// Requests a tenant may make at once above that rate (default 2000).
     pub ingress_burst: u32,
+    /// Default `channels` quota: live channels per tenant (default 1000, the most one message may
+    /// name). The operator overrides it per tenant ([`breakwater_core::quotas`]).
+    pub quota_channels: i64,
+    /// Default `active_keys` quota: unrevoked API keys per tenant (default 100, the fixed cap
+    /// before quotas).
+    pub quota_active_keys: i64,
+    /// Default `deliveries_per_second` quota: deliveries each tenant may have accepted per second,
+    /// counting every delivery a batch or a message fan-out creates (a second's worth may come
+    /// at once); 0 = no limit. Default 5000.
+    pub quota_deliveries_per_second: i64,
+    /// Default `deliveries_per_day` quota: deliveries each tenant may have accepted per UTC day;
+    /// 0 = no limit. Default 5 000 000.
+    pub quota_deliveries_per_day: i64,
     /// How long a client may take to send a request's headers, ms (HTTP/1.1; from the
     /// connection's start or the end of its previous request); then the connection is closed.
     /// Default 10 000. Bounds a client that opens connections and never finishes a request
@@ -55,6 +71,18 @@ pub struct ApiConfig {
     pub body_read_timeout_ms: u64,
 }
 
+impl ApiConfig {
+    /// The default quotas (`quota_*`), for tenants without an override.
+    pub fn quota_defaults(&self) -> breakwater_core::quotas::QuotaDefaults {
+        breakwater_core::quotas::QuotaDefaults {
+            channels: self.quota_channels,
+            active_keys: self.quota_active_keys,
+            deliveries_per_second: self.quota_deliveries_per_second,
+            deliveries_per_day: self.quota_deliveries_per_day,
+        }
+    }
+}
+
 impl Default for ApiConfig {
     fn default() -> Self {
         Self {
@@ -63,6 +91,12 @@ impl Default for ApiConfig {
             max_batch_body_bytes: 16 * 1024 * 1024,
             ingress_per_second: 1_000,
             ingress_burst: 2_000,
+            quota_channels: breakwater_core::quotas::QuotaDefaults::default().channels,
+            quota_active_keys: breakwater_core::quotas::QuotaDefaults::default().active_keys,
+            quota_deliveries_per_second: breakwater_core::quotas::QuotaDefaults::default()
+                .deliveries_per_second,
+            quota_deliveries_per_day: breakwater_core::quotas::QuotaDefaults::default()
+                .deliveries_per_day,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 30_000,
         }
@@ -97,7 +131,6 @@ pub struct AppSettings {
 struct Inner {
     pool: PgPool,
     settings: AppSettings,
-    ingress: Option<auth::IngressLimiter>,
     /// `/metrics` on the API's address, unless it is served elsewhere ([`AppState::with_metrics`]).
     metrics: Option<Metrics>,
     /// The last readiness check: when, and whether the database answered (`routes::health`).
@@ -105,18 +138,12 @@ struct Inner {
 }
 
 impl AppState {
-    /// State for [`app`]: the database pool and the [`AppSettings`]; the ingress limiter is
-    /// built from `settings.config`.
+    /// State for [`app`]: the database pool and the [`AppSettings`].
     pub fn new(pool: PgPool, settings: AppSettings) -> Self {
-        let ingress = auth::ingress_limiter(
-            settings.config.ingress_per_second,
-            settings.config.ingress_burst,
-        );
         Self {
             inner: Arc::new(Inner {
                 pool,
                 settings,
-                ingress,
                 metrics: None,
                 ready: tokio::sync::Mutex::new(None),
             }),
@@ -139,6 +166,11 @@ impl AppState {
     /// The settings the state was made with ([`AppState::new`]).
     pub(crate) fn settings(&self) -> &AppSettings {
         &self.inner.settings
+    }
+
+    /// The default quotas (`api.quota_*`).
+    pub(crate) fn quota_defaults(&self) -> breakwater_core::quotas::QuotaDefaults {
+        self.inner.settings.config.quota_defaults()
     }
 }
 

@@ -71,7 +71,9 @@ const NOT_FOUND: ProblemResponse = problem(
 const CONFLICT: ProblemResponse = problem(
     "409",
     "Conflict",
-    "The request conflicts with the object's state (`conflict`, `not_dead`).",
+    "The request conflicts with the object's state (`conflict`, `not_dead`), or would take \
+    the tenant over a count quota (`quota_exceeded` with `quota`: `channels` or `active_keys`; \
+    delete a channel or revoke a key first, or ask the operator to raise it).",
 );
 const PAYLOAD_TOO_LARGE: ProblemResponse = problem(
     "413",
@@ -101,8 +103,12 @@ const TOO_MANY_REQUESTS: ProblemResponse = ProblemResponse {
     ..problem(
         "429",
         "TooManyRequests",
-        "This API key made more requests than `api.ingress_per_second` allows \
-        (`rate_limited`); retry after `Retry-After` seconds.",
+        "The tenant (all its API keys together) made more requests than \
+        `api.ingress_per_second` allows (`rate_limited`), or the request's new deliveries would \
+        take it over its `deliveries_per_second` or `deliveries_per_day` quota \
+        (`quota_exceeded`, with `quota` naming it; nothing of the request was accepted). Retry \
+        after `Retry-After` seconds; a request larger than the whole quota gets no \
+        `Retry-After` (it never fits: split it).",
     )
 };
 const SERVICE_UNAVAILABLE: ProblemResponse = ProblemResponse {
@@ -203,7 +209,7 @@ macro_rules! problem_marker {
 
 problem_marker!(
     /// `responses(...)` of a route behind a tenant key: 401 (no or unknown key), 403 (the
-    /// operator key), 429 (the key's ingress limit), 503 (database busy).
+    /// operator key), 429 (the tenant's ingress limit or a delivery quota), 503 (database busy).
     TenantAuth = [
         UNAUTHORIZED,
         FORBIDDEN,
@@ -283,7 +289,8 @@ impl Modify for Components {
             "tenant_key",
             bearer(
                 "A tenant's API key (`bw_…`), shown once when the operator creates the tenant. \
-                 Each key is limited to `api.ingress_per_second` requests per second (429 above).",
+                 Each tenant, all its keys together, is limited to `api.ingress_per_second` \
+                 requests per second (429 above).",
                 "bw_…",
             ),
         );

@@ -29,6 +29,21 @@ pub enum Error {
         /// What conflicts.
         message: String,
     },
+    /// A request would take the tenant over one of its quotas ([`crate::quotas`]); nothing of it
+    /// was done. The API answers 409 for a count quota (channels, active keys: waiting does not
+    /// help) and 429 for a rate (with `Retry-After` when `retry_after` is set), naming `quota`.
+    #[error("quota {}: {message}", quota.as_str())]
+    QuotaExceeded {
+        /// Which quota.
+        quota: crate::quotas::Quota,
+        /// Its value for this tenant.
+        limit: i64,
+        /// When the request would fit, for a rate; `None` for a count, or a request larger than
+        /// the whole quota (it never fits).
+        retry_after: Option<std::time::Duration>,
+        /// What is over and what to do, for a person.
+        message: String,
+    },
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

@@ -1,6 +1,6 @@
 //! API keys (table `api_keys`): generated with high entropy, shown once, stored as SHA-256
-//! digests. A tenant may hold several (at most [`MAX_ACTIVE_KEYS`] unrevoked), each with an
-//! optional name; it or the operator creates, lists and revokes them. A revoked key is refused
+//! digests. A tenant may hold several (at most its `active_keys` quota unrevoked,
+//! [`crate::quotas`]), each with an optional name; it or the operator creates, lists and revokes them. A revoked key is refused
 //! (401) from its next request on. Authentication itself is [`crate::tenants::authenticate`].
 //!
 //! A digest (not a slow password hash) is the right tool for 192-bit random keys: it cannot be
@@ -16,9 +16,6 @@ pub use crate::api_key::{
     display_prefix, generate_api_key, hash_key, keys_match, LAST_USED_RESOLUTION_S,
     TENANT_KEY_PREFIX,
 };
-
-/// Most unrevoked keys one tenant may hold; creating one more is a conflict (revoke one first).
-pub const MAX_ACTIVE_KEYS: i64 = 100;
 
 /// A key as it is listed: never the key itself or its digest.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -58,7 +55,8 @@ fn check_key_name(name: Option<&str>) -> Result<Option<String>> {
 /// Creates a key for `tenant_id` named `name`, with a `key.created` audit row by `actor`
 /// (the key's id and name, never the key), in the caller's transaction. Errors: the tenant is
 /// missing or deleted ([`Error::NotFound`]), the name is invalid ([`Error::Invalid`]), or the
-/// tenant already holds [`MAX_ACTIVE_KEYS`] unrevoked keys ([`Error::Conflict`]).
+/// tenant already holds as many unrevoked keys as its `active_keys` quota allows (its override,
+/// else `defaults.active_keys`; [`Error::QuotaExceeded`]).
 ///
 /// The tenant's row is locked first (`FOR NO KEY UPDATE`), then the keys are counted in a
 /// second statement: under READ COMMITTED that statement's snapshot is taken after the lock is
@@ -70,6 +68,7 @@ pub async fn create(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     name: Option<&str>,
+    defaults: &crate::quotas::QuotaDefaults,
     actor: &str,
 ) -> Result<CreatedKey> {
     let name = check_key_name(name)?;
@@ -80,12 +79,7 @@ pub async fn create(
     .bind(tenant_id)
     .fetch_one(&mut *conn)
     .await?;
-    if live >= MAX_ACTIVE_KEYS {
-        return Err(Error::Conflict(format!(
-            "the tenant already holds {live} active API keys (the most allowed is \
-             {MAX_ACTIVE_KEYS}); revoke one first"
-        )));
-    }
+    crate::quotas::check_new_key(&mut *conn, tenant_id, live, defaults).await?;
     let api_key = generate_api_key();
     let key: ApiKey = sqlx::query_as(&format!(
         "INSERT INTO api_keys (id, tenant_id, key_hash, prefix, name) VALUES ($1, $2, $3, $4, $5)

@@ -205,6 +205,22 @@ impl Settings {
                 "api.max_payload_bytes and api.max_batch_size must be greater than 0".into(),
             );
         }
+        for (key, v) in [
+            ("api.quota_channels", self.api.quota_channels),
+            ("api.quota_active_keys", self.api.quota_active_keys),
+            (
+                "api.quota_deliveries_per_second",
+                self.api.quota_deliveries_per_second,
+            ),
+            (
+                "api.quota_deliveries_per_day",
+                self.api.quota_deliveries_per_day,
+            ),
+        ] {
+            if v < 0 {
+                return Err(format!("{key} must be 0 or more, not {v}"));
+            }
+        }
         if self.api.header_read_timeout_ms == 0 || self.api.body_read_timeout_ms == 0 {
             return Err(
                 "api.header_read_timeout_ms and api.body_read_timeout_ms must be greater than 0"

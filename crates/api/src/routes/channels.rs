@@ -21,14 +21,14 @@ use crate::created::Created;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::page::{Page, PageQuery};
-use crate::responses::{ById, JsonBody, TenantAuth, WithQuery};
+use crate::responses::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use crate::{ApiConfig, AppState};
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::page::Order;
-use breakwater_core::{circuit, hosts};
+use breakwater_core::{circuit, hosts, quotas};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -63,6 +63,9 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
 }
 
 /// Creates a channel. Its signing secret is in the response, shown once.
+///
+/// 409 `quota_exceeded` (`quota: "channels"`) when the tenant already holds its `channels` quota
+/// of live channels (default `api.quota_channels`, 1000): nothing is created.
 #[utoipa::path(
     post,
     path = "/api/v1/channels",
@@ -74,6 +77,7 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
             body = CreatedChannel,
             headers(("Location" = String, description = "The new channel: `/api/v1/channels/{id}`."))),
         JsonBody,
+        Conflict,
         TenantAuth,
     ),
     security(("tenant_key" = [])),
@@ -85,6 +89,9 @@ pub(crate) async fn create(
     let (url, host_key) = checked_endpoint(&call.state, &new.url).await?;
     (new.url, new.host_key) = (url, Some(host_key));
     let mut tx = call.begin_audited().await?;
+    // The quota's check holds the tenant row until the commit: a creation on another node
+    // waits, then counts this channel.
+    quotas::hold_for_channel(&mut tx, call.tenant_id(), &call.state.quota_defaults()).await?;
     let created = channels::create(&mut tx, call.tenant_id(), &new, call.actor()).await?;
     tx.commit().await?;
     tracing::info!(tenant_id = %call.tenant_id(), channel_id = %created.channel.id, "channel created");

@@ -9,7 +9,7 @@ use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
-use breakwater_core::{circuit, tenants};
+use breakwater_core::{circuit, quotas, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -108,7 +108,8 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 }
 
 /// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
-/// transaction. A conflict of one item is named as item `i` of `list` when the items came as a
+/// transaction, which also takes the deliveries from the tenant's delivery quotas (over one:
+/// 429 `quota_exceeded`, and nothing is enqueued). A conflict of one item is named as item `i` of `list` when the items came as a
 /// list (`deliveries[i].idempotency_key`).
 async fn enqueue(
     call: &TenantCall,
@@ -146,6 +147,11 @@ async fn enqueue(
             (problem, None) => problem,
         }
     })?;
+    // Last before the commit: the tenant's delivery quotas, for the deliveries this request
+    // created (an idempotent replay creates none). A refusal drops the transaction, so none of
+    // them is created; the usage row stays locked until the commit, as briefly as possible.
+    let created = out.iter().filter(|e| e.created).count();
+    quotas::take_deliveries(&mut tx, tenant.id, created, &call.state.quota_defaults()).await?;
     tx.commit().await?;
     Ok(out)
 }
@@ -153,7 +159,8 @@ async fn enqueue(
 /// Enqueues one delivery to the channel.
 ///
 /// 202 with the delivery id. With an `Idempotency-Key` already used by this tenant, 202 with the
-/// earlier delivery's id and nothing new enqueued.
+/// earlier delivery's id and nothing new enqueued. 429 `quota_exceeded` over the tenant's
+/// `deliveries_per_second` or `deliveries_per_day` quota.
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/deliveries",
@@ -235,7 +242,9 @@ pub(crate) struct BatchAccepted {
 /// Enqueues up to 1000 deliveries to the channel in one transaction.
 ///
 /// 202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
-/// invalid item refuses the whole batch (422 naming the item).
+/// invalid item refuses the whole batch (422 naming the item), and so does a batch whose new
+/// deliveries would take the tenant over its `deliveries_per_second` or `deliveries_per_day`
+/// quota (429 `quota_exceeded`; every new delivery counts).
 #[utoipa::path(
     post,
     path = "/api/v1/channels/{id}/deliveries/batch",

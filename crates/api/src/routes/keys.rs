@@ -71,7 +71,14 @@ async fn create<K>(
     body: CreateKey,
 ) -> Result<Created<CreatedKey>, ApiError> {
     let mut tx = call.begin_audited().await?;
-    let created = keys::create(&mut tx, tenant_id, body.name.as_deref(), call.actor()).await?;
+    let created = keys::create(
+        &mut tx,
+        tenant_id,
+        body.name.as_deref(),
+        &call.state.quota_defaults(),
+        call.actor(),
+    )
+    .await?;
     tx.commit().await?;
     tracing::info!(%tenant_id, key_id = %created.key.id, "api key created");
     let location = format!("{keys_path}/{}", created.key.id);
@@ -115,7 +122,8 @@ async fn revoke<K>(call: &Call<K>, tenant_id: Uuid, key_id: Uuid) -> Result<Stat
 /// Creates an API key for the calling tenant; the key is shown once.
 ///
 /// `POST /api/v1/tenant/keys {name?}`: 201 with the key's listing and `api_key`, shown once. 409
-/// when the tenant already holds 100 unrevoked keys.
+/// `quota_exceeded` (`quota: "active_keys"`) when the tenant already holds its `active_keys`
+/// quota of unrevoked keys (default `api.quota_active_keys`, 100).
 #[utoipa::path(
     post,
     path = "/api/v1/tenant/keys",
@@ -186,7 +194,8 @@ pub(crate) async fn self_revoke(
 /// Creates an API key for a tenant; the key is shown once.
 ///
 /// `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
-/// missing or deleted tenant; 409 when it already holds 100 unrevoked keys.
+/// missing or deleted tenant; 409 `quota_exceeded` when it already holds its `active_keys` quota
+/// of unrevoked keys.
 #[utoipa::path(
     post,
     path = "/api/v1/tenants/{id}/keys",

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::messages::{self, FannedOut, Message, NewMessage};
-use breakwater_core::tenants;
+use breakwater_core::{quotas, tenants};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -76,7 +76,9 @@ pub(crate) struct MessageAccepted {
 /// `channels`; the same for another tenant's id as for a missing one), 413 for a payload over
 /// `api.max_payload_bytes`, 409 for an idempotency key reused with another request. One
 /// transaction, a bounded number of statements whatever the number of channels; it counts as
-/// one request against the key's ingress limit. Not audited: like an enqueue, the message and
+/// one request against the tenant's ingress limit, and as one delivery per channel against its
+/// `deliveries_per_second` and `deliveries_per_day` quotas: a fan-out over either is refused
+/// whole (429 `quota_exceeded`, no delivery created). Not audited: like an enqueue, the message and
 /// its deliveries are their own record.
 #[utoipa::path(
     post,
@@ -122,6 +124,14 @@ pub(crate) async fn send(
         call.state.settings().max_attempts,
     )
     .await?;
+    // Every delivery of the fan-out counts against the tenant's delivery quotas, taken last
+    // before the commit: over one, the transaction is dropped and no delivery is created.
+    let created = if sent.created {
+        sent.deliveries.len()
+    } else {
+        0
+    };
+    quotas::take_deliveries(&mut tx, tenant.id, created, &call.state.quota_defaults()).await?;
     tx.commit().await?;
     if sent.created {
         tracing::info!(

@@ -141,6 +141,7 @@ pub(crate) async fn spec() -> impl IntoResponse {
         crate::error::Problem,
         breakwater_core::deliveries::DeliverySummary,
         breakwater_core::keys::ApiKey,
+        breakwater_core::quotas::Quota,
     )),
     modifiers(&Components, &LinkKeys, &PageItems, &OptionalBodies),
     tags(

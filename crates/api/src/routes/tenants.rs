@@ -12,6 +12,7 @@ use crate::AppState;
 use axum::routing::post;
 use axum::Router;
 use breakwater_core::page::Order;
+use breakwater_core::quotas::{self, QuotaPatch, Quotas};
 use breakwater_core::tenants::{self, CreatedTenant, NewTenant};
 use breakwater_core::Tier;
 use serde::Deserialize;
@@ -115,17 +116,41 @@ pub(crate) struct OperatorPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = bool)]
     alert_on_manual: Option<bool>,
+    /// The tenant's quotas (not null): each given one is set, a `null` one goes back to the
+    /// cluster default (`api.quota_*`), an absent one is left alone. Only the operator sets
+    /// them.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = QuotaPatch)]
+    quotas: Option<QuotaPatch>,
 }
 
-/// A tenant and, after a tier change, how many waiting jobs moved queue.
+/// A tenant with the quotas in force for it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct TenantQuotas {
+    /// The tenant's fields.
+    #[serde(flatten)]
+    tenant: tenants::Tenant,
+    /// Its quotas: the operator's override where there is one, else the cluster default.
+    quotas: Quotas,
+}
+
+/// A tenant, its quotas and, after a tier change, how many waiting jobs moved queue.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub(crate) struct TenantView {
     /// The tenant's fields.
     #[serde(flatten)]
     tenant: tenants::Tenant,
+    /// Its quotas: the operator's override where there is one, else the cluster default.
+    quotas: Quotas,
     /// After a tier change: how many waiting jobs moved to the new tier's queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     jobs_moved: Option<u64>,
+}
+
+/// `tenant` with the quotas in force for it (404 if it was deleted meanwhile).
+async fn with_quotas(state: &AppState, tenant: tenants::Tenant) -> Result<TenantQuotas, ApiError> {
+    let quotas = quotas::get(state.pool(), tenant.id, &state.quota_defaults()).await?;
+    Ok(TenantQuotas { tenant, quotas })
 }
 
 /// An alert URL as a body gives it: null or empty → none; anything else is checked like a
@@ -154,17 +179,28 @@ async fn patched_alert_url(
     }
 }
 
-/// Applies `patch` to the tenant `tenant_id` in one transaction audited as the caller: the
-/// tenant as it is now and, after a tier change, how many waiting jobs moved queue.
+/// Applies `patch` and, when given (the operator only), `quota_patch` to the tenant `tenant_id`
+/// in one transaction audited as the caller: the tenant as it is now, its quotas and, after a
+/// tier change, how many waiting jobs moved queue.
 async fn update<K>(
     call: &Call<K>,
     tenant_id: Uuid,
     patch: &tenants::TenantPatch,
-) -> Result<(tenants::Tenant, Option<u64>), ApiError> {
+    quota_patch: Option<&QuotaPatch>,
+) -> Result<TenantView, ApiError> {
+    let defaults = call.state.quota_defaults();
     let mut tx = call.begin_audited().await?;
-    let updated = tenants::update(&mut tx, tenant_id, patch, call.actor()).await?;
+    let (tenant, jobs_moved) = tenants::update(&mut tx, tenant_id, patch, call.actor()).await?;
+    let quotas = match quota_patch {
+        Some(q) => quotas::set(&mut tx, tenant_id, q, &defaults, call.actor()).await?,
+        None => quotas::get(&mut *tx, tenant_id, &defaults).await?,
+    };
     tx.commit().await?;
-    Ok(updated)
+    Ok(TenantView {
+        tenant,
+        quotas,
+        jobs_moved,
+    })
 }
 
 /// `GET /api/v1/tenants?after=&limit=` (operator): every tenant in creation order, paged by
@@ -203,7 +239,7 @@ pub(crate) async fn operator_list(
     operation_id = "get_tenant",
     params(("id" = Uuid, Path, description = "Tenant id.")),
     responses(
-        (status = 200, description = "The tenant.", body = tenants::Tenant),
+        (status = 200, description = "The tenant and its quotas.", body = TenantQuotas),
         ById<OperatorAuth>,
     ),
     security(("operator_key" = [])),
@@ -211,13 +247,17 @@ pub(crate) async fn operator_list(
 pub(crate) async fn operator_read(
     call: OperatorCall,
     Path(id): Path<Uuid>,
-) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    Ok(axum::Json(
-        tenants::get(call.state.pool(), id).await?.for_operator(),
-    ))
+) -> Result<axum::Json<TenantQuotas>, ApiError> {
+    let tenant = tenants::get(call.state.pool(), id).await?.for_operator();
+    Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes a tenant's name, tier, alert URL or `alert_on_manual`.
+/// Changes a tenant's name, tier, alert URL, `alert_on_manual` or quotas.
+///
+/// `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
+/// `null` = back to the cluster default) applies from the tenant's next request; lowering a
+/// count below what the tenant holds removes nothing, it only refuses new ones. Audited as
+/// `tenant.quotas_changed`.
 #[utoipa::path(
     patch,
     path = "/api/v1/tenants/{id}",
@@ -226,7 +266,8 @@ pub(crate) async fn operator_read(
     params(("id" = Uuid, Path, description = "Tenant id.")),
     request_body = OperatorPatch,
     responses(
-        (status = 200, description = "The tenant as it is now.", body = TenantView),
+        (status = 200, description = "The tenant and its quotas as they are now.",
+            body = TenantView),
         JsonBody,
         ById<OperatorAuth>,
     ),
@@ -240,15 +281,18 @@ pub(crate) async fn operator_update(
     tenants::get(call.state.pool(), id).await?;
     let tier = body.tier.as_deref().map(str::parse::<Tier>).transpose()?;
     let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
+    if let Some(q) = &body.quotas {
+        q.validate()?;
+    }
     let patch = tenants::TenantPatch {
         alert_url,
         name: body.name,
         tier,
         alert_on_manual: body.alert_on_manual,
     };
-    let (tenant, jobs_moved) = update(&call, id, &patch).await?;
-    let tenant = tenant.for_operator();
-    Ok(axum::Json(TenantView { tenant, jobs_moved }))
+    let mut view = update(&call, id, &patch, body.quotas.as_ref()).await?;
+    view.tenant = view.tenant.for_operator();
+    Ok(axum::Json(view))
 }
 
 /// A new alert signing secret.
@@ -302,25 +346,25 @@ pub(crate) struct SelfPatch {
     alert_on_manual: Option<bool>,
 }
 
-/// Reads the calling tenant.
+/// Reads the calling tenant and its quotas (which only the operator can change).
 #[utoipa::path(
     get,
     path = "/api/v1/tenant",
     tag = "tenant",
     operation_id = "get_own_tenant",
     responses(
-        (status = 200, description = "The tenant.", body = tenants::Tenant),
+        (status = 200, description = "The tenant and its quotas.", body = TenantQuotas),
         TenantAuth,
     ),
     security(("tenant_key" = [])),
 )]
-pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<tenants::Tenant>, ApiError> {
-    Ok(axum::Json(
-        tenants::get(call.state.pool(), call.tenant_id()).await?,
-    ))
+pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<TenantQuotas>, ApiError> {
+    let tenant = tenants::get(call.state.pool(), call.tenant_id()).await?;
+    Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes the calling tenant's alert URL or `alert_on_manual`.
+/// Changes the calling tenant's alert URL or `alert_on_manual`. Not its quotas: a body with
+/// `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 #[utoipa::path(
     patch,
     path = "/api/v1/tenant",
@@ -328,7 +372,8 @@ pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<tenants::Te
     operation_id = "update_own_tenant",
     request_body = SelfPatch,
     responses(
-        (status = 200, description = "The tenant as it is now.", body = tenants::Tenant),
+        (status = 200, description = "The tenant and its quotas as they are now.",
+            body = TenantQuotas),
         JsonBody,
         TenantAuth,
     ),
@@ -337,15 +382,18 @@ pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<tenants::Te
 pub(crate) async fn self_update(
     call: TenantCall,
     Json(body): Json<SelfPatch>,
-) -> Result<axum::Json<tenants::Tenant>, ApiError> {
+) -> Result<axum::Json<TenantQuotas>, ApiError> {
     let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
     let patch = tenants::TenantPatch {
         alert_url,
         alert_on_manual: body.alert_on_manual,
         ..Default::default()
     };
-    let (tenant, _) = update(&call, call.tenant_id(), &patch).await?;
-    Ok(axum::Json(tenant))
+    let view = update(&call, call.tenant_id(), &patch, None).await?;
+    Ok(axum::Json(TenantQuotas {
+        tenant: view.tenant,
+        quotas: view.quotas,
+    }))
 }
 
 /// Rotates the calling tenant's alert signing secret.
