@@ -45,7 +45,7 @@ use uuid::Uuid;
 mod rejection;
 pub use rejection::*;
 
-use crate::jobs::{AlertArgs, AlertHost, FlappingWatchArgs, JobArgs};
+use crate::jobs::{AlertArgs, AlertHost, FlappingWatchArgs, JobArgs, TenantGroup};
 pub use crate::jobs::{JOB_ALERT, JOB_FLAPPING_WATCH, QUEUE_ALERTS};
 
 /// The alert a flapping circuit sends once, instead of its transition alert.
@@ -283,10 +283,10 @@ pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Opti
                 policy.flapping_window_ms, policy.flapping_transitions, c.reason
             );
             enqueue(tx, c.channel_id, c.generation, EVENT_FLAPPING, args).await?;
-            push_flapping_timer(tx, c.channel_id, quiet_at).await?;
+            push_flapping_timer(tx, c.tenant_id, c.channel_id, quiet_at).await?;
         }
         Verdict::Suppress => {
-            push_flapping_timer(tx, c.channel_id, quiet_at).await?;
+            push_flapping_timer(tx, c.tenant_id, c.channel_id, quiet_at).await?;
             tracing::debug!(channel_id = %c.channel_id, event = c.event, suppressed, "alert suppressed: circuit is flapping");
         }
     }
@@ -341,26 +341,28 @@ async fn enqueue(
     event: &str,
     args: AlertArgs,
 ) -> Result<()> {
-    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
-        .unique_key(format!("alert:{channel_id}:{generation}:{event}"))
-        .max_attempts(10);
-    breakwater_queue::enqueue(&mut *tx, &job).await?;
-    Ok(())
+    let key = format!("alert:{channel_id}:{generation}:{event}");
+    crate::jobs::enqueue_alert_job(tx, &args, key).await
 }
 
-/// Makes the channel's flapping timer due at `at` (database time), later or earlier.
+/// Makes the channel's flapping timer due at `at` (database time), later or earlier. A new
+/// timer goes in its tenant's timer group ([`TenantGroup::AlertTimers`]).
 async fn push_flapping_timer(
     tx: &mut PgConnection,
+    tenant_id: Uuid,
     channel_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    let mut job = NewJob::new(
+    let job = NewJob::new(
         QUEUE_ALERTS,
         JOB_FLAPPING_WATCH,
         FlappingWatchArgs { channel_id }.to_json(),
     )
     .unique_key(flapping_key(channel_id))
     .max_attempts(1_000);
+    let mut job = TenantGroup::AlertTimers
+        .assign(&mut *tx, tenant_id, job)
+        .await?;
     job.scheduled_at = Some(at);
     breakwater_queue::reschedule_unique(&mut *tx, &job).await?;
     Ok(())

@@ -13,6 +13,14 @@
 //! | [`QUEUE_DELIVERIES_HIGH`], [`QUEUE_DELIVERIES`], [`QUEUE_DELIVERIES_BULK`] (one per [`Tier`]) | [`JOB_DELIVER`] |
 //! | [`QUEUE_CIRCUIT`] | [`JOB_PROBE`], [`JOB_HOST_PROBE`] |
 //! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`] |
+//!
+//! **Every job kind a tenant can cause runs in a job group of that tenant** (issue 31, item 3),
+//! so the fair fetch shares each queue out by tenant and one tenant's jobs cost no other tenant
+//! anything: a delivery in its channel's group (share: the tenant), an alert in the tenant's
+//! alert group, a flapping timer in the tenant's timer group, a channel's probe watcher in the
+//! tenant's watcher group ([`TenantGroup`], share: the tenant). Only a host's probe watcher
+//! ([`JOB_HOST_PROBE`]) has no group: a host is shared by tenants, its watcher is one job per
+//! host, and it is a short transaction that sends nothing.
 
 use crate::Tier;
 use breakwater_queue::{NewJob, PRIORITY_URGENT};
@@ -269,20 +277,96 @@ where
     T::deserialize(d).map(Some)
 }
 
+/// A tenant's job group for one kind of its own non-delivery jobs (issue 31, item 3). Jobs
+/// without a group are fetched oldest first across all tenants, so one tenant's many alerts to a
+/// hanging endpoint (each holding a worker for the request timeout) or many probe watchers made
+/// everyone else's wait behind them; in a group of the tenant, in the tenant's share, the fair
+/// fetch serves the tenant with the fewest jobs in flight first, and the group's cap (the
+/// queue's limits, see `breakwater_worker`'s `WorkerConfig::alert_concurrency_per_tenant`) bounds
+/// how many workers the tenant holds at once, cluster-wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantGroup {
+    /// Its alert webhooks ([`JOB_ALERT`] on [`QUEUE_ALERTS`]).
+    Alerts,
+    /// Its channels' flapping timers ([`JOB_FLAPPING_WATCH`] on [`QUEUE_ALERTS`]): a group of
+    /// their own, so a hanging alert endpoint does not hold the tenant's timers either.
+    AlertTimers,
+    /// Its channels' probe watchers ([`JOB_PROBE`] on [`QUEUE_CIRCUIT`]).
+    ProbeWatchers,
+}
+
+impl TenantGroup {
+    /// The group id: the tenant id with its bits flipped by a fixed mask per kind, so it is
+    /// computed without a read, differs from the tenant's other groups and, like every random
+    /// id, from any channel's (a channel's id is its delivery group's).
+    pub fn id(self, tenant_id: Uuid) -> Uuid {
+        let mask: u128 = match self {
+            TenantGroup::Alerts => 0x616c_6572_7473_0000_0000_0000_0000_0001,
+            TenantGroup::AlertTimers => 0x616c_6572_7474_0000_0000_0000_0000_0002,
+            TenantGroup::ProbeWatchers => 0x7072_6f62_6573_0000_0000_0000_0000_0003,
+        };
+        Uuid::from_u128(tenant_id.as_u128() ^ mask)
+    }
+
+    /// Puts `job` in `tenant_id`'s group of this kind, creating the group's row in the tenant's
+    /// share if it has none (in the caller's transaction, without locking an existing row:
+    /// [`breakwater_queue::ensure_group`]).
+    pub async fn assign(
+        self,
+        tx: &mut PgConnection,
+        tenant_id: Uuid,
+        job: NewJob,
+    ) -> crate::Result<NewJob> {
+        let group = self.id(tenant_id);
+        breakwater_queue::ensure_group(&mut *tx, group, Some(tenant_id)).await?;
+        Ok(job.group(group))
+    }
+}
+
+/// Enqueues one alert webhook job: `args` on [`QUEUE_ALERTS`], unique key `unique_key` (an alert
+/// already enqueued under it is not enqueued again), up to 10 attempts, in its tenant's alert
+/// group ([`TenantGroup::Alerts`], share: the tenant). The one place an alert job is made (channel
+/// transitions, flapping, endpoint rejections, host circuits), so every alert is scheduled fairly
+/// per tenant: a tenant whose alert endpoint hangs holds at most its group's cap of alert workers
+/// (`worker.alert_concurrency_per_tenant`, cluster-wide), and every other tenant's alerts are
+/// fetched before its next one (issue 31, item 3). In the caller's transaction.
+pub(crate) async fn enqueue_alert_job(
+    tx: &mut PgConnection,
+    args: &AlertArgs,
+    unique_key: String,
+) -> crate::Result<()> {
+    let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
+        .unique_key(unique_key)
+        .max_attempts(10);
+    let job = TenantGroup::Alerts
+        .assign(&mut *tx, args.tenant_id, job)
+        .await?;
+    breakwater_queue::enqueue(&mut *tx, &job).await?;
+    Ok(())
+}
+
 /// Makes sure the circuit watcher job `args` (a channel's probe watcher, or a host's) with
 /// unique key `unique_key` runs no later than `at` (`None`: now): one live job per key on
 /// [`QUEUE_CIRCUIT`], at urgent priority, up to 1 000 attempts; a waiting job's time only moves
-/// earlier ([`breakwater_queue::schedule_unique`]).
+/// earlier ([`breakwater_queue::schedule_unique`]). A channel's watcher passes its `tenant`: a
+/// new job goes in the tenant's [`TenantGroup::ProbeWatchers`] group; a host's passes `None`
+/// (no group: see the module doc).
 pub(crate) async fn schedule_watcher<A: JobArgs>(
     tx: &mut PgConnection,
     args: &A,
     unique_key: String,
     at: Option<DateTime<Utc>>,
+    tenant: Option<Uuid>,
 ) -> crate::Result<()> {
     let mut job = NewJob::new(QUEUE_CIRCUIT, A::KIND.as_str(), args.to_json())
         .priority(PRIORITY_URGENT)
         .unique_key(unique_key)
         .max_attempts(1_000);
+    if let Some(tenant_id) = tenant {
+        job = TenantGroup::ProbeWatchers
+            .assign(&mut *tx, tenant_id, job)
+            .await?;
+    }
     job.scheduled_at = at;
     breakwater_queue::schedule_unique(&mut *tx, &job).await?;
     Ok(())

@@ -134,6 +134,29 @@ pub async fn define_group(
     Ok(())
 }
 
+/// Creates group `group_id`'s row in share `share_key` if it has none; an existing row is left
+/// as it is, and is neither written nor locked (so, unlike [`define_group`], the call never waits
+/// for a claim or a result holding that row). For groups whose share never changes, such as a
+/// tenant's alert group: call it before enqueuing the group's first job in the same transaction
+/// (the enqueue would otherwise create the row in a share of its own). Two transactions creating
+/// the same row at once: the second's insert meets the first's and does nothing.
+pub async fn ensure_group(
+    exec: impl PgExecutor<'_>,
+    group_id: Uuid,
+    share_key: Option<Uuid>,
+) -> Result<()> {
+    sqlx::query!(
+        "INSERT INTO job_groups (group_id, share_key)
+         SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM job_groups WHERE group_id = $1)
+         ON CONFLICT DO NOTHING",
+        group_id,
+        share_key,
+    )
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
 /// Sets the group's own ceiling (`None`: the pool's [`GroupLimits::ceiling`]). The adaptive
 /// limit is clamped to it at the next fetch.
 pub async fn set_max_in_flight(

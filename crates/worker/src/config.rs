@@ -17,8 +17,18 @@ pub struct WorkerConfig {
     pub pool_bulk: usize,
     /// Workers per node on `circuit` (probe watchers; each step is a short transaction).
     pub pool_circuit: usize,
-    /// Workers per node on `alerts` (alert webhooks to tenants' on-call).
+    /// Workers per node on `alerts` (alert webhooks to tenants' on-call, and the flapping
+    /// timers). Keep it above `alert_concurrency_per_tenant` × the number of tenants whose alert
+    /// endpoints may hang at once, divided by the nodes: those hold their workers for the
+    /// request timeout each.
     pub pool_alerts: usize,
+    /// Alert webhooks of one tenant in flight at once, cluster-wide (≥ 1): each tenant's alerts
+    /// are one job group ([`breakwater_core::jobs::TenantGroup::Alerts`]) with this cap, fetched
+    /// fairly by tenant. So a tenant whose alert endpoint hangs holds at most this many alert
+    /// workers (each for up to `request_timeout_ms`), and another tenant's alert goes out on the
+    /// next free worker, not after the hanging tenant's backlog (issue 31, item 3). Also the cap
+    /// of a tenant's flapping timers (a group of their own).
+    pub alert_concurrency_per_tenant: u32,
     /// A channel's concurrency limit (deliveries in flight at once, cluster-wide) before any
     /// feedback. The limit then adapts between the floor and the ceiling by the endpoint's own
     /// latency ([`breakwater_queue::adapt_limit`]: +1 per success while its recent latency is
@@ -108,7 +118,8 @@ impl Default for WorkerConfig {
             pool_default: 200,
             pool_bulk: 50,
             pool_circuit: 2,
-            pool_alerts: 2,
+            pool_alerts: 8,
+            alert_concurrency_per_tenant: 1,
             channel_concurrency_initial: 4,
             channel_concurrency_floor: 1,
             channel_concurrency_ceiling: 64,
@@ -168,6 +179,19 @@ impl WorkerConfig {
         }
     }
 
+    /// The bounds of each group on the `alerts` queue (a tenant's alert group, or its timer
+    /// group): fixed at `alert_concurrency_per_tenant` in flight, cluster-wide (initial = floor =
+    /// ceiling; alerts feed back no latency, so the limit never moves).
+    pub fn alert_limits(&self) -> GroupLimits {
+        let n = self.alert_concurrency_per_tenant;
+        GroupLimits {
+            initial: n,
+            floor: n,
+            ceiling: n,
+            ..GroupLimits::default()
+        }
+    }
+
     /// How this node batches its plain successes' results ([`crate::batch`]).
     pub(crate) fn record_batch(&self) -> crate::batch::BatchConfig {
         crate::batch::BatchConfig {
@@ -210,6 +234,9 @@ impl WorkerConfig {
                 "worker.stall_threshold_ms must be at least {} (twice the stall watch's tick)",
                 2 * crate::stall::TICK.as_millis()
             ));
+        }
+        if self.alert_concurrency_per_tenant == 0 {
+            return Err("worker.alert_concurrency_per_tenant must be at least 1".into());
         }
         if self.record_batch_max == 0 {
             return Err("worker.record_batch_max must be at least 1".into());

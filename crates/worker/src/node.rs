@@ -183,7 +183,14 @@ pub async fn run_node(
                 poll_interval: Duration::from_millis(cfg.poll_interval_ms),
                 shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
                 backoff: cfg.backoff(),
-                limits: limits.clone(),
+                // The alerts queue's groups are tenants' alert groups, each capped at
+                // `alert_concurrency_per_tenant` (issue 31, item 3); the other queues' groups are
+                // channels (and tenants' probe watchers) under the channel limits.
+                limits: if queue == QUEUE_ALERTS {
+                    cfg.alert_limits()
+                } else {
+                    limits.clone()
+                },
             },
             handler.clone(),
             wakers.clone(),

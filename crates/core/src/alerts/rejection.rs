@@ -80,13 +80,11 @@ pub async fn endpoint_rejected(
             at,
             ..channel_alert(tx, EVENT_ENDPOINT_REJECTED, tenant_id, channel_id).await?
         };
-        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args.to_json())
-            .unique_key(format!(
-                "alert:{channel_id}:{EVENT_ENDPOINT_REJECTED}:{}",
-                at.timestamp_micros()
-            ))
-            .max_attempts(10);
-        breakwater_queue::enqueue(&mut *tx, &job).await?;
+        let key = format!(
+            "alert:{channel_id}:{EVENT_ENDPOINT_REJECTED}:{}",
+            at.timestamp_micros()
+        );
+        crate::jobs::enqueue_alert_job(&mut *tx, &args, key).await?;
     }
     Ok(true)
 }

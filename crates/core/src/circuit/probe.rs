@@ -9,13 +9,19 @@ pub fn probe_key(channel_id: Uuid) -> String {
     format!("probe:{channel_id}")
 }
 
-/// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`.
+/// Makes sure the channel's probe watcher (unique per channel) runs no later than `at`, in its
+/// tenant's watcher group ([`crate::jobs::TenantGroup::ProbeWatchers`]).
 pub(super) async fn schedule_probe(
     tx: &mut PgConnection,
     channel_id: Uuid,
     at: Option<DateTime<Utc>>,
 ) -> Result<()> {
-    crate::jobs::schedule_watcher(tx, &ProbeArgs { channel_id }, probe_key(channel_id), at).await
+    let tenant: Option<Uuid> = sqlx::query_scalar("SELECT tenant_id FROM channels WHERE id = $1")
+        .bind(channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let args = ProbeArgs { channel_id };
+    crate::jobs::schedule_watcher(tx, &args, probe_key(channel_id), at, tenant).await
 }
 
 /// Brings an open circuit's next probe forward to now because the channel's endpoint changed

@@ -130,10 +130,9 @@ pub use transitions::*;
 pub use watch::*;
 
 use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
-use crate::jobs::{JOB_ALERT, QUEUE_ALERTS};
 use crate::outcome::Class;
 use crate::{Error, Result, JOB_DELIVER};
-use breakwater_queue::{NewJob, PRIORITY_URGENT};
+use breakwater_queue::PRIORITY_URGENT;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;

@@ -124,15 +124,12 @@ pub(super) async fn effects(
             generation: t.generation,
             at,
             ..AlertArgs::default()
-        }
-        .to_json();
-        let job = NewJob::new(QUEUE_ALERTS, JOB_ALERT, args)
-            .unique_key(format!(
-                "alert:host:{}:{}:{tenant_id}:{event}",
-                t.host_key, t.generation
-            ))
-            .max_attempts(10);
-        breakwater_queue::enqueue(&mut *tx, &job).await?;
+        };
+        let key = format!(
+            "alert:host:{}:{}:{tenant_id}:{event}",
+            t.host_key, t.generation
+        );
+        crate::jobs::enqueue_alert_job(&mut *tx, &args, key).await?;
     }
     Ok(())
 }
@@ -215,7 +212,8 @@ pub fn watcher_key(key: &str) -> String {
     format!("host_probe:{key}")
 }
 
-/// Makes sure the host's probe watcher (unique per host) runs no later than `at`.
+/// Makes sure the host's probe watcher (unique per host) runs no later than `at`. It has no
+/// group: a host is shared by tenants (see `crate::jobs`).
 pub(super) async fn schedule_watcher(
     tx: &mut PgConnection,
     key: &str,
@@ -224,7 +222,7 @@ pub(super) async fn schedule_watcher(
     let args = HostProbeArgs {
         host_key: key.to_string(),
     };
-    crate::jobs::schedule_watcher(tx, &args, watcher_key(key), at).await
+    crate::jobs::schedule_watcher(tx, &args, watcher_key(key), at, None).await
 }
 
 /// Closes host `key` from one of `from` (and, for a probe result, `generation`, the probe's
