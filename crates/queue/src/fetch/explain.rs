@@ -17,10 +17,9 @@ pub async fn explain_fetch(
 ) -> Result<serde_json::Value> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let class = plan::size_class(&mut *tx).await?;
-    let text = plan::text(FETCH, queue, limit, limits, class);
+    let text = plan::text(FETCH, queue, node_id, limit, limits, class);
     let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {text}");
     let (plan,): (serde_json::Value,) = sqlx::query_as(&sql)
-        .bind(node_id)
         .persistent(false)
         .fetch_one(&mut *tx)
         .await?;

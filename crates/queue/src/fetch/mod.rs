@@ -163,13 +163,8 @@ pub async fn fetch_batch_from<'c>(
     // cached plan is the one Postgres would make for this call, without planning it each time.
     let class = plan::size_class(exec).await?;
     let run = |template: &'static str| {
-        let sql = plan::text(template, queue, limit, limits, class);
-        async move {
-            sqlx::query_as::<_, FetchRow>(&sql)
-                .bind(node_id)
-                .fetch_all(exec)
-                .await
-        }
+        let sql = plan::text(template, queue, node_id, limit, limits, class);
+        async move { sqlx::query_as::<_, FetchRow>(&sql).fetch_all(exec).await }
     };
     // The lean statement first; the full one only when a counted gate has a group that could
     // run (then the lean one claimed nothing).

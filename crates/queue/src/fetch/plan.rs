@@ -7,8 +7,9 @@
 //! prepared statement with the queue and the limit as parameters let Postgres switch to a
 //! *generic* plan, made without their values, which ran beside a parked backlog several times
 //! slower than the plan made for the actual values (BENCHMARKS.md, "A cached generic plan").
-//! Here the only parameter left is the node id (`$1`), which is only written, never compared:
-//! a generic plan of such a text is the custom plan, whatever `plan_cache_mode` says.
+//! Here the node id is written in too: a text without parameters has one plan, made at its first
+//! execution on a connection for exactly these values (with parameters, Postgres plans the first
+//! five executions of each text anyway before it caches one).
 //!
 //! **Staleness.** A cached plan keeps the table sizes it was made with (a custom plan reads the
 //! current ones at each call), and a plan made on a near-empty `jobs` table (a new database) is
@@ -84,6 +85,7 @@ pub(super) async fn size_class<'c>(exec: impl PgExecutor<'c>) -> crate::Result<S
 struct Key {
     template: usize,
     queue: String,
+    node_id: String,
     limit: i64,
     limits: (u32, u32, u32, Option<u32>),
     class: SizeClass,
@@ -92,12 +94,13 @@ struct Key {
 static TEXTS: Mutex<Option<HashMap<Key, Arc<str>>>> = Mutex::new(None);
 
 /// `template` (`FETCH` or `FETCH_LEAN`, whose parameters are `$1` queue, `$2` limit, `$3` node
-/// id, `$4`–`$7` the group limits) with every parameter but the node id written in as a
-/// literal, the node id renumbered `$1`, and a leading comment naming the size class. Built
-/// once per distinct arguments and kept (at most [`MAX_TEXTS`]).
+/// id, `$4`–`$7` the group limits) with every parameter written in as a literal, and a leading
+/// comment naming the size class. Built once per distinct arguments and kept (at most
+/// [`MAX_TEXTS`]).
 pub(super) fn text(
     template: &'static str,
     queue: &str,
+    node_id: &str,
     limit: i64,
     limits: &GroupLimits,
     class: SizeClass,
@@ -106,6 +109,7 @@ pub(super) fn text(
     let key = Key {
         template: template.as_ptr() as usize,
         queue: queue.to_owned(),
+        node_id: node_id.to_owned(),
         limit,
         limits: (
             limits.initial,
@@ -129,7 +133,7 @@ pub(super) fn text(
     let args = [
         quote(queue),
         format!("({limit})::int8"),
-        "$1".to_owned(),
+        quote(node_id),
         format!("({})::real", limits.initial),
         format!("({})::real", limits.floor),
         format!("({})::int", limits.ceiling),
@@ -174,7 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_parameter_but_the_node_id_becomes_a_literal() {
+    fn every_parameter_becomes_a_literal() {
         let limits = GroupLimits {
             gate_ceiling: Some(8),
             ..GroupLimits::default()
@@ -182,6 +186,7 @@ mod tests {
         let t = text(
             "SELECT $1, $2, $3, $4, $5, $6, $7",
             "it's",
+            "node-1",
             16,
             &limits,
             SizeClass::default(),
@@ -190,18 +195,19 @@ mod tests {
         assert_eq!(
             body,
             format!(
-                "SELECT 'it''s', (16)::int8, $1, ({})::real, ({})::real, ({})::int, (8)::int",
+                "SELECT 'it''s', (16)::int8, 'node-1', ({})::real, ({})::real, ({})::int, (8)::int",
                 limits.initial, limits.floor, limits.ceiling
             )
         );
     }
 
     #[test]
-    fn the_real_statements_keep_one_parameter() {
+    fn the_real_statements_keep_no_parameter() {
         for template in [super::super::FETCH, super::super::FETCH_LEAN] {
             let t = text(
                 template,
                 "default",
+                "node-1",
                 4,
                 &GroupLimits::default(),
                 SizeClass::default(),
@@ -213,17 +219,18 @@ mod tests {
                     &t[i..i + 1 + d]
                 })
                 .collect();
-            assert_eq!(params.into_iter().collect::<Vec<_>>(), vec!["$1"]);
+            assert!(params.is_empty(), "{params:?}");
         }
     }
 
     #[test]
     fn a_new_size_class_is_a_new_text() {
         let limits = GroupLimits::default();
-        let small = text("SELECT $1", "q", 1, &limits, SizeClass::default());
+        let small = text("SELECT $1", "q", "n", 1, &limits, SizeClass::default());
         let big = text(
             "SELECT $1",
             "q",
+            "n",
             1,
             &limits,
             SizeClass {
