@@ -58,17 +58,21 @@ impl ServiceOptions {
 /// The service's settings for a run: the embedded defaults, then `config` (a file), then the
 /// `BREAKWATER_*` environment — exactly as `breakwater serve` loads them — with the API on an
 /// ephemeral loopback port, loopback targets allowed, a fresh operator key, and the tenant
-/// quotas out of the way (below).
+/// quotas out of the way (below; unless `LOADTEST_KEEP_QUOTAS` is set).
 pub fn settings(config: Option<&Path>) -> anyhow::Result<Settings> {
     let mut s = Settings::load(config).map_err(anyhow::Error::msg)?;
     // The runs measure the service, not its quotas: a throughput or isolation run enqueues tens
     // of thousands of deliveries per tenant within seconds (over the default 5000/s), and a
     // fairness or dead-host run may create more channels than the default 1000. So the delivery
     // quotas are off (0) and the channel quota far above any run, for every tenant of the run.
-    // The ingress limit (requests, per tenant) is kept as configured.
-    s.api.quota_deliveries_per_second = 0;
-    s.api.quota_deliveries_per_day = 0;
-    s.api.quota_channels = s.api.quota_channels.max(1_000_000);
+    // The ingress limit (requests, per tenant) is kept as configured. With
+    // `LOADTEST_KEEP_QUOTAS=1` the quotas stay as configured too, to measure what
+    // they cost (BENCHMARKS.md).
+    if std::env::var_os("LOADTEST_KEEP_QUOTAS").is_none() {
+        s.api.quota_deliveries_per_second = 0;
+        s.api.quota_deliveries_per_day = 0;
+        s.api.quota_channels = s.api.quota_channels.max(1_000_000);
+    }
     s.listen = "127.0.0.1:0".parse().expect("valid address");
     s.allow_private_targets = true;
     s.operator_key = Some(Secret(format!("lt-op-{:032x}", rand::random::<u128>())));
