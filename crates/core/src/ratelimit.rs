@@ -9,27 +9,21 @@
 //!   `T = period / count` is the emission interval (no tolerance). The row lock
 //!   serialises nodes, so the whole cluster draws from one budget, and requests are spread one
 //!   per `T` rather than sent as a burst at the start of a window.
-//! - `rate_queue_tat`, the end of the *line* of waiting deliveries: a delivery refused by the
-//!   send budget takes a turn, writes it on itself (`rate_slot_at`) and is snoozed until then (no
-//!   attempt used; counted in `rate_limited_total`). The line is in acceptance order: a new
-//!   delivery's turn is the end (`max(rate_queue_tat, rate_tat, now())`, then the end moves by
-//!   `T`), but a delivery that lost its turn — a retry (an attempt clears it), or a job parked
-//!   past its turn — goes back in before the deliveries accepted after it, whose turns move back
-//!   by `T` ([`take_slot`]). It wakes at its turn and checks the send budget; if the budget is a
-//!   little late it waits for the budget, not for a new turn. So a backlog drains in order, at
-//!   the limit, without waking every waiting job at once, and a retry's delay is its backoff,
-//!   not the length of the backlog (issue 31, item 4).
+//! - `rate_queue_tat`, the *turns* of waiting deliveries: a delivery refused by the send budget
+//!   takes the next turn (`max(rate_queue_tat, rate_tat, now()) + T`), writes it on itself
+//!   (`rate_slot_at`) and is snoozed until then (no attempt used; counted in
+//!   `rate_limited_total`). It wakes near its turn and checks the send budget again; if it is a
+//!   little early or late it waits for the budget, not for a new turn. So a backlog drains in
+//!   order, at the limit, without waking every waiting job at once.
 //!
 //! **Strict, no burst**: sends are at least `T` apart on the database clock, so no window one
 //! period long holds more than the limit (receivers that publish "N per period" answer the
 //! N+1-th with 429). There is no burst allowance, at start-up or after a restart.
 //!
-//! **Cost per delivery** on a rate-limited channel: a locked read of the channel row and one
-//! index read of the line, plus one conditional UPDATE of the channel row when it goes at once; a
-//! delivery that must wait adds one UPDATE of the channel (the end of the line) and one of itself
-//! (its turn), a snooze in the same transaction, and a gate read plus the budget UPDATE when it
-//! wakes. A delivery that goes back in ahead of others (a retry amid a backlog) also moves their
-//! turns: one UPDATE of the turns behind it. Channels without a limit pay nothing.
+//! **Cost per delivery** on a rate-limited channel: one conditional UPDATE of the channel row
+//! when it goes at once; a delivery that must wait adds one UPDATE (its turn), a snooze in the
+//! same transaction, and a gate read plus the budget UPDATE when it wakes. Channels without a
+//! limit pay nothing.
 
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
@@ -101,166 +95,54 @@ pub enum Budget {
         wait: Duration,
         /// Whether this call held the delivery back (took a new turn).
         queued: bool,
-        /// The delivery's turn (`deliveries.rate_slot_at`, as it stands after this call).
+        /// The delivery's turn (pass it back as `reserved` when asking again).
         turn: DateTime<Utc>,
     },
 }
 
 /// A delivery's turn is kept if it is no older than this; older means the job was parked or
-/// delayed in between, and it takes a new turn. Turns older than this also no longer count as
-/// someone waiting in line.
+/// delayed in between, and it takes a new turn.
 const TURN_GRACE: chrono::Duration = chrono::Duration::seconds(2);
 
-/// Delivery statuses that wait for a turn (a turn of any other delivery is not in the line).
-const WAITING: [&str; 2] = ["pending", "failed"];
-
 /// Takes the send budget of `channel_id` (limited by `limit`) for `delivery_id`, or says how
-/// long to wait: until the delivery's turn or, near its turn, until the budget allows the next
-/// request. In the caller's transaction, under the channel row's lock (`FOR UPDATE`), which
-/// serialises every node's calls for the channel: the budget and every turn change happen
-/// under it.
-///
-/// The budget first: when it is free the delivery goes now — unless it holds a live turn that
-/// has not come yet (the free instant belongs to whoever holds it; a delivery whose turn was
-/// moved back, below, would otherwise take the instant of the one that moved it). Otherwise its
-/// turn (`deliveries.rate_slot_at`, read here under the lock, so a turn another call moved is
-/// seen):
-/// - **it holds a live turn** (no older than [`TURN_GRACE`]): it waits until the turn, or the
-///   budget, whichever is later, keeping the turn;
-/// - **it holds none** (first try, a retry — an attempt clears the turn —, or a stale turn of a
-///   job that was parked or delayed): it takes its **place in line by acceptance order**
-///   (`created_at`, then id; issue 31, item 4). If no delivery accepted after it holds a live
-///   turn, its turn is the end of the line (`max(rate_queue_tat, rate_tat, now)`, and the end
-///   moves by `T`), as a new delivery's. If some do, it takes the earliest of their turns (`X`)
-///   and every live turn at or after `X`, and the end of the line, move back by one interval
-///   `T` (one UPDATE of those deliveries; their jobs wake at the old time and wait for the new
-///   one, or take the budget if it is free then). So a retry due at `D` waits for the first
-///   turn at or after `D` not held by a delivery accepted before it, ahead of those accepted
-///   after it: its real delay is its backoff plus about an interval, not the length of the
-///   backlog (before, it took a turn behind everything queued: 55 s instead of 12 s at 1/s with
-///   60 waiting).
-///
-/// The limit itself is the send budget alone (`rate_tat`, advanced by `T` per request in one
-/// conditional UPDATE): turns only order the deliveries and time their wake-ups, so moving them
-/// never lets more than one request through per `T`, cluster-wide.
-///
-/// Cost: one statement (lock, budget, the delivery's turn) when the delivery goes or holds a
-/// live turn; for one without, one or two reads of `deliveries_rate_turn_idx` (the last turn in
-/// line, and, only when a delivery accepted after it is waiting, the first such), one channel
-/// UPDATE and one delivery UPDATE, and when it goes ahead of others one UPDATE of the turns
-/// behind it (as many rows as wait behind it).
+/// long to wait: until the delivery's turn (taken now if it has none, or a stale one) or, near
+/// its turn, until the budget allows the next request. `reserved` is the turn the delivery
+/// holds (`deliveries.rate_slot_at`). In the caller's transaction.
 pub async fn take_slot(
     tx: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
+    reserved: Option<DateTime<Utc>>,
     limit: RateLimit,
 ) -> Result<Budget> {
     let t = limit.interval_us();
     // Strict: no request before its theoretical arrival time (a tolerance would let a request
     // come early and put limit + 1 into one period).
     let tolerance = 0i64;
-    // Check and advance the send budget in one statement (the row lock serialises nodes), and
-    // read the delivery's turn under that lock.
-    let BudgetRead {
-        sent,
-        rate_tat,
-        now,
-        rate_slot_at: reserved,
-        created_at,
-    } = sqlx::query_as(
-        "WITH cur AS (SELECT c.rate_tat, now() AS now, d.rate_slot_at, d.created_at
-                      FROM channels c LEFT JOIN deliveries d ON d.id = $4
-                      WHERE c.id = $1 FOR UPDATE OF c),
+    // Check and advance the send budget in one statement (the row lock serialises nodes).
+    let (sent, rate_tat, now): (bool, Option<DateTime<Utc>>, DateTime<Utc>) = sqlx::query_as(
+        "WITH cur AS (SELECT rate_tat, now() AS now FROM channels WHERE id = $1 FOR UPDATE),
               upd AS (
                 UPDATE channels c
                 SET rate_tat = greatest(coalesce(cur.rate_tat, cur.now), cur.now) + ($2::float8 * interval '1 microsecond')
                 FROM cur
                 WHERE c.id = $1 AND coalesce(cur.rate_tat, cur.now) <= cur.now + ($3::float8 * interval '1 microsecond')
-                  AND (cur.rate_slot_at IS NULL OR cur.rate_slot_at <= cur.now
-                       OR cur.rate_slot_at < cur.now - $5::float8 * interval '1 microsecond')
                 RETURNING 1)
-         SELECT (SELECT count(*) FROM upd) = 1 AS sent, cur.rate_tat, cur.now, cur.rate_slot_at,
-                cur.created_at
-         FROM cur",
+         SELECT (SELECT count(*) FROM upd) = 1, cur.rate_tat, cur.now FROM cur",
     )
     .bind(channel_id)
     .bind(t)
     .bind(tolerance)
-    .bind(delivery_id)
-    .bind(TURN_GRACE.num_microseconds().unwrap_or(i64::MAX))
     .fetch_one(&mut *tx)
     .await?;
     if sent {
         return Ok(Budget::Now);
     }
     let budget_at = rate_tat.unwrap_or(now) - chrono::Duration::microseconds(tolerance);
-    let live = now - TURN_GRACE;
-    if let Some(turn) = reserved.filter(|&turn| turn >= live) {
-        return Ok(wait_until(turn.max(budget_at), now, false, turn));
-    }
-    // No live turn: find this delivery's place in line. The last live turn first (one index
-    // probe from the end): a new delivery is usually later than everyone waiting.
-    let created_at = created_at.unwrap_or(now);
-    let last: Option<(DateTime<Utc>, Uuid)> = sqlx::query_as(
-        "SELECT created_at, id FROM deliveries
-         WHERE channel_id = $1 AND rate_slot_at >= $2 AND id <> $3 AND status = ANY($4)
-         ORDER BY rate_slot_at DESC LIMIT 1",
-    )
-    .bind(channel_id)
-    .bind(live)
-    .bind(delivery_id)
-    .bind(&WAITING[..])
-    .fetch_optional(&mut *tx)
-    .await?;
-    let ahead_of: Option<DateTime<Utc>> = match last {
-        Some(key) if key > (created_at, delivery_id) => {
-            // Someone accepted after it is waiting: its place is before the first of them.
-            sqlx::query_scalar(
-                "SELECT rate_slot_at FROM deliveries
-                 WHERE channel_id = $1 AND rate_slot_at >= $2 AND id <> $3 AND status = ANY($4)
-                   AND (created_at, id) > ($5, $3)
-                 ORDER BY rate_slot_at LIMIT 1",
-            )
-            .bind(channel_id)
-            .bind(live)
-            .bind(delivery_id)
-            .bind(&WAITING[..])
-            .bind(created_at)
-            .fetch_optional(&mut *tx)
-            .await?
-        }
-        // Nobody waiting, or the last in line was accepted before it: its place is the end.
-        _ => None,
-    };
-    let turn: DateTime<Utc> = match ahead_of {
-        Some(x) => {
-            // Every live turn from `x` on moves back one interval, and the end of the line too.
-            sqlx::query(
-                "UPDATE deliveries SET rate_slot_at = rate_slot_at + ($3::float8 * interval '1 microsecond')
-                 WHERE channel_id = $1 AND rate_slot_at >= $2 AND status = ANY($4)",
-            )
-            .bind(channel_id)
-            .bind(x)
-            .bind(t)
-            .bind(&WAITING[..])
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "UPDATE channels
-                 SET rate_queue_tat = greatest(coalesce(rate_queue_tat, $2), $2 + ($3::float8 * interval '1 microsecond'))
-                                      + ($3::float8 * interval '1 microsecond'),
-                     rate_limited_total = rate_limited_total + 1
-                 WHERE id = $1",
-            )
-            .bind(channel_id)
-            .bind(x)
-            .bind(t)
-            .execute(&mut *tx)
-            .await?;
-            x
-        }
-        None => {
-            sqlx::query_scalar(
+    let (turn, queued) = match reserved {
+        Some(turn) if turn >= now - TURN_GRACE => (turn, false),
+        _ => {
+            let turn: DateTime<Utc> = sqlx::query_scalar(
                 "UPDATE channels
                  SET rate_queue_tat = greatest(coalesce(rate_queue_tat, now()), coalesce(rate_tat, now()), now())
                                       + ($2::float8 * interval '1 microsecond'),
@@ -271,41 +153,23 @@ pub async fn take_slot(
             .bind(channel_id)
             .bind(t)
             .fetch_one(&mut *tx)
-            .await?
+            .await?;
+            sqlx::query!(
+                "UPDATE deliveries SET rate_slot_at = $2 WHERE id = $1",
+                delivery_id,
+                turn,
+            )
+            .execute(&mut *tx)
+            .await?;
+            (turn, true)
         }
     };
-    sqlx::query!(
-        "UPDATE deliveries SET rate_slot_at = $2 WHERE id = $1",
-        delivery_id,
-        turn,
-    )
-    .execute(&mut *tx)
-    .await?;
-    Ok(wait_until(turn.max(budget_at), now, true, turn))
-}
-
-/// What [`take_slot`]'s first statement reads under the channel row's lock.
-#[derive(sqlx::FromRow)]
-struct BudgetRead {
-    /// Whether it took the send budget.
-    sent: bool,
-    /// The budget's theoretical arrival time before the statement (`None`: never used).
-    rate_tat: Option<DateTime<Utc>>,
-    /// The database's `now()`.
-    now: DateTime<Utc>,
-    /// The delivery's turn, if it holds one.
-    rate_slot_at: Option<DateTime<Utc>>,
-    /// When the delivery was accepted (its place in line).
-    created_at: Option<DateTime<Utc>>,
-}
-
-/// [`Budget::Wait`] until `at` (at least 1 ms), seen from `now`.
-fn wait_until(at: DateTime<Utc>, now: DateTime<Utc>, queued: bool, turn: DateTime<Utc>) -> Budget {
-    let wait = (at - now)
+    let wake = turn.max(budget_at);
+    let wait = (wake - now)
         .to_std()
         .unwrap_or_default()
         .max(Duration::from_millis(1));
-    Budget::Wait { wait, queued, turn }
+    Ok(Budget::Wait { wait, queued, turn })
 }
 
 #[cfg(test)]

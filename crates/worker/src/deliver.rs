@@ -211,25 +211,24 @@ async fn reserve(
     t: Target,
     rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
 ) -> Result<Option<PoolConnection<Postgres>>> {
-    // The turn the delivery holds is read by `take_slot` itself, under the channel's lock: a
-    // delivery that went ahead in line may have moved it since (issue 31, item 4).
-    let Some((limit, _, _)) = rate else {
+    let Some((limit, mut reserved, _)) = rate else {
         return Ok(Some(conn));
     };
     let mut counted = false;
     loop {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        match ratelimit::take_slot(&mut tx, t.channel_id, t.delivery_id, limit).await? {
+        match ratelimit::take_slot(&mut tx, t.channel_id, t.delivery_id, reserved, limit).await? {
             Budget::Now => {
                 tx.commit().await?;
                 return Ok(Some(conn));
             }
-            Budget::Wait { wait, queued, .. } if wait <= RATE_SLEEP_MAX => {
+            Budget::Wait { wait, queued, turn } if wait <= RATE_SLEEP_MAX => {
                 tx.commit().await?;
                 if queued && !counted {
                     crate::observe::rate_limited(job);
                     counted = true;
                 }
+                reserved = Some(turn);
                 drop(conn);
                 tokio::time::sleep(wait).await;
                 conn = w.pool.acquire().await?;
