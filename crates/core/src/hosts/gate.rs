@@ -116,9 +116,9 @@ pub(crate) async fn hand_on_stale_probe(
     delivery_id: Uuid,
     generation: i64,
 ) -> Result<bool> {
-    breakwater_queue::lock_group(&mut *tx, channel_id).await?;
-    hand_on(
+    hand_on_after_attempt(
         tx,
+        channel_id,
         key,
         delivery_id,
         generation,
@@ -140,15 +140,29 @@ pub(crate) async fn hand_on_inconclusive_probe(
     delivery_id: Uuid,
     generation: i64,
 ) -> Result<bool> {
-    breakwater_queue::lock_group(&mut *tx, channel_id).await?;
-    hand_on(
+    hand_on_after_attempt(
         tx,
+        channel_id,
         key,
         delivery_id,
         generation,
         "its attempt was inconclusive (its node stood still during it)",
     )
     .await
+}
+
+/// [`hand_on`] from inside an attempt's transaction: channel `channel_id`'s job group row first
+/// (the lock order explained on [`hand_on_stale_probe`]), then the host and gate rows.
+async fn hand_on_after_attempt(
+    tx: &mut PgConnection,
+    channel_id: Uuid,
+    key: &str,
+    delivery_id: Uuid,
+    generation: i64,
+    why: &str,
+) -> Result<bool> {
+    breakwater_queue::lock_group(&mut *tx, channel_id).await?;
+    hand_on(tx, key, delivery_id, generation, why).await
 }
 
 /// The role hand-on of [`hand_on_probe`] and [`hand_on_stale_probe`]: one conditional UPDATE
