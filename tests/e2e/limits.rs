@@ -666,3 +666,71 @@ async fn a_lock_timeout_in_the_queue_is_a_503_that_changes_nothing(pool: PgPool)
     assert_eq!(app.delivery_status(d).await, "pending");
     app.stop().await;
 }
+
+/// Issue 31, item 4: a rate-limited channel's retry keeps its place. A 5/s channel with 50
+/// deliveries waiting (10 s of backlog); the 4th request is answered 503 once, and its retry is
+/// due 1 s later (the backoff). It takes the retry lane, ahead of the deliveries accepted after
+/// it, so it goes about 1 s after the failure, not at the end of the backlog (~9 s later, where
+/// a fresh turn behind everything queued put it). The bound leaves 3 s for a loaded machine's
+/// lag. The limit still holds with the retry in it, and the line keeps its order.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_rate_limited_retry_keeps_its_place_in_line(pool: PgPool) {
+    const BACKOFF: Duration = Duration::from_secs(1);
+    const INTERVAL: Duration = Duration::from_millis(200);
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.worker.backoff_base_ms = BACKOFF.as_millis() as u64;
+        s.worker.backoff_cap_ms = BACKOFF.as_millis() as u64;
+        s.worker.backoff_jitter = 0.0;
+    })
+    .await;
+    let (_, key) = app.tenant("limited-retry", "default").await;
+    let ch = app
+        .channel_with(&key, "limited", json!({ "rate_limit": "5/s" }))
+        .await;
+    let mut script = vec![Behavior::Status(200, None); 3];
+    script.push(Behavior::Status(503, None));
+    script.push(Behavior::Status(200, None));
+    app.receiver.set("limited", Behavior::Sequence(script));
+    app.deliver_many(&key, ch, 50).await;
+    app.wait_received("limited", 51, Duration::from_secs(60))
+        .await;
+
+    let mut got = app.receiver.received("limited");
+    got.sort_by_key(|r| r.at);
+    let failed = got
+        .iter()
+        .position(|r| r.answered == Some(503))
+        .expect("one request was answered 503");
+    let id = got[failed].webhook_id.clone();
+    let retry = got
+        .iter()
+        .rposition(|r| r.webhook_id == id)
+        .expect("the failed delivery is sent again");
+    assert!(retry > failed, "the retry is a later request");
+    let delay = got[retry].at.duration_since(got[failed].at);
+    let after_it = got.len() - 1 - retry;
+    println!(
+        "503 at request {failed}; retry at request {retry} after {delay:?}; {after_it} after it"
+    );
+    assert!(
+        delay <= BACKOFF + Duration::from_secs(3),
+        "the retry went {delay:?} after the failure (backoff {BACKOFF:?}): it lost its place"
+    );
+    assert!(
+        after_it >= 30,
+        "only {after_it} deliveries accepted after the retry went after it"
+    );
+    let times: Vec<Instant> = got.iter().map(|r| r.at).collect();
+    let tightest = tightest_span(&times, 6);
+    assert!(
+        tightest >= Duration::from_secs(1) - ARRIVAL_DELAY_MAX,
+        "6 requests arrived within {tightest:?} (limit 5/s, strict)"
+    );
+    let ahead = most_ahead_of_schedule(&times, INTERVAL);
+    assert!(
+        ahead <= ARRIVAL_DELAY_MAX,
+        "an arrival came {ahead:?} ahead of one per {INTERVAL:?} from the first: over the limit"
+    );
+    app.wait_settled(ch).await;
+    app.stop().await;
+}

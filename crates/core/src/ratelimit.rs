@@ -1,29 +1,45 @@
 //! Channel rate limits: `"80/s"`, `"1000/m"`, `"5000/h"`, enforced cluster-wide with GCRA state on
 //! the channel row.
 //!
-//! **Design** (GCRA, the generic cell rate algorithm of ITU-T I.371, with two pointers on the
-//! channel row):
+//! **Design** (GCRA, the generic cell rate algorithm of ITU-T I.371, plus a line of turns):
 //! - `rate_tat`, the *send budget*: the theoretical arrival time of the next request. A worker
-//!   about to send checks and advances it in one conditional UPDATE: allowed when
-//!   `rate_tat <= now()`, then `rate_tat = max(rate_tat, now()) + T`, where
-//!   `T = period / count` is the emission interval (no tolerance). The row lock
-//!   serialises nodes, so the whole cluster draws from one budget, and requests are spread one
-//!   per `T` rather than sent as a burst at the start of a window.
-//! - `rate_queue_tat`, the *turns* of waiting deliveries: a delivery refused by the send budget
-//!   takes the next turn (`max(rate_queue_tat, rate_tat, now()) + T`), writes it on itself
-//!   (`rate_slot_at`) and is snoozed until then (no attempt used; counted in
-//!   `rate_limited_total`). It wakes near its turn and checks the send budget again; if it is a
-//!   little early or late it waits for the budget, not for a new turn. So a backlog drains in
-//!   order, at the limit, without waking every waiting job at once.
+//!   about to send checks and advances it under the channel row's lock: allowed when
+//!   `rate_tat <= now()`, then `rate_tat = max(rate_tat, now()) + T`, where `T = period / count`
+//!   is the emission interval (no tolerance). The row lock serialises nodes, so the whole cluster
+//!   draws from one budget, and requests are spread one per `T` rather than sent as a burst at
+//!   the start of a window.
+//! - The *line* of waiting deliveries, `rate_queue_tat` its end: a delivery refused by the send
+//!   budget takes the next turn (`max(rate_queue_tat, rate_front_tat, rate_tat, now())`, and the
+//!   end moves by `T`), writes it on itself (`deliveries.rate_slot_at`) and is snoozed until then
+//!   (no attempt used; counted in `rate_limited_total`). It wakes at its turn and checks the
+//!   budget; if the budget is a little late it waits for the budget, not for a new turn. So a
+//!   backlog drains in acceptance order, at the limit, without waking every waiting job at once.
+//! - The *retry lane*, `rate_front_tat` its end: a retry (a delivery already attempted, whose
+//!   attempt used up its turn) does not join the end of the line, which would make its real
+//!   delay the backlog's length instead of its backoff (issue 31, item 4: 55 s instead of 12 s
+//!   at 1/s with 60 waiting). It takes the next instant of the lane, ahead of the line, and the
+//!   whole line moves back by one interval. The move is one counter, `rate_shift_us`: a line
+//!   turn is stored with the counter's value when it was taken (`deliveries.rate_slot_shift`),
+//!   and its real instant is `rate_slot_at + (rate_shift_us - rate_slot_shift)`. So a retry costs
+//!   O(1) writes whatever the backlog (no waiting delivery is rewritten); a waiting job that was
+//!   moved wakes at its old instant, sees its new one, and sleeps again.
 //!
 //! **Strict, no burst**: sends are at least `T` apart on the database clock, so no window one
 //! period long holds more than the limit (receivers that publish "N per period" answer the
-//! N+1-th with 429). There is no burst allowance, at start-up or after a restart.
+//! N+1-th with 429). There is no burst allowance, at start-up or after a restart. Turns only
+//! order the deliveries and time their wake-ups; the budget alone is the limit.
 //!
-//! **Cost per delivery** on a rate-limited channel: one conditional UPDATE of the channel row
-//! when it goes at once; a delivery that must wait adds one UPDATE (its turn), a snooze in the
-//! same transaction, and a gate read plus the budget UPDATE when it wakes. Channels without a
-//! limit pay nothing.
+//! **Order**: a free instant goes to the retry lane first, then to the line in turn order; a new
+//! delivery never jumps a line that exists. A retry goes ahead of every delivery waiting in the
+//! line, which are, but for other retries, the deliveries accepted after it (the line drains in
+//! acceptance order, so those accepted before it had their turns before its first attempt).
+//! When a node falls behind, deliveries whose turns have passed take the free instants as their
+//! jobs come, not strictly in turn order.
+//!
+//! **Cost per delivery** on a rate-limited channel: one locked read of the channel row (with the
+//! delivery's turn) and one UPDATE of it when the delivery goes at once; a delivery that must
+//! wait adds one UPDATE of itself (its turn) and a snooze in the same transaction, and a gate
+//! read plus the same two statements when it wakes. Channels without a limit pay nothing.
 
 use crate::{Error, Result};
 use chrono::{DateTime, Utc};
@@ -89,14 +105,12 @@ pub enum Budget {
     Now,
     /// Wait this long (database clock), then ask again. `queued` is true when the delivery was
     /// held back just now (it took a turn: counted in `rate_limited_total`), false when it is
-    /// waiting again near a turn it already held.
+    /// waiting again for a turn it already held.
     Wait {
-        /// How long.
+        /// How long (at least 1 ms).
         wait: Duration,
         /// Whether this call held the delivery back (took a new turn).
         queued: bool,
-        /// The delivery's turn (pass it back as `reserved` when asking again).
-        turn: DateTime<Utc>,
     },
 }
 
@@ -104,72 +118,191 @@ pub enum Budget {
 /// delayed in between, and it takes a new turn.
 const TURN_GRACE: chrono::Duration = chrono::Duration::seconds(2);
 
+/// The channel's rate-limit state, read under its row lock (columns of `channels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Line {
+    /// Database time of the read.
+    now: DateTime<Utc>,
+    /// The send budget (`rate_tat`): no request before it.
+    rate_tat: Option<DateTime<Utc>>,
+    /// The end of the line (`rate_queue_tat`).
+    queue_tat: Option<DateTime<Utc>>,
+    /// The end of the retry lane (`rate_front_tat`).
+    front_tat: Option<DateTime<Utc>>,
+    /// How far retries have moved the line back (`rate_shift_us`, microseconds).
+    shift_us: i64,
+}
+
+/// The delivery's side (columns of `deliveries`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holder {
+    /// Its stored turn (`rate_slot_at`).
+    slot_at: Option<DateTime<Utc>>,
+    /// The line's shift when it took that turn (`rate_slot_shift`); `None`: a retry-lane turn.
+    slot_shift: Option<i64>,
+    /// Attempts made: more than 0 makes a delivery without a turn a retry.
+    attempts: i32,
+}
+
+impl Holder {
+    /// The real instant of its turn, if it holds one.
+    fn turn(&self, shift_us: i64) -> Option<DateTime<Utc>> {
+        let moved = shift_us.saturating_sub(self.slot_shift.unwrap_or(shift_us));
+        self.slot_at
+            .map(|at| at + chrono::Duration::microseconds(moved))
+    }
+}
+
+/// What [`plan`] decided: the answer, the channel's new state, and the turn to write on the
+/// delivery (`Some((rate_slot_at, rate_slot_shift))`) when it took one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Step {
+    budget: Budget,
+    line: Line,
+    turn: Option<(DateTime<Utc>, Option<i64>)>,
+}
+
+/// The pure decision of [`take_slot`] (module doc): send now, wait for a turn held, or take a
+/// turn (in the retry lane for a retry, at the end of the line otherwise). `t` is the emission
+/// interval.
+fn plan(s: Line, d: Holder, t: chrono::Duration) -> Step {
+    let now = s.now;
+    let budget_at = s.rate_tat.map_or(now, |b| b.max(now));
+    let lane_end = s.front_tat.map_or(now, |f| f.max(now));
+    let line_end = s.queue_tat.map_or(now, |q| q.max(now));
+    let mut line = s;
+    let send = |mut line: Line| {
+        line.rate_tat = Some(now + t);
+        Step {
+            budget: Budget::Now,
+            line,
+            turn: None,
+        }
+    };
+    let wait =
+        |line: Line, until: DateTime<Utc>, turn: Option<(DateTime<Utc>, Option<i64>)>| Step {
+            budget: Budget::Wait {
+                wait: (until - now)
+                    .to_std()
+                    .unwrap_or_default()
+                    .max(Duration::from_millis(1)),
+                queued: turn.is_some(),
+            },
+            line,
+            turn,
+        };
+    match d.turn(s.shift_us).filter(|&turn| turn >= now - TURN_GRACE) {
+        // A live turn: its instant, the budget, and (for a line turn) the retry lane first.
+        Some(turn) => {
+            let lane = if d.slot_shift.is_some() {
+                lane_end
+            } else {
+                now
+            };
+            let until = turn.max(budget_at).max(lane);
+            if until <= now {
+                send(line)
+            } else {
+                wait(line, until, None)
+            }
+        }
+        // A retry: the next instant of the retry lane, ahead of the line, which moves back by
+        // one interval if anyone in it waits at or after that instant.
+        None if d.attempts > 0 => {
+            let at = lane_end.max(budget_at);
+            line.front_tat = Some(at + t);
+            if line_end > at {
+                line.shift_us = line
+                    .shift_us
+                    .saturating_add(t.num_microseconds().unwrap_or(0));
+                line.queue_tat = Some(line_end + t);
+            }
+            if at <= now {
+                send(line)
+            } else {
+                wait(line, at, Some((at, None)))
+            }
+        }
+        // A new delivery (or one parked past its turn): the end of the line.
+        None => {
+            let at = line_end.max(lane_end).max(budget_at);
+            if at <= now {
+                send(line)
+            } else {
+                line.queue_tat = Some(at + t);
+                wait(line, at, Some((at, Some(line.shift_us))))
+            }
+        }
+    }
+}
+
 /// Takes the send budget of `channel_id` (limited by `limit`) for `delivery_id`, or says how
-/// long to wait: until the delivery's turn (taken now if it has none, or a stale one) or, near
-/// its turn, until the budget allows the next request. `reserved` is the turn the delivery
-/// holds (`deliveries.rate_slot_at`). In the caller's transaction.
+/// long to wait (module doc: the budget, the line, the retry lane). In the caller's transaction,
+/// under the channel row's lock (`FOR UPDATE`), which serialises every node's calls for the
+/// channel; the delivery's turn is read under it, so a turn moved by a retry is seen.
+/// Statements: the locked read, then one UPDATE of the channel when anything moved, and one of
+/// the delivery when it took a turn. `Error::NotFound("channel")` for a missing channel.
 pub async fn take_slot(
     tx: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
-    reserved: Option<DateTime<Utc>>,
     limit: RateLimit,
 ) -> Result<Budget> {
-    let t = limit.interval_us();
-    // Strict: no request before its theoretical arrival time (a tolerance would let a request
-    // come early and put limit + 1 into one period).
-    let tolerance = 0i64;
-    // Check and advance the send budget in one statement (the row lock serialises nodes).
-    let (sent, rate_tat, now): (bool, Option<DateTime<Utc>>, DateTime<Utc>) = sqlx::query_as(
-        "WITH cur AS (SELECT rate_tat, now() AS now FROM channels WHERE id = $1 FOR UPDATE),
-              upd AS (
-                UPDATE channels c
-                SET rate_tat = greatest(coalesce(cur.rate_tat, cur.now), cur.now) + ($2::float8 * interval '1 microsecond')
-                FROM cur
-                WHERE c.id = $1 AND coalesce(cur.rate_tat, cur.now) <= cur.now + ($3::float8 * interval '1 microsecond')
-                RETURNING 1)
-         SELECT (SELECT count(*) FROM upd) = 1, cur.rate_tat, cur.now FROM cur",
+    let t = chrono::Duration::microseconds(limit.interval_us());
+    let row = sqlx::query!(
+        r#"SELECT now() AS "now!", c.rate_tat, c.rate_queue_tat, c.rate_front_tat, c.rate_shift_us,
+                  d.rate_slot_at AS "rate_slot_at?", d.rate_slot_shift AS "rate_slot_shift?",
+                  d.attempts AS "attempts?"
+           FROM channels c LEFT JOIN deliveries d ON d.id = $2
+           WHERE c.id = $1
+           FOR UPDATE OF c"#,
+        channel_id,
+        delivery_id,
     )
-    .bind(channel_id)
-    .bind(t)
-    .bind(tolerance)
-    .fetch_one(&mut *tx)
-    .await?;
-    if sent {
-        return Ok(Budget::Now);
-    }
-    let budget_at = rate_tat.unwrap_or(now) - chrono::Duration::microseconds(tolerance);
-    let (turn, queued) = match reserved {
-        Some(turn) if turn >= now - TURN_GRACE => (turn, false),
-        _ => {
-            let turn: DateTime<Utc> = sqlx::query_scalar(
-                "UPDATE channels
-                 SET rate_queue_tat = greatest(coalesce(rate_queue_tat, now()), coalesce(rate_tat, now()), now())
-                                      + ($2::float8 * interval '1 microsecond'),
-                     rate_limited_total = rate_limited_total + 1
-                 WHERE id = $1
-                 RETURNING rate_queue_tat - ($2::float8 * interval '1 microsecond')",
-            )
-            .bind(channel_id)
-            .bind(t)
-            .fetch_one(&mut *tx)
-            .await?;
-            sqlx::query!(
-                "UPDATE deliveries SET rate_slot_at = $2 WHERE id = $1",
-                delivery_id,
-                turn,
-            )
-            .execute(&mut *tx)
-            .await?;
-            (turn, true)
-        }
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("channel"))?;
+    let before = Line {
+        now: row.now,
+        rate_tat: row.rate_tat,
+        queue_tat: row.rate_queue_tat,
+        front_tat: row.rate_front_tat,
+        shift_us: row.rate_shift_us,
     };
-    let wake = turn.max(budget_at);
-    let wait = (wake - now)
-        .to_std()
-        .unwrap_or_default()
-        .max(Duration::from_millis(1));
-    Ok(Budget::Wait { wait, queued, turn })
+    let holder = Holder {
+        slot_at: row.rate_slot_at,
+        slot_shift: row.rate_slot_shift,
+        attempts: row.attempts.unwrap_or(0),
+    };
+    let step = plan(before, holder, t);
+    if step.line != before {
+        let queued = matches!(step.budget, Budget::Wait { queued: true, .. });
+        sqlx::query!(
+            "UPDATE channels
+             SET rate_tat = $2, rate_queue_tat = $3, rate_front_tat = $4, rate_shift_us = $5,
+                 rate_limited_total = rate_limited_total + $6
+             WHERE id = $1",
+            channel_id,
+            step.line.rate_tat,
+            step.line.queue_tat,
+            step.line.front_tat,
+            step.line.shift_us,
+            i64::from(queued),
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    if let Some((at, shift)) = step.turn {
+        sqlx::query!(
+            "UPDATE deliveries SET rate_slot_at = $2, rate_slot_shift = $3 WHERE id = $1",
+            delivery_id,
+            at,
+            shift,
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(step.budget)
 }
 
 #[cfg(test)]
@@ -215,6 +348,137 @@ mod tests {
             let e = RateLimit::parse(bad).unwrap_err().to_string();
             assert!(e.contains("\"80/s\""), "{bad:?}: {e}");
         }
+    }
+
+    /// A simulated channel: deliveries as jobs that wake at their time (earliest first, ties by
+    /// id), ask [`plan`], and either send or sleep for the answer's wait. `fail` holds ids whose
+    /// first attempt fails; each is retried `backoff` after it. Gives the send instants (s from
+    /// the start) by delivery id, in send order.
+    fn simulate(rate: &str, arrivals: &[f64], fail: &[usize], backoff: f64) -> Vec<(usize, f64)> {
+        let t0 = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        let at = |s: f64| t0 + chrono::Duration::microseconds((s * 1e6) as i64);
+        let secs = |d: DateTime<Utc>| (d - t0).num_microseconds().unwrap() as f64 / 1e6;
+        let t = chrono::Duration::microseconds(RateLimit::parse(rate).unwrap().interval_us());
+        let mut line = Line {
+            now: t0,
+            rate_tat: None,
+            queue_tat: None,
+            front_tat: None,
+            shift_us: 0,
+        };
+        let mut holders: Vec<Holder> = arrivals
+            .iter()
+            .map(|_| Holder {
+                slot_at: None,
+                slot_shift: None,
+                attempts: 0,
+            })
+            .collect();
+        let mut wake: Vec<Option<DateTime<Utc>>> = arrivals.iter().map(|&a| Some(at(a))).collect();
+        let mut sent = Vec::new();
+        while let Some((id, when)) = wake
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| w.map(|w| (i, w)))
+            .min_by_key(|&(i, w)| (w, i))
+        {
+            line.now = when;
+            let step = plan(line, holders[id], t);
+            line = step.line;
+            if let Some((slot_at, slot_shift)) = step.turn {
+                holders[id].slot_at = Some(slot_at);
+                holders[id].slot_shift = slot_shift;
+            }
+            match step.budget {
+                Budget::Now => {
+                    sent.push((id, secs(when)));
+                    holders[id].slot_at = None;
+                    holders[id].attempts += 1;
+                    let failed = fail.contains(&id) && holders[id].attempts == 1;
+                    wake[id] = failed
+                        .then(|| when + chrono::Duration::microseconds((backoff * 1e6) as i64));
+                }
+                Budget::Wait { wait, .. } => {
+                    wake[id] = Some(when + chrono::Duration::from_std(wait).unwrap());
+                }
+            }
+        }
+        sent
+    }
+
+    /// No two sends closer than the interval.
+    fn assert_spaced(sent: &[(usize, f64)], interval: f64) {
+        let mut times: Vec<f64> = sent.iter().map(|s| s.1).collect();
+        times.sort_by(f64::total_cmp);
+        for w in times.windows(2) {
+            assert!(
+                w[1] - w[0] >= interval - 1e-6,
+                "two sends {:.6} s apart",
+                w[1] - w[0]
+            );
+        }
+    }
+
+    #[test]
+    fn a_backlog_drains_in_acceptance_order_at_the_limit() {
+        let arrivals: Vec<f64> = (0..30).map(|i| i as f64 * 0.001).collect();
+        let sent = simulate("2/s", &arrivals, &[], 1.0);
+        assert_eq!(sent.len(), 30);
+        let order: Vec<usize> = sent.iter().map(|s| s.0).collect();
+        assert_eq!(order, (0..30).collect::<Vec<_>>());
+        assert_spaced(&sent, 0.5);
+        // Back to back: the last goes 29 intervals after the first.
+        assert!((sent[29].1 - sent[0].1 - 14.5).abs() < 0.01, "{sent:?}");
+    }
+
+    /// Issue 31, item 4: a 1/s channel with 60 waiting; the 5th delivery's attempt fails and its
+    /// retry is due 11.85 s later. It goes at its due time (within an interval), ahead of the
+    /// deliveries accepted after it, not behind all 60 (~55 s after its failure).
+    #[test]
+    fn a_retry_keeps_its_place_in_line() {
+        let arrivals: Vec<f64> = (0..60).map(|i| i as f64 * 0.001).collect();
+        let sent = simulate("1/s", &arrivals, &[4], 11.85);
+        assert_eq!(sent.len(), 61, "every delivery, and the retry, sent once");
+        let first = sent.iter().position(|s| s.0 == 4).unwrap();
+        let retry = sent.iter().rposition(|s| s.0 == 4).unwrap();
+        let delay = sent[retry].1 - sent[first].1;
+        assert!(
+            (11.85..=11.85 + 1.0 + 1e-6).contains(&delay),
+            "the retry went {delay:.3} s after the failure (backoff 11.85 s)"
+        );
+        assert!(
+            sent.len() - 1 - retry >= 40,
+            "accepted later, sent before it: {sent:?}"
+        );
+        // The others keep their order around it, and the limit holds with it.
+        let others: Vec<usize> = sent.iter().filter(|s| s.0 != 4).map(|s| s.0).collect();
+        let mut sorted = others.clone();
+        sorted.sort();
+        assert_eq!(others, sorted);
+        assert_spaced(&sent, 1.0);
+    }
+
+    /// Retries due together (a batch of failures) take the lane first come, first served, and
+    /// a delivery accepted while a line waits goes to its end, not ahead of it.
+    #[test]
+    fn retries_keep_their_order_and_newcomers_do_not_jump_the_line() {
+        let mut arrivals: Vec<f64> = (0..20).map(|i| i as f64 * 0.001).collect();
+        arrivals.push(3.05); // accepted while 14 wait
+        let sent = simulate("4/s", &arrivals, &[0, 1, 2], 2.0);
+        assert_eq!(sent.len(), 24);
+        let retries: Vec<usize> = sent
+            .iter()
+            .skip(3)
+            .filter(|s| s.0 < 3)
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(retries, vec![0, 1, 2]);
+        assert_eq!(
+            sent.last().unwrap().0,
+            20,
+            "the newcomer went last: {sent:?}"
+        );
+        assert_spaced(&sent, 0.25);
     }
 
     #[test]

@@ -17,7 +17,6 @@ use breakwater_core::outcome::{classify, is_configuration_problem, stall_excuses
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
 use breakwater_core::{lifecycle, Result};
 use breakwater_queue::{Feedback, Job, RetryOutcome};
-use chrono::{DateTime, Utc};
 use rand::Rng;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres};
@@ -91,8 +90,8 @@ struct Admitted {
     probe_generation: Option<i64>,
     /// The channel's consecutive failures before this attempt.
     failures_before: i32,
-    /// The channel's rate limit, the slot reserved earlier, and the database time of the read.
-    rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+    /// The channel's rate limit, if any.
+    rate: Option<RateLimit>,
     /// The host probe's generation, if this delivery is the host probe.
     host_probe: Option<i64>,
 }
@@ -209,31 +208,30 @@ async fn reserve(
     job: &Job,
     mut conn: PoolConnection<Postgres>,
     t: Target,
-    rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+    rate: Option<RateLimit>,
 ) -> Result<Option<PoolConnection<Postgres>>> {
-    let Some((limit, mut reserved, _)) = rate else {
+    let Some(limit) = rate else {
         return Ok(Some(conn));
     };
     let mut counted = false;
     loop {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        match ratelimit::take_slot(&mut tx, t.channel_id, t.delivery_id, reserved, limit).await? {
+        match ratelimit::take_slot(&mut tx, t.channel_id, t.delivery_id, limit).await? {
             Budget::Now => {
                 tx.commit().await?;
                 return Ok(Some(conn));
             }
-            Budget::Wait { wait, queued, turn } if wait <= RATE_SLEEP_MAX => {
+            Budget::Wait { wait, queued } if wait <= RATE_SLEEP_MAX => {
                 tx.commit().await?;
                 if queued && !counted {
                     crate::observe::rate_limited(job);
                     counted = true;
                 }
-                reserved = Some(turn);
                 drop(conn);
                 tokio::time::sleep(wait).await;
                 conn = w.pool.acquire().await?;
             }
-            Budget::Wait { wait, queued, .. } => {
+            Budget::Wait { wait, queued } => {
                 let jitter = Duration::from_micros(rand::thread_rng().gen_range(0..2_000));
                 breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait + jitter, None)
                     .await?;

@@ -372,6 +372,7 @@ pub async fn update(
             rate_limit = CASE WHEN $12 THEN $13 ELSE rate_limit END,
             rate_tat = CASE WHEN $12 THEN NULL ELSE rate_tat END,
             rate_queue_tat = CASE WHEN $12 THEN NULL ELSE rate_queue_tat END,
+            rate_front_tat = CASE WHEN $12 THEN NULL ELSE rate_front_tat END,
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             event_types = CASE WHEN $16 THEN $17 ELSE event_types END,
             close_after_successes = CASE WHEN $18 THEN $19 ELSE close_after_successes END,
@@ -442,9 +443,12 @@ pub async fn update(
 /// for a retry backoff keep their time (their turn, if any, is in the past).
 async fn retime_rate_limited(conn: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let keys: Vec<String> = sqlx::query_scalar!(
-        r#"UPDATE deliveries SET rate_slot_at = NULL
-         WHERE channel_id = $1 AND rate_slot_at > now() AND status IN ('pending', 'failed')
-         RETURNING 'delivery:' || id AS "key!""#,
+        r#"UPDATE deliveries d SET rate_slot_at = NULL
+         FROM channels c
+         WHERE c.id = $1 AND d.channel_id = $1 AND d.status IN ('pending', 'failed')
+           AND d.rate_slot_at + (c.rate_shift_us - coalesce(d.rate_slot_shift, c.rate_shift_us))
+                                * interval '1 microsecond' > now()
+         RETURNING 'delivery:' || d.id AS "key!""#,
         channel_id,
     )
     .fetch_all(&mut *conn)

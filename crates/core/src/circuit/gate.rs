@@ -18,8 +18,6 @@ pub struct GateRow {
     pub consecutive_failures: i32,
     /// The channel's rate limit text, if any.
     pub rate_limit: Option<String>,
-    /// The send slot the delivery reserved earlier under that limit, if any.
-    pub rate_slot_at: Option<DateTime<Utc>>,
     /// Database time of the read.
     pub now: DateTime<Utc>,
     /// The channel's host circuit state (joined in the same read; `None`: no host circuit).
@@ -42,9 +40,8 @@ pub enum Admission {
         probe_generation: Option<i64>,
         /// Consecutive failures before this attempt (a success resets them only if > 0).
         consecutive_failures: i32,
-        /// The channel's rate limit (none for the probe: one request per cooldown), with the
-        /// slot the delivery reserved earlier and the database time of the read.
-        rate: Option<(RateLimit, Option<DateTime<Utc>>, DateTime<Utc>)>,
+        /// The channel's rate limit (none for the probe: one request per cooldown).
+        rate: Option<RateLimit>,
         /// The host circuit's generation when this delivery is the host probe
         /// ([`crate::hosts`]).
         host_probe: Option<i64>,
@@ -158,8 +155,7 @@ fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
                 rate: g
                     .rate_limit
                     .as_deref()
-                    .and_then(|r| RateLimit::parse(r).ok())
-                    .map(|r| (r, g.rate_slot_at, g.now)),
+                    .and_then(|r| RateLimit::parse(r).ok()),
                 host_probe: None,
             },
         },
@@ -188,7 +184,7 @@ fn decide_channel(g: &GateRow, delivery_id: Uuid) -> Admission {
 pub async fn lock_gate(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<GateRow>> {
     Ok(sqlx::query_as(
         "SELECT circuit_state, circuit_generation, probe_delivery_id, retry_after_until,
-                consecutive_failures, NULL::text AS rate_limit, NULL::timestamptz AS rate_slot_at,
+                consecutive_failures, NULL::text AS rate_limit,
                 now() AS now
          FROM channels WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
     )
@@ -335,8 +331,7 @@ pub async fn admit(
 ) -> Result<Admission> {
     let gate: Option<GateRow> = sqlx::query_as(
         "SELECT c.circuit_state, c.circuit_generation, c.probe_delivery_id, c.retry_after_until,
-                c.consecutive_failures, c.rate_limit,
-                (SELECT rate_slot_at FROM deliveries WHERE id = $2) AS rate_slot_at, now() AS now,
+                c.consecutive_failures, c.rate_limit, now() AS now,
                 h.state AS host_state, h.generation AS host_generation,
                 h.probe_delivery_id AS host_probe_delivery_id
          FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
