@@ -12,6 +12,8 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod operator;
+pub mod portal;
+pub mod portal_sessions;
 pub mod queues;
 pub mod secrets;
 pub mod tenants;
