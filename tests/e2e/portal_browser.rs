@@ -4,9 +4,10 @@
 //! read session is refused a write.
 //!
 //! Screenshots go to the test artifacts directory ([`crate::browser::artifacts_dir`]):
-//! `portal-channels.png` (the channel list), `portal-channel.png` (one channel: its circuit, the
-//! test send's result, its deliveries and a delivery's attempts) and `portal-read-only.png` (a
-//! read session). Copies are committed under `docs/portal/`.
+//! `portal-channels.png` (the channel list), `portal-channel.png` (one channel and its settings),
+//! `portal-deliveries.png` (the test send's result, the deliveries and a delivery's attempts),
+//! `portal-circuit-open.png` (an open circuit in plain words) and `portal-read-only.png` (a read
+//! session). Copies are committed under `docs/portal/`.
 
 use crate::browser::{artifacts_dir, click, js, start_driver};
 use breakwater_e2e::{wait_until, Behavior, TestApp};
@@ -51,7 +52,12 @@ async fn shot(c: &Client, name: &str) {
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn the_portal_manages_a_tenants_channels_in_a_browser(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
+    // A long cooldown keeps a failing channel open (not probing) while the page shows it.
+    let app = TestApp::spawn_with(pool.clone(), |s| {
+        s.circuit.cooldown_ms = 120_000;
+        s.circuit.max_cooldown_ms = 120_000;
+    })
+    .await;
     let (driver, c) = start_driver().await;
     let (tenant, key) = app.tenant("acme", "default").await;
     let (_, other_key) = app.tenant("globex", "default").await;
@@ -261,7 +267,47 @@ async fn the_portal_manages_a_tenants_channels_in_a_browser(pool: PgPool) {
             == json!(["delivered", "delivered"])
     })
     .await;
+    js(&c, "window.scrollTo(0, 0); return null").await;
     shot(&c, "portal-channel.png").await;
+    js(
+        &c,
+        "document.getElementById('deliveries').scrollIntoView(); return null",
+    )
+    .await;
+    shot(&c, "portal-deliveries.png").await;
+
+    // A channel whose endpoint keeps failing: the page says in plain words why it stopped, the
+    // last failure, and when the next test delivery is due.
+    let failing = app.named_channel(&key, "portal-broken", json!({})).await;
+    app.receiver
+        .set("portal-broken", Behavior::Status(503, None));
+    app.deliver_many(&key, failing, 8).await;
+    app.wait_circuit(failing, "open", Duration::from_secs(30))
+        .await;
+    click(&c, "#back").await;
+    click(
+        &c,
+        &format!("button.open-channel[data-channel-id=\"{failing}\"]"),
+    )
+    .await;
+    wait_data(&c, "#ch-state", "state", "open", Duration::from_secs(10)).await;
+    let words = js(
+        &c,
+        "return document.getElementById('ch-state-text').textContent",
+    )
+    .await;
+    let words = words.as_str().unwrap();
+    for part in [
+        "Sending stopped",
+        "failed",
+        "503",
+        "next test delivery is due",
+        "waiting",
+    ] {
+        assert!(words.contains(part), "{part:?} in {words:?}");
+    }
+    js(&c, "window.scrollTo(0, 0); return null").await;
+    shot(&c, "portal-circuit-open.png").await;
 
     // A read session: the page says so, its write buttons are off, and the API refuses a write
     // made from the page.

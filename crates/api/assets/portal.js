@@ -406,6 +406,7 @@
       if (current) {
         await loadChannel(false);
         await loadDeliveries();
+        if (selectedDelivery && !$("attempts").hidden) await showAttempts(selectedDelivery);
       } else {
         await loadChannels();
       }

@@ -229,9 +229,8 @@ impl Settings {
         }
         breakwater_api::check_frame_ancestors(&self.api.portal_frame_ancestors)?;
         let public_url = self.api.public_url.trim();
-        if !public_url.is_empty()
-            && !(public_url.starts_with("https://") || public_url.starts_with("http://"))
-        {
+        let web = public_url.starts_with("https://") || public_url.starts_with("http://");
+        if !(public_url.is_empty() || web) {
             return Err(format!(
                 "api.public_url must be an http(s) URL like https://hooks.example.com, or empty, not {public_url:?}"
             ));
