@@ -231,6 +231,8 @@ pub async fn revoke_all(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<u6
     .rows_affected())
 }
 
+/// The audit row of a change to session `s`: `actor` did `action` (`portal_session.created`,
+/// `portal_session.revoked`), with the session's id, scope and expiry (never its token).
 async fn audit_session(
     conn: &mut PgConnection,
     actor: &str,

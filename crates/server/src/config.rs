@@ -283,4 +283,21 @@ mod tests {
             .unwrap_err()
             .contains("otlp_trace_sample_ratio"));
     }
+
+    #[test]
+    fn the_portal_keys_default_to_self_framing_and_are_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.api.portal_frame_ancestors, "'self'");
+        assert_eq!(s.api.public_url, "");
+        s.api.portal_frame_ancestors = "'self' https://dashboard.example.com".into();
+        s.api.public_url = "https://hooks.example.com".into();
+        assert!(s.validate().is_ok());
+        s.api.portal_frame_ancestors = "'self'; script-src *".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("api.portal_frame_ancestors"), "{e}");
+        s.api.portal_frame_ancestors = "'none'".into();
+        s.api.public_url = "hooks.example.com".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("api.public_url"), "{e}");
+    }
 }

@@ -413,3 +413,97 @@ async fn the_portal_page_is_framable_as_configured_and_sends_no_referrer(pool: P
     );
     app.stop().await;
 }
+
+/// The portal's delivery filters: by event type and by when a delivery was accepted (`since`
+/// inclusive, `until` exclusive), beside `status`; a bad value is a 422 naming the field.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn the_delivery_list_filters_by_event_type_and_time(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    let channel = app.channel(&key, "filters").await;
+    let (_, token) = app.portal_session(tenant, "read").await;
+    let mut ids = Vec::new();
+    for event_type in ["invoice.paid", "invoice.failed", "invoice.paid"] {
+        let (s, v) = app
+            .post(
+                &format!("/api/v1/channels/{channel}/deliveries"),
+                &key,
+                &json!({ "event_type": event_type, "payload": {} }),
+            )
+            .await;
+        assert_eq!(s, 202, "{v}");
+        ids.push(v["id"].as_str().unwrap().to_string());
+    }
+    // Spread their acceptance times: an hour apart, oldest first.
+    for (i, id) in ids.iter().enumerate() {
+        sqlx::query("UPDATE deliveries SET created_at = $2 WHERE id = $1::uuid")
+            .bind(id)
+            .bind(
+                chrono::DateTime::parse_from_rfc3339("2026-01-01T10:00:00Z").unwrap()
+                    + chrono::Duration::hours(i as i64),
+            )
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    }
+    let listed = |query: String| {
+        let app = &app;
+        let token = token.clone();
+        async move {
+            let (s, v, _) = app
+                .call(
+                    "GET",
+                    &format!("/api/v1/channels/{channel}/deliveries?{query}"),
+                    &token,
+                    None,
+                )
+                .await;
+            assert_eq!(s, 200, "{query}: {v}");
+            v["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed("event_type=invoice.paid".into()).await,
+        [ids[2].clone(), ids[0].clone()]
+    );
+    assert_eq!(
+        listed("since=2026-01-01T11:00:00Z".into()).await,
+        [ids[2].clone(), ids[1].clone()]
+    );
+    assert_eq!(
+        listed("since=2026-01-01T10:00:00Z&until=2026-01-01T12:00:00Z".into()).await,
+        [ids[1].clone(), ids[0].clone()]
+    );
+    assert_eq!(
+        listed("event_type=invoice.paid&until=2026-01-01T12:00:00%2B01:00".into()).await,
+        [ids[0].clone()]
+    );
+    for (query, field) in [
+        ("since=yesterday", "since"),
+        ("until=2026-13-01T00:00:00Z", "until"),
+        ("event_type=", "event_type"),
+        ("event_type=a%20b", "event_type"),
+    ] {
+        let p = problem(
+            app.call(
+                "GET",
+                &format!("/api/v1/channels/{channel}/deliveries?{query}"),
+                &token,
+                None,
+            )
+            .await,
+            422,
+            query,
+        );
+        assert!(
+            p["detail"].as_str().unwrap().starts_with(field),
+            "{query}: {p}"
+        );
+    }
+    app.stop().await;
+}
