@@ -309,6 +309,50 @@ async fn the_portal_manages_a_tenants_channels_in_a_browser(pool: PgPool) {
     js(&c, "window.scrollTo(0, 0); return null").await;
     shot(&c, "portal-circuit-open.png").await;
 
+    // Edit it from the page (name, event types, max in flight), then delete it.
+    type_into(&c, "#edit-name", "broken-renamed").await;
+    type_into(&c, "#edit-event-types", "invoice.paid, invoice.failed").await;
+    type_into(&c, "#edit-max-in-flight", "3").await;
+    click(&c, "#edit-submit").await;
+    wait_until(Duration::from_secs(10), "the edit is saved", || async {
+        let row: (Option<String>, Option<Vec<String>>, Option<i32>) =
+            sqlx::query_as("SELECT name, event_types, max_in_flight FROM channels WHERE id = $1")
+                .bind(failing)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        row == (
+            Some("broken-renamed".into()),
+            Some(vec!["invoice.failed".into(), "invoice.paid".into()]),
+            Some(3),
+        )
+    })
+    .await;
+    click(&c, "#delete-channel").await;
+    c.accept_alert()
+        .await
+        .expect("the page asks before deleting");
+    wait_until(
+        Duration::from_secs(10),
+        "the channel is deleted",
+        || async {
+            let deleted: bool =
+                sqlx::query_scalar("SELECT deleted_at IS NOT NULL FROM channels WHERE id = $1")
+                    .bind(failing)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            deleted
+        },
+    )
+    .await;
+    wait_until(Duration::from_secs(10), "the list no longer shows it", || async {
+        !js(&c, "return document.getElementById('channels-view').hidden").await.as_bool().unwrap_or(true)
+            && js(&c, &format!("return !!document.querySelector('#channels tr[data-channel-id=\"{failing}\"]')")).await
+                == json!(false)
+    })
+    .await;
+
     // A read session: the page says so, its write buttons are off, and the API refuses a write
     // made from the page.
     let (_, read) = app.portal_session(tenant, "read").await;
