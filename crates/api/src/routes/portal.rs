@@ -13,9 +13,8 @@
 //! embed the portal in its own dashboard.
 
 use crate::AppState;
-use axum::extract::State;
 use axum::http::{header, HeaderValue};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
@@ -63,40 +62,22 @@ pub fn router() -> Router<AppState> {
         .route("/portal/portal.css", get(stylesheet))
 }
 
-/// Declares the handler of one embedded asset (`GET $path`, 200 with `$body` as `$mime`) and
-/// its OpenAPI operation.
-macro_rules! asset_route {
-    ($(#[$doc:meta])* $name:ident = $path:tt, $operation_id:tt, $description:tt,
-        $mime:tt, $body:expr) => {
-        $(#[$doc])*
-        #[utoipa::path(
-            get,
-            path = $path,
-            tag = "portal page",
-            operation_id = $operation_id,
-            responses((status = 200, description = $description, body = String,
-                content_type = $mime)),
-        )]
-        pub(crate) async fn $name(State(state): State<AppState>) -> impl IntoResponse {
-            asset(&state, concat!($mime, "; charset=utf-8"), $body)
-        }
-    };
-}
-
 asset_route!(
     /// The tenant portal page (open it with a portal session's `url`).
-    page = "/portal", "portal_page", "The page.", "text/html", HTML
+    page = "/portal", "portal page", "portal_page", "The page.", "text/html", HTML, asset
 );
 asset_route!(
     /// The portal page's script.
-    script = "/portal/portal.js", "portal_page_script", "The script.", "text/javascript", JS
+    script = "/portal/portal.js", "portal page", "portal_page_script", "The script.",
+        "text/javascript", JS, asset
 );
 asset_route!(
     /// The portal page's stylesheet.
-    stylesheet = "/portal/portal.css", "portal_page_stylesheet", "The stylesheet.", "text/css", CSS
+    stylesheet = "/portal/portal.css", "portal page", "portal_page_stylesheet", "The stylesheet.",
+        "text/css", CSS, asset
 );
 
-fn asset(state: &AppState, content_type: &'static str, body: &'static str) -> impl IntoResponse {
+fn asset(state: &AppState, content_type: &'static str, body: &'static str) -> Response {
     let csp = csp(&state.settings().config.portal_frame_ancestors);
     // Checked at start-up; a value that still cannot be a header falls back to no framing.
     let csp = HeaderValue::try_from(csp)
@@ -117,6 +98,7 @@ fn asset(state: &AppState, content_type: &'static str, body: &'static str) -> im
         ],
         body,
     )
+        .into_response()
 }
 
 #[cfg(test)]
