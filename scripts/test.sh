@@ -4,7 +4,8 @@
 #   scripts/test.sh [extra cargo-nextest arguments]
 #
 # On a fresh Debian/Ubuntu machine (as root, or with sudo) it installs cargo-nextest (from
-# crates.io), chromium and chromium-driver (Debian packages, for the admin page's browser test)
+# crates.io), chromium and chromium-driver (Debian packages, for the admin page's and the tenant portal's
+# browser tests)
 # and starts the local PostgreSQL cluster if it is not running. DATABASE_URL defaults to the local
 # server (trust auth, user postgres); each test creates its own database there.
 set -euo pipefail
@@ -37,7 +38,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
   export DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
 fi
 
-# Headless Chromium and its WebDriver for the admin page's browser test.
+# Headless Chromium and its WebDriver for the admin page's and the portal's browser tests.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "installing chromium and chromium-driver for the browser test…"
   apt_install chromium chromium-driver
@@ -45,6 +46,6 @@ fi
 
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 
-# The browser test saves its screenshots (admin.png, admin-closed.png) here:
+# The browser tests save their screenshots (admin.png, admin-closed.png, portal-*.png) here:
 echo "test artifacts: ${CARGO_TARGET_DIR:-target}/test-artifacts/"
 exec cargo nextest run --workspace "$@"

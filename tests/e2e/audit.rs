@@ -106,6 +106,8 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
     assert_eq!(s, 201, "{spare_op}");
     let spare_op = key_id(spare_op);
     let (doomed_tenant, _) = app.tenant("doomed", "default").await;
+    let (spare_session, _) = app.portal_session(tenant, "read").await;
+    let (spare_session_op, _) = app.portal_session(tenant, "read").await;
 
     let cases = vec![
         Case {
@@ -285,6 +287,46 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
         },
         Case {
             method: "POST",
+            route: "/api/v1/tenant/portal-sessions",
+            path: "/api/v1/tenant/portal-sessions".into(),
+            key: key.clone(),
+            body: Some(json!({"scope": "manage"})),
+            operator: false,
+            action: "portal_session.created",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tenant/portal-sessions/{id}",
+            path: format!("/api/v1/tenant/portal-sessions/{spare_session}"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "portal_session.revoked",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/tenants/{id}/portal-sessions",
+            path: format!("/api/v1/tenants/{tenant}/portal-sessions"),
+            key: OPERATOR_KEY.into(),
+            body: Some(json!({"scope": "read", "ttl_s": 60})),
+            operator: true,
+            action: "portal_session.created",
+            changed: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tenants/{id}/portal-sessions/{session_id}",
+            path: format!("/api/v1/tenants/{tenant}/portal-sessions/{spare_session_op}"),
+            key: OPERATOR_KEY.into(),
+            body: None,
+            operator: true,
+            action: "portal_session.revoked",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
             route: "/api/v1/deliveries/{id}/cancel",
             path: format!("/api/v1/deliveries/{cancellable}/cancel"),
             key: key.clone(),
@@ -448,7 +490,7 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
         }
         // Never a secret: no signing secret, API key, or URL path in the row.
         let all = details.to_string();
-        for secret in ["whsec_", "bw_", "/moved", "/alerts", "/new"] {
+        for secret in ["whsec_", "bw_", "bwp_", "/moved", "/alerts", "/new"] {
             assert!(!all.contains(secret), "{action}: {secret} in {all}");
         }
     }

@@ -6,6 +6,8 @@
 //! `$CARGO_TARGET_DIR/test-artifacts`, else `target/test-artifacts` in the workspace:
 //! `admin.png` (a dead channel open on the live page) and `admin-closed.png` (after the operator
 //! closed it).
+//!
+//! The tenant portal's browser test (`portal_browser`) reuses this module's WebDriver set-up.
 
 use breakwater_e2e::{eventually, host_of, wait_until, Behavior, TestApp, OPERATOR_KEY};
 use fantoccini::elements::Element;
@@ -25,7 +27,7 @@ fn find_binary(env: &str, candidates: &[&str]) -> Option<PathBuf> {
 }
 
 /// Where test artifacts go (created if missing).
-fn artifacts_dir() -> PathBuf {
+pub(crate) fn artifacts_dir() -> PathBuf {
     let dir = std::env::var_os("BREAKWATER_TEST_ARTIFACTS")
         .map(PathBuf::from)
         .or_else(|| {
@@ -41,7 +43,7 @@ fn artifacts_dir() -> PathBuf {
 }
 
 /// chromedriver on a free loopback port, killed on drop, with a throwaway profile directory.
-struct Driver {
+pub(crate) struct Driver {
     child: tokio::process::Child,
     url: String,
     profile: PathBuf,
@@ -54,7 +56,7 @@ impl Drop for Driver {
     }
 }
 
-async fn start_driver() -> (Driver, Client) {
+pub(crate) async fn start_driver() -> (Driver, Client) {
     let chromium = find_binary(
         "BREAKWATER_CHROMIUM",
         &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
@@ -122,7 +124,7 @@ async fn start_driver() -> (Driver, Client) {
 }
 
 /// Runs `script` in the page and returns its value.
-async fn js(c: &Client, script: &str) -> Value {
+pub(crate) async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("script runs")
 }
 
@@ -150,7 +152,7 @@ async fn wait_shown(c: &Client, channel: Uuid, state: &str, within: Duration) {
 }
 
 /// Clicks `css` (retrying while the live page replaces the element between find and click).
-async fn click(c: &Client, css: &str) {
+pub(crate) async fn click(c: &Client, css: &str) {
     let last = std::sync::Mutex::new(None);
     let clicked = eventually(Duration::from_secs(2), || async {
         let err = match c.find(Locator::Css(css)).await {

@@ -15,4 +15,5 @@ mod messages;
 mod observe;
 mod openapi;
 mod operate;
+mod portal_browser;
 mod quotas;

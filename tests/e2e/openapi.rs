@@ -62,6 +62,9 @@ fn document_follows_the_house_rules() {
         "/admin",
         "/admin/admin.js",
         "/admin/admin.css",
+        "/portal",
+        "/portal/portal.js",
+        "/portal/portal.css",
     ]
     .into();
     let mut ids = BTreeMap::new();

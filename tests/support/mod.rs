@@ -296,6 +296,26 @@ impl TestApp {
         (status, r.json().await.unwrap_or(Value::Null), ct)
     }
 
+    /// Opens a portal session for `tenant` with the operator key (`scope`: `manage` or `read`,
+    /// default lifetime); returns its id and its token (from the URL's `#token=` fragment).
+    pub async fn portal_session(&self, tenant: Uuid, scope: &str) -> (Uuid, String) {
+        let (s, v) = self
+            .post(
+                &format!("/api/v1/tenants/{tenant}/portal-sessions"),
+                OPERATOR_KEY,
+                &json!({ "scope": scope }),
+            )
+            .await;
+        assert_eq!(s, 201, "open portal session: {v}");
+        let url = v["url"].as_str().expect("a url");
+        let token = url
+            .split_once("#token=")
+            .expect("the token is in the URL's fragment")
+            .1
+            .to_string();
+        (v["id"].as_str().unwrap().parse().unwrap(), token)
+    }
+
     /// `DELETE {api}{path}` with a bearer key; returns the status, the JSON body and the content
     /// type, as [`TestApp::call`].
     pub async fn delete(&self, path: &str, key: &str) -> (u16, Value, String) {

@@ -1,12 +1,21 @@
-//! Bearer-key authentication: the operator key (from configuration) and tenant keys (hashed in
-//! `api_keys`), one routine ([`authenticate`]) for either kind of key ([`KeyKind`]); handlers
-//! get the caller through [`crate::call::Call`].
+//! Bearer-key authentication: the operator key (from configuration), tenant keys (hashed in
+//! `api_keys`) and tenant portal sessions (hashed in `portal_sessions`, a tenant credential with
+//! a scope, [`breakwater_core::portal`]), one routine ([`authenticate`]) for either kind of key
+//! ([`KeyKind`]); handlers get the caller through [`crate::call::Call`].
+//!
+//! A portal session reaches only what the portal needs ([`portal_may`]): the tenant's channels,
+//! deliveries and messages, and reads of its own account and audit log. Everything else (API
+//! keys, portal sessions, the alert secret, the tenant's settings, every operator route) is
+//! refused with 403, and a `read` session is refused every method but `GET` and `HEAD` (403).
+//! The list is an allow-list, so a route added later is closed to sessions until it is named
+//! here.
 
 use crate::error::ApiError;
 use crate::AppState;
 use axum::http::request::Parts;
+use axum::http::Method;
 use axum::http::{header, StatusCode};
-use breakwater_core::{audit, keys, quotas, tenants};
+use breakwater_core::{audit, keys, portal, quotas, tenants};
 use std::future::Future;
 
 /// The operator key. Its `Debug` never prints it.
@@ -83,6 +92,7 @@ pub(crate) trait KeyKind: Sized + Send + Sync {
     /// ingress limit here (over it → 429).
     fn own(
         state: &AppState,
+        parts: &Parts,
         key: &str,
     ) -> impl Future<Output = Result<Option<Self>, ApiError>> + Send;
 
@@ -90,8 +100,9 @@ pub(crate) trait KeyKind: Sized + Send + Sync {
     fn is_other(state: &AppState, key: &str)
         -> impl Future<Output = Result<bool, ApiError>> + Send;
 
-    /// The audit actor of a call made with this key: `operator`, or `tenant:<key id>`
-    /// ([`breakwater_core::audit::tenant_actor`]).
+    /// The audit actor of a call made with this key: `operator`, `tenant:<key id>`
+    /// ([`breakwater_core::audit::tenant_actor`]) or `portal:<session id>`
+    /// ([`breakwater_core::portal::actor`]).
     fn actor(&self) -> String;
 }
 
@@ -103,7 +114,7 @@ pub(crate) async fn authenticate<K: KeyKind>(
     state: &AppState,
 ) -> Result<K, ApiError> {
     let key = bearer(parts)?;
-    if let Some(own) = K::own(state, key).await? {
+    if let Some(own) = K::own(state, parts, key).await? {
         return Ok(own);
     }
     if K::is_other(state, key).await? {
@@ -123,7 +134,7 @@ impl KeyKind for Operator {
     const OTHER_KIND: &'static str =
         "this route needs the operator key; a tenant key cannot use it";
 
-    async fn own(state: &AppState, key: &str) -> Result<Option<Self>, ApiError> {
+    async fn own(state: &AppState, _: &Parts, key: &str) -> Result<Option<Self>, ApiError> {
         Ok(state
             .settings()
             .operator_key
@@ -132,7 +143,8 @@ impl KeyKind for Operator {
     }
 
     async fn is_other(state: &AppState, key: &str) -> Result<bool, ApiError> {
-        Ok(tenants::authenticate(state.pool(), key).await?.is_some())
+        Ok(tenants::authenticate(state.pool(), key).await?.is_some()
+            || portal::authenticate(state.pool(), key).await?.is_some())
     }
 
     fn actor(&self) -> String {
@@ -140,20 +152,87 @@ impl KeyKind for Operator {
     }
 }
 
-/// A request made with a tenant key. The operator key here → 403 (operators act on tenants'
-/// channels through the operator API); anything else unknown → 401.
-pub struct Tenant(pub tenants::TenantKey);
+/// A request made with a tenant credential: one of its API keys, or one of its portal sessions
+/// where [`portal_may`] lets it. The operator key here → 403 (operators act on tenants'
+/// channels through the operator API); anything else unknown, revoked or expired → 401.
+pub struct Tenant {
+    /// The tenant the credential belongs to.
+    pub tenant_id: uuid::Uuid,
+    /// Which credential.
+    pub via: Via,
+}
+
+/// The credential of a tenant call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// An API key (its id).
+    Key(uuid::Uuid),
+    /// A portal session (its id and scope).
+    Portal {
+        /// The session's id.
+        session_id: uuid::Uuid,
+        /// What it may do.
+        scope: portal::Scope,
+    },
+}
+
+/// Whether a portal session with `scope` may make `method` on `path`, or the detail of its 403.
+///
+/// The portal's routes only, by prefix: `/api/v1/channels…`, `/api/v1/deliveries…`,
+/// `/api/v1/messages…`, and `GET` of `/api/v1/tenant`, `/api/v1/audit` and
+/// `/api/v1/portal/session`. Not API keys, portal
+/// sessions, the alert secret or the tenant's settings: a session is for the tenant's users on
+/// the portal page, not a way to mint a standing credential. A `read` session: `GET` and `HEAD`
+/// only.
+pub(crate) fn portal_may(scope: portal::Scope, method: &Method, path: &str) -> Result<(), String> {
+    let under = |prefix: &str| {
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let reads = method == Method::GET || method == Method::HEAD;
+    let portal_route = under("/api/v1/channels")
+        || (reads && path == "/api/v1/portal/session")
+        || under("/api/v1/deliveries")
+        || under("/api/v1/messages")
+        || (reads && (path == "/api/v1/tenant" || path == "/api/v1/audit"));
+    if !portal_route {
+        return Err(
+            "a portal session cannot use this route: it needs the tenant's API key".to_string(),
+        );
+    }
+    if scope == portal::Scope::Read && !reads {
+        return Err("this portal session has the read scope: it cannot change anything".into());
+    }
+    Ok(())
+}
 
 impl KeyKind for Tenant {
     const OTHER_KIND: &'static str =
         "this route needs a tenant key; the operator key cannot use it";
 
-    async fn own(state: &AppState, key: &str) -> Result<Option<Self>, ApiError> {
-        let Some(t) = tenants::authenticate(state.pool(), key).await? else {
+    async fn own(state: &AppState, parts: &Parts, key: &str) -> Result<Option<Self>, ApiError> {
+        if let Some(t) = tenants::authenticate(state.pool(), key).await? {
+            check_ingress(state, t.tenant_id).await?;
+            return Ok(Some(Tenant {
+                tenant_id: t.tenant_id,
+                via: Via::Key(t.key_id),
+            }));
+        }
+        let Some(s) = portal::authenticate(state.pool(), key).await? else {
             return Ok(None);
         };
-        check_ingress(state, t.tenant_id).await?;
-        Ok(Some(Tenant(t)))
+        portal_may(s.scope, &parts.method, parts.uri.path())
+            .map_err(|detail| ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail))?;
+        check_ingress(state, s.tenant_id).await?;
+        Ok(Some(Tenant {
+            tenant_id: s.tenant_id,
+            via: Via::Portal {
+                session_id: s.session_id,
+                scope: s.scope,
+            },
+        }))
     }
 
     async fn is_other(state: &AppState, key: &str) -> Result<bool, ApiError> {
@@ -161,7 +240,10 @@ impl KeyKind for Tenant {
     }
 
     fn actor(&self) -> String {
-        audit::tenant_actor(self.0.key_id)
+        match self.via {
+            Via::Key(key_id) => audit::tenant_actor(key_id),
+            Via::Portal { session_id, .. } => portal::actor(session_id),
+        }
     }
 }
 
@@ -199,4 +281,50 @@ async fn check_ingress(state: &AppState, tenant_id: uuid::Uuid) -> Result<(), Ap
     e.headers
         .push((header::RETRY_AFTER, secs.max(1).to_string()));
     Err(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portal::Scope::{Manage, Read};
+
+    #[test]
+    fn a_portal_session_reaches_the_portal_routes_only() {
+        for (method, path) in [
+            (Method::GET, "/api/v1/channels"),
+            (Method::POST, "/api/v1/channels"),
+            (Method::PATCH, "/api/v1/channels/x"),
+            (Method::POST, "/api/v1/channels/x/secret/rotate"),
+            (Method::POST, "/api/v1/deliveries/x/replay"),
+            (Method::POST, "/api/v1/messages"),
+            (Method::GET, "/api/v1/tenant"),
+            (Method::GET, "/api/v1/audit"),
+        ] {
+            assert!(portal_may(Manage, &method, path).is_ok(), "{method} {path}");
+        }
+        for (method, path) in [
+            (Method::POST, "/api/v1/tenant/keys"),
+            (Method::GET, "/api/v1/tenant/keys"),
+            (Method::POST, "/api/v1/tenant/portal-sessions"),
+            (Method::POST, "/api/v1/tenant/alert-secret"),
+            (Method::PATCH, "/api/v1/tenant"),
+            (Method::GET, "/api/v1/channelsx"),
+            (Method::GET, "/api/v1/admin/channels"),
+        ] {
+            assert!(
+                portal_may(Manage, &method, path).is_err(),
+                "{method} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_session_only_reads() {
+        assert!(portal_may(Read, &Method::GET, "/api/v1/channels/x").is_ok());
+        assert!(portal_may(Read, &Method::HEAD, "/api/v1/channels/x").is_ok());
+        for m in [Method::POST, Method::PATCH, Method::DELETE, Method::PUT] {
+            let e = portal_may(Read, &m, "/api/v1/channels/x").unwrap_err();
+            assert!(e.contains("read scope"), "{e}");
+        }
+    }
 }

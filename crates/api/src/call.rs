@@ -47,7 +47,8 @@ impl<K: KeyKind> FromRequestParts<AppState> for Call<K> {
 }
 
 impl<K> Call<K> {
-    /// The caller as the audit log names it: `operator` or `tenant:<key id>`.
+    /// The caller as the audit log names it: `operator`, `tenant:<key id>` or
+    /// `portal:<session id>`.
     pub(crate) fn actor(&self) -> &str {
         &self.actor
     }
@@ -107,8 +108,13 @@ impl std::ops::DerefMut for CallTx {
 }
 
 impl Call<Tenant> {
-    /// The calling key's tenant.
+    /// The calling key's (or portal session's) tenant.
     pub(crate) fn tenant_id(&self) -> Uuid {
-        self.key.0.tenant_id
+        self.key.tenant_id
+    }
+
+    /// The calling credential: an API key or a portal session.
+    pub(crate) fn via(&self) -> crate::auth::Via {
+        self.key.via
     }
 }

@@ -15,6 +15,7 @@ pub use routes::openapi;
 pub mod page;
 mod responses;
 mod routes;
+pub use routes::portal::check_frame_ancestors;
 
 use axum::Router;
 use breakwater_core::circuit::CircuitConfig;
@@ -69,6 +70,15 @@ pub struct ApiConfig {
     /// 408 `request_timeout` and the connection is closed. Default 30 000 (a 16 MiB batch at
     /// about 0.5 MB/s).
     pub body_read_timeout_ms: u64,
+    /// The origins that may embed the tenant portal (`/portal`) in a frame: the source list of
+    /// its `Content-Security-Policy: frame-ancestors` (CSP Level 3), e.g. `'self'
+    /// https://dashboard.example.com`. Default `'self'`; `'none'` forbids framing. Checked at
+    /// start-up (no `;` or `,`, [`routes::portal::check_frame_ancestors`]).
+    pub portal_frame_ancestors: String,
+    /// This service's public base URL, e.g. `https://hooks.example.com`: the prefix of a portal
+    /// session's `url` (`<public_url>/portal#token=…`). Empty (the default): the `url` is the
+    /// path alone (`/portal#token=…`), for the caller to put behind its own base.
+    pub public_url: String,
 }
 
 impl ApiConfig {
@@ -99,6 +109,8 @@ impl Default for ApiConfig {
                 .deliveries_per_day,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 30_000,
+            portal_frame_ancestors: "'self'".into(),
+            public_url: String::new(),
         }
     }
 }
@@ -196,6 +208,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::queues::router())
         .merge(metrics)
         .merge(routes::admin::router())
+        .merge(routes::portal_sessions::router())
+        .merge(routes::portal::router())
         .fallback(|| async { error::ApiError::not_found("route") })
         .method_not_allowed_fallback(|| async {
             error::ApiError::new(

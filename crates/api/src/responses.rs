@@ -288,9 +288,11 @@ impl Modify for Components {
         components.add_security_scheme(
             "tenant_key",
             bearer(
-                "A tenant's API key (`bw_…`), shown once when the operator creates the tenant. \
-                 Each tenant, all its keys together, is limited to `api.ingress_per_second` \
-                 requests per second (429 above).",
+                "A tenant's API key (`bw_…`), shown once when the operator creates the tenant, \
+                 or a portal session's token (`bwp_…`, on the portal's routes only, and only \
+                 reads with the `read` scope; 403 elsewhere). Each tenant, all its keys and \
+                 sessions together, is limited to `api.ingress_per_second` requests per second \
+                 (429 above).",
                 "bw_…",
             ),
         );

@@ -16,9 +16,11 @@ pub fn tenant_actor(key_id: Uuid) -> String {
     format!("tenant:{key_id}")
 }
 
-/// Whether `actor` is a tenant API key ([`tenant_actor`]), not the operator or the system.
+/// Whether `actor` is the tenant itself: one of its API keys ([`tenant_actor`]) or one of its
+/// portal sessions ([`crate::portal::actor`], `portal:<session id>`), not the operator or the
+/// system.
 pub fn is_tenant_actor(actor: &str) -> bool {
-    actor.starts_with("tenant:")
+    actor.starts_with("tenant:") || actor.starts_with("portal:")
 }
 
 /// One audit entry to write.
@@ -28,7 +30,8 @@ pub struct Entry<'a> {
     pub tenant_id: Option<Uuid>,
     /// Channel concerned.
     pub channel_id: Option<Uuid>,
-    /// Who: [`ACTOR_CIRCUIT_BREAKER`], [`ACTOR_OPERATOR`] or [`tenant_actor`].
+    /// Who: [`ACTOR_CIRCUIT_BREAKER`], [`ACTOR_OPERATOR`], [`tenant_actor`] or a portal session
+    /// ([`crate::portal::actor`]).
     pub actor: &'a str,
     /// What, e.g. `circuit.opened`, `channel.paused`.
     pub action: &'a str,

@@ -76,6 +76,7 @@ pub mod outcome;
 pub mod overview;
 pub mod page;
 pub mod patch;
+pub mod portal;
 pub mod quotas;
 pub mod ratelimit;
 pub mod retention;

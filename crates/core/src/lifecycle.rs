@@ -138,8 +138,8 @@ pub struct TenantDeleted {
 }
 
 /// Deletes tenant `tenant_id` by `actor` (the operator), in the caller's transaction: marks it
-/// deleted, deletes every channel of it as [`delete_channel`] does, revokes all its API keys
-/// (each refused from its next request on), and writes one `tenant.deleted` audit row with the
+/// deleted, deletes every channel of it as [`delete_channel`] does, revokes all its API keys and
+/// portal sessions (each refused from its next request on), and writes one `tenant.deleted` audit row with the
 /// counts. A missing or already deleted tenant is [`Error::NotFound`].
 ///
 /// The channel rows are locked in id order, so two transactions that lock several channels
@@ -171,6 +171,7 @@ pub async fn delete_tenant(
         .await?;
     let retired = retire_channels(tx, &channels, REASON_TENANT_DELETED).await?;
     let keys_revoked = keys::revoke_all(&mut *tx, tenant_id).await?;
+    crate::portal::revoke_all(&mut *tx, tenant_id).await?;
     let deleted = TenantDeleted {
         retired,
         keys_revoked,

@@ -227,6 +227,14 @@ impl Settings {
                     .into(),
             );
         }
+        breakwater_api::check_frame_ancestors(&self.api.portal_frame_ancestors)?;
+        let public_url = self.api.public_url.trim();
+        let web = public_url.starts_with("https://") || public_url.starts_with("http://");
+        if !(public_url.is_empty() || web) {
+            return Err(format!(
+                "api.public_url must be an http(s) URL like https://hooks.example.com, or empty, not {public_url:?}"
+            ));
+        }
         Ok(())
     }
 }
@@ -274,5 +282,22 @@ mod tests {
             .validate()
             .unwrap_err()
             .contains("otlp_trace_sample_ratio"));
+    }
+
+    #[test]
+    fn the_portal_keys_default_to_self_framing_and_are_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.api.portal_frame_ancestors, "'self'");
+        assert_eq!(s.api.public_url, "");
+        s.api.portal_frame_ancestors = "'self' https://dashboard.example.com".into();
+        s.api.public_url = "https://hooks.example.com".into();
+        assert!(s.validate().is_ok());
+        s.api.portal_frame_ancestors = "'self'; script-src *".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("api.portal_frame_ancestors"), "{e}");
+        s.api.portal_frame_ancestors = "'none'".into();
+        s.api.public_url = "hooks.example.com".into();
+        let e = s.validate().unwrap_err();
+        assert!(e.contains("api.public_url"), "{e}");
     }
 }

@@ -169,3 +169,106 @@ async fn other_tenants_delivery_is_404(pool: PgPool) {
     assert_eq!(count(&app.pool, "deliveries").await, 1);
     app.stop().await;
 }
+
+/// Every call the portal makes, with a portal session of tenant A on tenant B's objects: each is
+/// 404 (exactly like a missing object) or 403 (a route sessions never reach), and B's objects
+/// are unchanged. Sessions of both scopes.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
+    use breakwater_e2e::OPERATOR_KEY;
+    let app = TestApp::spawn(pool).await;
+    let (tenant_a, _) = app.tenant("a", "default").await;
+    let (tenant_b, key_b) = app.tenant("b", "default").await;
+    let channel_b = app.channel(&key_b, "b").await;
+    let delivery_b = app
+        .deliver(&key_b, channel_b, json!({ "secret": "B's data" }))
+        .await;
+    let (_, message_b) = app
+        .post(
+            "/api/v1/messages",
+            &key_b,
+            &json!({ "event_type": "x.y", "payload": { "secret": "B's data" } }),
+        )
+        .await;
+    let message_b = message_b["id"].as_str().unwrap().to_string();
+    let (session_b, _) = app.portal_session(tenant_b, "read").await;
+    app.wait_settled(channel_b).await;
+    let before = channel_row(&app.pool, channel_b).await;
+    let deliveries_before = count(&app.pool, "deliveries").await;
+
+    let c = format!("/api/v1/channels/{channel_b}");
+    let d = format!("/api/v1/deliveries/{delivery_b}");
+    let calls: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", c.clone(), None),
+        ("PATCH", c.clone(), Some(json!({ "name": "taken" }))),
+        ("POST", format!("{c}/pause"), None),
+        ("POST", format!("{c}/resume"), None),
+        ("POST", format!("{c}/replay"), None),
+        ("POST", format!("{c}/secret/rotate"), None),
+        ("GET", format!("{c}/deliveries"), None),
+        (
+            "GET",
+            format!("{c}/deliveries?status=delivered&event_type=test.event"),
+            None,
+        ),
+        ("POST", format!("{c}/deliveries"), Some(event("x.y"))),
+        (
+            "POST",
+            format!("{c}/deliveries/batch"),
+            Some(json!({ "deliveries": [event("x.y")] })),
+        ),
+        ("GET", d.clone(), None),
+        ("POST", format!("{d}/replay"), None),
+        ("POST", format!("{d}/cancel"), None),
+        ("DELETE", format!("{d}/payload"), None),
+        ("GET", format!("/api/v1/messages/{message_b}"), None),
+        (
+            "POST",
+            "/api/v1/messages".into(),
+            Some(json!({ "event_type": "x.y", "payload": {}, "channels": [channel_b] })),
+        ),
+        (
+            "DELETE",
+            format!("/api/v1/tenant/portal-sessions/{session_b}"),
+            None,
+        ),
+        ("DELETE", c.clone(), None),
+    ];
+    for scope in ["manage", "read"] {
+        let (_, token) = app.portal_session(tenant_a, scope).await;
+        for (method, path, body) in &calls {
+            let (s, v, ct) = app.call(method, path, &token, body.clone()).await;
+            assert!(
+                s == 404 || s == 403 || (s == 422 && path == "/api/v1/messages"),
+                "{scope} session of A: {method} {path}: {s} {v}"
+            );
+            assert!(
+                ct.starts_with("application/problem+json"),
+                "{method} {path}: {ct}"
+            );
+            assert!(!v.to_string().contains("B's data"), "{method} {path}: {v}");
+        }
+        // A session of A sees none of B's channels in its list.
+        let (s, v, _) = app.call("GET", "/api/v1/channels", &token, None).await;
+        assert_eq!(s, 200);
+        assert_eq!(v["data"], json!([]), "{v}");
+    }
+    // The operator's revocation names the tenant: B's session under A's id is 404.
+    let (s, _, _) = app
+        .delete(
+            &format!("/api/v1/tenants/{tenant_a}/portal-sessions/{session_b}"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(s, 404);
+
+    assert_eq!(channel_row(&app.pool, channel_b).await, before);
+    assert_eq!(count(&app.pool, "deliveries").await, deliveries_before);
+    let revoked: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM portal_sessions WHERE revoked_at IS NOT NULL")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(revoked, 0);
+    app.stop().await;
+}

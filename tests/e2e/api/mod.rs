@@ -13,6 +13,7 @@ mod enqueue;
 mod isolation;
 mod keep_alive;
 mod malformed;
+mod portal;
 mod slow_clients;
 mod tenants_channels;
 

@@ -12,7 +12,7 @@
 
 use crate::AppState;
 use axum::http::header;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
@@ -32,40 +32,22 @@ pub fn router() -> Router<AppState> {
         .route("/admin/admin.css", get(stylesheet))
 }
 
-/// Declares the handler of one embedded asset (`GET $path`, 200 with `$body` as `$mime`) and
-/// its OpenAPI operation.
-macro_rules! asset_route {
-    ($(#[$doc:meta])* $name:ident = $path:tt, $operation_id:tt, $description:tt,
-        $mime:tt, $body:expr) => {
-        $(#[$doc])*
-        #[utoipa::path(
-            get,
-            path = $path,
-            tag = "admin page",
-            operation_id = $operation_id,
-            responses((status = 200, description = $description, body = String,
-                content_type = $mime)),
-        )]
-        pub(crate) async fn $name() -> impl IntoResponse {
-            asset(concat!($mime, "; charset=utf-8"), $body).await
-        }
-    };
-}
-
 asset_route!(
     /// The operator's live page.
-    page = "/admin", "admin_page", "The page.", "text/html", HTML
+    page = "/admin", "admin page", "admin_page", "The page.", "text/html", HTML, asset
 );
 asset_route!(
     /// The admin page's script.
-    script = "/admin/admin.js", "admin_page_script", "The script.", "text/javascript", JS
+    script = "/admin/admin.js", "admin page", "admin_page_script", "The script.",
+        "text/javascript", JS, asset
 );
 asset_route!(
     /// The admin page's stylesheet.
-    stylesheet = "/admin/admin.css", "admin_page_stylesheet", "The stylesheet.", "text/css", CSS
+    stylesheet = "/admin/admin.css", "admin page", "admin_page_stylesheet", "The stylesheet.",
+        "text/css", CSS, asset
 );
 
-async fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
+fn asset(_: &AppState, content_type: &'static str, body: &'static str) -> Response {
     (
         [
             (header::CONTENT_TYPE, content_type),
@@ -77,4 +59,5 @@ async fn asset(content_type: &'static str, body: &'static str) -> impl IntoRespo
         ],
         body,
     )
+        .into_response()
 }

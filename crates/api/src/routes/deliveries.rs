@@ -29,13 +29,22 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/channels/{id}/deliveries", get(list))
 }
 
-/// `?status=` of a channel's delivery list (paging: [`PageQuery`]).
+/// `?status=&event_type=&since=&until=` of a channel's delivery list (paging: [`PageQuery`]).
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
     /// Only deliveries with this status.
     #[param(value_type = Option<breakwater_core::deliveries::Status>)]
     status: Option<String>,
+    /// Only deliveries of this event type (exact match; 1 to 200 visible ASCII characters).
+    #[param(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
+    event_type: Option<String>,
+    /// Only deliveries accepted at or after this instant (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    since: Option<String>,
+    /// Only deliveries accepted before this instant (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    until: Option<String>,
     #[serde(flatten)]
     #[param(ignore)]
     page: PageQuery,
@@ -43,9 +52,11 @@ pub(crate) struct ListQuery {
 
 /// Lists a channel's deliveries, newest first, without their payloads.
 ///
-/// `GET /api/v1/channels/{id}/deliveries?status=&after=&limit=`: the channel's deliveries,
-/// newest first by `(created_at, id)`, paged by cursor ([`crate::page`]), without payloads.
-/// Another tenant's channel → 404; an unknown `status` → 422.
+/// `GET /api/v1/channels/{id}/deliveries?status=&event_type=&since=&until=&after=&limit=`: the
+/// channel's deliveries, newest first by `(created_at, id)`, paged by cursor ([`crate::page`]),
+/// without payloads; `since` (inclusive) and `until` (exclusive) bound when they were accepted.
+/// Another tenant's channel → 404; an unknown `status`, or a bad `event_type`, `since` or
+/// `until` → 422.
 #[utoipa::path(
     get,
     path = "/api/v1/channels/{id}/deliveries",
@@ -67,18 +78,54 @@ pub(crate) async fn list(
     // An empty `status=` is refused like any other value that is not a status, as the
     // operator lists' `state=` (a new-user trial: one was no filter, the other a 422).
     let status = list_filter::<deliveries::Status>("status", q.status.as_deref())?;
+    if let Some(t) = q.event_type.as_deref() {
+        if t.is_empty() || t.len() > 200 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ApiError::invalid(
+                "event_type",
+                "must be 1 to 200 visible ASCII characters",
+            ));
+        }
+    }
+    let filter = deliveries::ListFilter {
+        status,
+        event_type: q.event_type.as_deref(),
+        since: instant("since", q.since.as_deref())?,
+        until: instant("until", q.until.as_deref())?,
+    };
     let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
     let rows = deliveries::list(
         call.state.pool(),
         call.tenant_id(),
         channel.id,
-        status,
+        &filter,
         &keyset,
     )
     .await?;
     Ok(axum::Json(Page::new(rows, &keyset, |d| {
         (d.created_at, d.id)
     })))
+}
+
+/// A list's time bound `field`: absent → `None`; an RFC 3339 instant in years 1 to 9999 (what
+/// Postgres and the replay window accept alike), else 422 naming `field`.
+fn instant(
+    field: &'static str,
+    raw: Option<&str>,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+    use chrono::Datelike;
+    let Some(raw) = raw else { return Ok(None) };
+    let t = chrono::DateTime::parse_from_rfc3339(raw.trim())
+        .map_err(|_| {
+            ApiError::invalid(
+                field,
+                "must be an RFC 3339 instant, e.g. 2026-12-05T10:00:00Z",
+            )
+        })?
+        .with_timezone(&chrono::Utc);
+    if !(1..=9999).contains(&t.year()) {
+        return Err(ApiError::invalid(field, "must be in years 1 to 9999"));
+    }
+    Ok(Some(t))
 }
 
 /// A delivery with every HTTP attempt made for it.

@@ -1,5 +1,28 @@
 //! One module per resource.
 
+/// Declares the handler of one asset embedded in the binary (`GET $path`: 200 with `$body` as
+/// `$mime`, headers from `$respond(&state, content_type, body)`) and its OpenAPI operation, for
+/// the static pages (`admin`, `portal`).
+macro_rules! asset_route {
+    ($(#[$doc:meta])* $name:ident = $path:tt, $tag:tt, $operation_id:tt, $description:tt,
+        $mime:tt, $body:expr, $respond:path) => {
+        $(#[$doc])*
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = $tag,
+            operation_id = $operation_id,
+            responses((status = 200, description = $description, body = String,
+                content_type = $mime)),
+        )]
+        pub(crate) async fn $name(
+            axum::extract::State(state): axum::extract::State<crate::AppState>,
+        ) -> axum::response::Response {
+            $respond(&state, concat!($mime, "; charset=utf-8"), $body)
+        }
+    };
+}
+
 pub mod admin;
 pub mod audit;
 pub mod channels;
@@ -12,6 +35,8 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod operator;
+pub mod portal;
+pub mod portal_sessions;
 pub mod queues;
 pub mod secrets;
 pub mod tenants;

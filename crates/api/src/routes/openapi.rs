@@ -136,6 +136,14 @@ pub(crate) async fn spec() -> impl IntoResponse {
         routes::keys::operator_create,
         routes::keys::operator_list,
         routes::keys::operator_revoke,
+        routes::portal_sessions::self_open,
+        routes::portal_sessions::self_revoke,
+        routes::portal_sessions::current,
+        routes::portal_sessions::operator_open,
+        routes::portal_sessions::operator_revoke,
+        routes::portal::page,
+        routes::portal::script,
+        routes::portal::stylesheet,
     ),
     components(schemas(
         crate::error::Problem,
@@ -159,6 +167,11 @@ pub(crate) async fn spec() -> impl IntoResponse {
             cluster-wide circuit defaults, the queues and the whole audit log."),
         (name = "health", description = "Liveness and readiness (no key)."),
         (name = "observability", description = "Prometheus metrics and this document."),
+        (name = "portal", description = "Tenant portal sessions: short-lived, scoped \
+            credentials (`manage` or `read`) for the tenant's own users, opened by the tenant or \
+            the operator; the session's token is a tenant credential on the portal's routes."),
+        (name = "portal page", description = "The tenant portal page (HTML, script and style; \
+            no key to load it, the page reads its session token from the URL's fragment)."),
         (name = "admin page", description = "The operator's live page (HTML, script and style; \
             no key to load it, the page asks for the operator key)."),
     ),

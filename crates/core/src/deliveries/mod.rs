@@ -22,7 +22,7 @@ pub use attempt::{
 };
 pub use read::{
     attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
-    ListKey, StatusCounts, DELIVERY_SELECT,
+    ListFilter, ListKey, StatusCounts, DELIVERY_SELECT,
 };
 pub use replay::{replay, ReplaySelector, MAX_REPLAY};
 pub use status::Status;

@@ -118,31 +118,50 @@ pub struct DeliverySummary {
 /// The list key of a delivery: `(created_at, id)`.
 pub type ListKey = (DateTime<Utc>, Uuid);
 
+/// What a channel's delivery list keeps ([`list`]): each set field narrows it.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter<'a> {
+    /// Only deliveries with this status.
+    pub status: Option<Status>,
+    /// Only deliveries of this event type (exact match).
+    pub event_type: Option<&'a str>,
+    /// Only deliveries accepted at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only deliveries accepted before this instant.
+    pub until: Option<DateTime<Utc>>,
+}
+
 /// A page of `tenant_id`'s deliveries to `channel_id`, newest first by `(created_at, id)`,
-/// optionally only those with `status`. Uses
-/// `deliveries_channel_list_idx`: a seek to the cursor, then index order; with a status filter
-/// the scan reads past the channel's rows of other statuses.
+/// narrowed by `filter`. Uses `deliveries_channel_list_idx`: a seek to the cursor (or to
+/// `until`), then index order, stopping at `since`; a status or event type filter reads past
+/// the channel's rows that do not match.
 pub async fn list(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
     channel_id: Uuid,
-    status: Option<Status>,
+    filter: &ListFilter<'_>,
     page: &crate::page::Keyset<ListKey>,
 ) -> Result<Vec<DeliverySummary>> {
     let sql = format!(
         "SELECT id, channel_id, event_type, status, attempts, idempotency_key, last_error,
                 created_at, updated_at, delivered_at
          FROM deliveries
-         WHERE channel_id = $1 AND tenant_id = $2 AND ($3::text IS NULL OR status = $3){}{}
+         WHERE channel_id = $1 AND tenant_id = $2 AND ($3::text IS NULL OR status = $3)
+           AND ($5::text IS NULL OR event_type = $5)
+           AND ($6::timestamptz IS NULL OR created_at >= $6)
+           AND ($7::timestamptz IS NULL OR created_at < $7){}{}
          LIMIT $4",
-        page.seek("created_at, id", 5),
+        page.seek("created_at, id", 8),
         page.order_by("created_at, id"),
     );
     let q = sqlx::query_as(&sql)
         .bind(channel_id)
         .bind(tenant_id)
-        .bind(status)
-        .bind(page.limit);
+        .bind(filter.status)
+        .bind(page.limit)
+        .bind(filter.event_type)
+        .bind(filter.since)
+        .bind(filter.until);
     Ok(page.bind_cursor(q).fetch_all(exec).await?)
 }
 
