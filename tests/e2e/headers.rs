@@ -454,3 +454,43 @@ async fn secrets_are_masked_on_reads_and_audited_as_changed_only(pool: PgPool) {
     assert_eq!(v["headers"], json!({}));
     assert_eq!(v["auth"], Value::Null);
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn an_internal_token_url_is_422_like_an_internal_channel_url(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, |s| s.allow_private_targets = false).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    // A literal public address: no DNS needed for the channel's own URL.
+    let url = "https://93.184.215.14/hooks";
+    for token_url in [
+        "http://127.0.0.1:9/token",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/token",
+        "http://[::1]/token",
+        "http://localhost/token",
+        "ftp://93.184.215.14/token",
+    ] {
+        let body = json!({ "url": url, "auth": oauth2(token_url) });
+        assert_invalid(
+            post(&app, "/api/v1/channels", Some(&key), &body).await,
+            "auth.token_url",
+        )
+        .await;
+    }
+    let (s, v) = app
+        .post(
+            "/api/v1/channels",
+            &key,
+            &json!({ "url": url, "auth": oauth2("https://93.184.215.14/token") }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let ch = v["id"].as_str().unwrap();
+    let resp = send(
+        app.http
+            .patch(format!("{}/api/v1/channels/{ch}", app.api))
+            .bearer_auth(&key)
+            .json(&json!({ "auth": oauth2("http://127.0.0.1:9/token") })),
+    )
+    .await;
+    assert_invalid(resp, "auth.token_url").await;
+}

@@ -90,7 +90,8 @@ impl std::fmt::Debug for Header {
 pub struct Headers(pub Vec<Header>);
 
 /// A header's value in a body: a plain string, or the object form.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+// `Debug` (below) prints no value.
+#[derive(Clone, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum HeaderInput {
     /// A plain (not sensitive) value.
@@ -100,7 +101,7 @@ pub enum HeaderInput {
 }
 
 /// A header's value in its object form.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeaderSpec {
     /// The value: visible ASCII, spaces and tabs (no CR, LF or NUL). In a `PATCH`, absent
@@ -110,6 +111,20 @@ pub struct HeaderSpec {
     /// audited only as changed.
     #[serde(default)]
     pub sensitive: bool,
+}
+
+impl std::fmt::Debug for HeaderInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeaderInput")
+    }
+}
+
+impl std::fmt::Debug for HeaderSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderSpec")
+            .field("sensitive", &self.sensitive)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A header as reads show it.
