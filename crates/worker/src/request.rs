@@ -1,5 +1,6 @@
 //! Sending one signed request: the Standard Webhooks headers (`webhook-id`,
-//! `webhook-timestamp`, `webhook-signature`, signed at the attempt), the target check, and what
+//! `webhook-timestamp`, `webhook-signature`, signed at the attempt), a delivery's channel's own
+//! headers and `Authorization` (never an alert's), the target check, and what
 //! the request observed ([`Sent`]). Error texts never carry the endpoint's URL (its path or query
 //! may carry a token): reqwest's URL is stripped and the endpoint named by its origin.
 
