@@ -55,6 +55,8 @@ pub struct Received {
     pub at: Instant,
     /// The status answered.
     pub answered: Option<u16>,
+    /// Every request header, as received (a test checks a channel's custom headers and auth).
+    pub headers: HeaderMap,
 }
 
 #[derive(Default)]
@@ -204,6 +206,7 @@ async fn handle(
         body,
         at,
         answered,
+        headers: headers.clone(),
     });
     let mut behavior = behavior;
     while let Behavior::Delayed(wait, then) = behavior {

@@ -175,6 +175,9 @@ async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) 
         webhook_id: msg_id,
         secrets: &[secret],
         body,
+        // An alert never carries a channel's headers or auth.
+        headers: None,
+        authorization: None,
     };
     let posted = w.stall.run_for(w.request_timeout, request::post(w, req));
     match posted.await {

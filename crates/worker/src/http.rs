@@ -79,3 +79,59 @@ pub(crate) fn is_blocked(e: &reqwest::Error) -> bool {
     }
     false
 }
+
+/// The error chain of `e` without the endpoint's URL, prefixed with its origin:
+/// `scheme://host[:port]/…: <error>: <cause>: …`. A path, query or userinfo may carry a token,
+/// and this text goes on to the attempt row, the circuit's reason, the audit log, alerts and
+/// logs: reqwest's own URL is removed ([`reqwest::Error::without_url`]), and a cause that names
+/// the URL again has it cut to the origin too. The one URL redaction of the worker (deliveries, alerts, OAuth2 token requests).
+pub(crate) fn url_free_error(e: reqwest::Error) -> String {
+    let url = e.url().cloned();
+    let text = error_chain(&e.without_url());
+    match url {
+        Some(u) => redact(&text, &u),
+        None => text,
+    }
+}
+
+/// `text` (an error chain) prefixed with `url`'s origin, and `url` within it cut to that origin.
+fn redact(text: &str, url: &url::Url) -> String {
+    let origin = format!("{}/…", url.origin().ascii_serialization());
+    format!("{origin}: {}", text.replace(url.as_str(), &origin))
+}
+
+/// The error and its causes, joined (reqwest's top-level message alone hides the cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn request_errors_name_the_endpoint_by_its_origin_only() {
+        let url = url::Url::parse("https://user:pw@hooks.example.com:8443/t/SECRET?token=SECRET")
+            .unwrap();
+        assert_eq!(
+            redact("error sending request: connection refused", &url),
+            "https://hooks.example.com:8443/…: error sending request: connection refused"
+        );
+        // A cause that names the URL again.
+        let text = format!("client error: {url}: connection reset");
+        assert_eq!(
+            redact(&text, &url),
+            "https://hooks.example.com:8443/…: client error: https://hooks.example.com:8443/…: connection reset"
+        );
+        // A bare origin: the prefix is not redacted twice.
+        let url = url::Url::parse("http://example.com").unwrap();
+        assert_eq!(redact("timed out", &url), "http://example.com/…: timed out");
+    }
+}

@@ -11,7 +11,8 @@
 //! Modules, without a cycle: `handler` dispatches each job by its kind to `deliver`, `probe`,
 //! `host_probe` or `alert`; every job module takes the node's `worker::Worker`; `deliver` and
 //! `alert` send through `request` (the one signed request), `deliver` records telemetry through
-//! `observe`, which wraps `request::send`. `stall` (a leaf) watches the node's own stalls: the
+//! `observe`, which wraps `request::send`; `request` takes OAuth2 tokens from `oauth2`, which
+//! sends through the client of `http` (a leaf). `stall` (a leaf) watches the node's own stalls: the
 //! request timeout counts running time, and a failure the node's stall explains is
 //! inconclusive, not the endpoint's.
 
@@ -23,6 +24,7 @@ mod handler;
 mod host_probe;
 mod http;
 mod node;
+mod oauth2;
 mod observe;
 mod probe;
 mod request;

@@ -92,6 +92,7 @@ pub async fn run_node(
         stall: stall.clone(),
         connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
         request_timeout: Duration::from_millis(cfg.request_timeout_ms),
+        tokens: Default::default(),
     });
     // Channels created before host circuits existed get their host key (and circuit row).
     match pool.acquire().await {

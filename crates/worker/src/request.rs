@@ -1,10 +1,12 @@
 //! Sending one signed request: the Standard Webhooks headers (`webhook-id`,
-//! `webhook-timestamp`, `webhook-signature`, signed at the attempt), the target check, and what
+//! `webhook-timestamp`, `webhook-signature`, signed at the attempt), a delivery's channel's own
+//! headers and `Authorization` (never an alert's), the target check, and what
 //! the request observed ([`Sent`]). Error texts never carry the endpoint's URL (its path or query
 //! may carry a token): reqwest's URL is stripped and the endpoint named by its origin.
 
-use crate::http::is_blocked;
+use crate::http::{is_blocked, url_free_error};
 use crate::worker::Worker;
+use breakwater_core::channels::{Auth, Headers};
 use breakwater_core::deliveries::Dispatch;
 use breakwater_core::outcome::{is_redirect, redirect_note, Observed};
 use breakwater_core::{signing, targets};
@@ -77,26 +79,6 @@ fn observe(e: reqwest::Error, connect_timeout: Duration) -> Sent {
     }
 }
 
-/// The error chain of `e` without the endpoint's URL, prefixed with its origin:
-/// `scheme://host[:port]/…: <error>: <cause>: …`. A path, query or userinfo may carry a token,
-/// and this text goes on to the attempt row, the circuit's reason, the audit log, alerts and
-/// logs: reqwest's own URL is removed ([`reqwest::Error::without_url`]), and a cause that names
-/// the URL again has it cut to the origin too. The one URL redaction of the worker.
-fn url_free_error(e: reqwest::Error) -> String {
-    let url = e.url().cloned();
-    let text = error_chain(&e.without_url());
-    match url {
-        Some(u) => redact(&text, &u),
-        None => text,
-    }
-}
-
-/// `text` (an error chain) prefixed with `url`'s origin, and `url` within it cut to that origin.
-fn redact(text: &str, url: &url::Url) -> String {
-    let origin = format!("{}/…", url.origin().ascii_serialization());
-    format!("{origin}: {}", text.replace(url.as_str(), &origin))
-}
-
 /// The JSON body sent for a delivery: the Standard Webhooks envelope
 /// `{"type": <event type>, "timestamp": <accepted at, RFC 3339>, "data": <payload>}`, with the
 /// payload spliced in as the exact JSON text the tenant sent (never re-encoded: numbers keep
@@ -111,8 +93,18 @@ pub(crate) fn body(d: &Dispatch) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The `Authorization` a delivery request carries (its channel's `auth`; the OAuth2 token is
+/// fetched before). Sent marked sensitive (never in debug output, not indexed by HPACK).
+pub(crate) enum Authorization<'a> {
+    /// HTTP Basic (RFC 7617).
+    Basic(&'a str, &'a str),
+    /// `Bearer <token>` (RFC 6750): a static token, or an OAuth2 access token.
+    Bearer(&'a str),
+}
+
 /// One signed POST: where it goes, its `webhook-id`, the secrets it is signed with (the current
-/// one first; see [`signing::sign_all`]) and its JSON body.
+/// one first; see [`signing::sign_all`]), its JSON body, and for a delivery its channel's own
+/// headers and auth (an alert carries none).
 pub(crate) struct Signed<'a> {
     /// The endpoint.
     pub(crate) url: &'a str,
@@ -122,6 +114,10 @@ pub(crate) struct Signed<'a> {
     pub(crate) secrets: &'a [&'a str],
     /// The body, sent as `application/json`.
     pub(crate) body: Vec<u8>,
+    /// The channel's custom headers (checked when set: no reserved name can collide with ours).
+    pub(crate) headers: Option<&'a Headers>,
+    /// The channel's `Authorization`.
+    pub(crate) authorization: Option<Authorization<'a>>,
 }
 
 /// Sends one signed request, the only place the Standard Webhooks headers are made: checks the
@@ -154,9 +150,22 @@ pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Respons
             ))
         }
     };
-    w.client
-        .post(req.url)
-        .header("content-type", "application/json")
+    let mut rb = w.client.post(req.url);
+    for h in req.headers.map(|h| h.0.as_slice()).unwrap_or_default() {
+        // Checked when set ([`breakwater_core::channels::resolve_headers`]); one that no longer
+        // parses is left out rather than failing the delivery.
+        let Ok(mut value) = reqwest::header::HeaderValue::from_str(&h.value) else {
+            continue;
+        };
+        value.set_sensitive(h.sensitive);
+        rb = rb.header(h.name.as_str(), value);
+    }
+    rb = match req.authorization {
+        Some(Authorization::Basic(user, password)) => rb.basic_auth(user, Some(password)),
+        Some(Authorization::Bearer(token)) => rb.bearer_auth(token),
+        None => rb,
+    };
+    rb.header("content-type", "application/json")
         .header("webhook-id", &headers.id)
         .header("webhook-timestamp", headers.timestamp.to_string())
         .header("webhook-signature", &headers.signature)
@@ -181,18 +190,50 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
     }
 }
 
-/// [`send`] without its timeout.
+/// [`send`] without its timeout. The request carries the channel's headers and auth; with
+/// OAuth2, the token comes from the node's cache ([`crate::oauth2`]), and a 401 answer fetches a
+/// new one and sends again, once (the second answer is the attempt's). A token endpoint that
+/// fails fails the attempt (`oauth2 token endpoint …`), with no request to the endpoint.
 async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
     let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
         .chain(d.previous_signing_secret.as_deref())
         .collect();
-    let req = Signed {
+    let webhook_id = d.webhook_id.to_string();
+    let signed = |authorization| Signed {
         url: &d.url,
-        webhook_id: &d.webhook_id.to_string(),
+        webhook_id: &webhook_id,
         secrets: &secrets,
         body: body(d),
+        headers: d.headers.as_deref(),
+        authorization,
     };
-    let mut resp = match post(w, req).await {
+    let resp = match d.auth.as_deref() {
+        None => post(w, signed(None)).await,
+        Some(Auth::Basic { username, password }) => {
+            let basic = Authorization::Basic(username, password);
+            post(w, signed(Some(basic))).await
+        }
+        Some(Auth::Bearer { token }) => post(w, signed(Some(Authorization::Bearer(token)))).await,
+        Some(auth @ Auth::OAuth2ClientCredentials { .. }) => {
+            let token = match w.tokens.get(w, d.channel_id, auth, None).await {
+                Ok(t) => t,
+                Err(e) => return Sent::failed(Observed::Other, e),
+            };
+            let first = post(w, signed(Some(Authorization::Bearer(&token)))).await;
+            match first {
+                Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                    drop(r);
+                    let fresh = match w.tokens.get(w, d.channel_id, auth, Some(&token)).await {
+                        Ok(t) => t,
+                        Err(e) => return Sent::failed(Observed::Other, e),
+                    };
+                    post(w, signed(Some(Authorization::Bearer(&fresh)))).await
+                }
+                other => other,
+            }
+        }
+    };
+    let mut resp = match resp {
         Ok(r) => r,
         Err(failed) => return failed,
     };
@@ -255,47 +296,11 @@ fn observe_error(e: &reqwest::Error) -> Observed {
     }
 }
 
-/// The error and its causes, joined (reqwest's top-level message alone hides the cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
-}
-
 /// The error text of an attempt: the request's error, else `HTTP <status>`, else the observation.
 pub(crate) fn describe(s: &Sent) -> String {
     match (&s.observed, &s.error) {
         (_, Some(e)) => e.clone(),
         (Observed::Status(code), None) => format!("HTTP {code}"),
         (o, None) => format!("{o:?}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn request_errors_name_the_endpoint_by_its_origin_only() {
-        let url = url::Url::parse("https://user:pw@hooks.example.com:8443/t/SECRET?token=SECRET")
-            .unwrap();
-        assert_eq!(
-            redact("error sending request: connection refused", &url),
-            "https://hooks.example.com:8443/…: error sending request: connection refused"
-        );
-        // A cause that names the URL again.
-        let text = format!("client error: {url}: connection reset");
-        assert_eq!(
-            redact(&text, &url),
-            "https://hooks.example.com:8443/…: client error: https://hooks.example.com:8443/…: connection reset"
-        );
-        // A bare origin: the prefix is not redacted twice.
-        let url = url::Url::parse("http://example.com").unwrap();
-        assert_eq!(redact("timed out", &url), "http://example.com/…: timed out");
     }
 }

@@ -40,6 +40,8 @@ pub(crate) struct Worker {
     pub(crate) connect_timeout: std::time::Duration,
     /// A request's total timeout, in this node's running time (`worker.request_timeout_ms`).
     pub(crate) request_timeout: std::time::Duration,
+    /// This node's OAuth2 tokens of channels ([`crate::oauth2`]), in memory.
+    pub(crate) tokens: std::sync::Arc<crate::oauth2::Tokens>,
 }
 
 /// The args of `job` as `T` (the registry's struct of its kind, [`breakwater_core::jobs`]):

@@ -271,4 +271,52 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
             .unwrap();
     assert_eq!(revoked, 0);
     app.stop().await;
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn other_tenants_headers_and_auth_are_neither_read_nor_changed(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key_a) = app.tenant("a", "default").await;
+    let (_, key_b) = app.tenant("b", "default").await;
+    let channel_a = app
+        .channel_with(
+            &key_a,
+            "a",
+            json!({
+                "headers": { "X-Api-Key": { "value": "a-secret", "sensitive": true } },
+                "auth": { "type": "basic", "username": "a-user", "password": "a-pass" },
+            }),
+        )
+        .await;
+    let before = channel_row(&app.pool, channel_a).await;
+    let path = format!("/api/v1/channels/{channel_a}");
+    // B reads nothing of it: 404, no header name, no user name.
+    let foreign = assert_problem(get(&app, &path, Some(&key_b)).await, 404).await;
+    let text = foreign.to_string();
+    assert!(
+        !text.contains("X-Api-Key") && !text.contains("a-user"),
+        "{text}"
+    );
+    let list = assert_ok(get(&app, "/api/v1/channels", Some(&key_b)).await, 200).await;
+    assert_eq!(list["data"], json!([]));
+    // B's PATCH of them is 404 and changes nothing (nor does one that only keeps the secret).
+    for body in [
+        json!({ "headers": { "X-Api-Key": "b-value" } }),
+        json!({ "headers": { "X-Api-Key": { "sensitive": true } } }),
+        json!({ "auth": { "type": "basic", "username": "b-user" } }),
+        json!({ "auth": null, "headers": null }),
+    ] {
+        let resp = send(
+            app.http
+                .patch(format!("{}{path}", app.api))
+                .bearer_auth(&key_b)
+                .json(&body),
+        )
+        .await;
+        assert_problem(resp, 404).await;
+    }
+    assert_eq!(channel_row(&app.pool, channel_a).await, before);
+    // A still reads its own, masked.
+    let own = assert_ok(get(&app, &path, Some(&key_a)).await, 200).await;
+    assert_eq!(own["auth"]["username"], "a-user");
+    assert_eq!(own["auth"]["password"], "********");
 }

@@ -62,6 +62,19 @@ async fn checked_endpoint(state: &AppState, raw: &str) -> Result<(String, String
     Ok((url, host_key))
 }
 
+/// An OAuth2 `auth`'s token URL, checked as a channel's URL is ([`checked_url`]: the same SSRF
+/// rules) and normalized in place; a refusal is a 422 on `auth.token_url`.
+async fn checked_token_url(
+    state: &AppState,
+    auth: Option<&mut channels::AuthInput>,
+) -> Result<(), ApiError> {
+    if let Some(url) = auth.and_then(channels::AuthInput::token_url_mut) {
+        let allow_private = state.settings().allow_private_targets;
+        *url = checked_url("auth.token_url", url, allow_private).await?;
+    }
+    Ok(())
+}
+
 /// Creates a channel. Its signing secret is in the response, shown once.
 ///
 /// 409 `quota_exceeded` (`quota: "channels"`) when the tenant already holds its `channels` quota
@@ -88,6 +101,7 @@ pub(crate) async fn create(
 ) -> Result<Created<CreatedChannel>, ApiError> {
     let (url, host_key) = checked_endpoint(&call.state, &new.url).await?;
     (new.url, new.host_key) = (url, Some(host_key));
+    checked_token_url(&call.state, new.auth.as_mut()).await?;
     let mut tx = call.begin_audited().await?;
     // The quota's check holds the tenant row until the commit: a creation on another node
     // waits, then counts this channel.
@@ -286,6 +300,7 @@ pub(crate) async fn update(
         let (url, host_key) = checked_endpoint(&call.state, raw).await?;
         (patch.url, patch.host_key) = (Some(url), Some(host_key));
     }
+    checked_token_url(&call.state, patch.auth.as_mut().and_then(Option::as_mut)).await?;
     let mut tx = call.begin_audited().await?;
     let channel = channels::update(&mut tx, call.tenant_id(), id, &patch, call.actor()).await?;
     tx.commit().await?;

@@ -6,12 +6,18 @@
 //! - this file: the channel row, creating and updating one;
 //! - `validate`: the range and form checks of a channel's settings;
 //! - `secret`: rotating a channel's signing secret;
-//! - `read`: loading and listing channels (a tenant's and the operator's).
+//! - `read`: loading and listing channels (a tenant's and the operator's);
+//! - `endpoint`: the custom headers and endpoint auth added to every request of a channel.
 
+mod endpoint;
 mod read;
 mod secret;
 mod validate;
 
+pub use endpoint::{
+    check_compatible, resolve_auth, resolve_headers, view_headers, Auth, AuthInput, Header,
+    HeaderInput, HeaderSpec, HeaderView, Headers, MASK, MAX_HEADERS, MAX_HEADER_BYTES,
+};
 pub use read::{backlog, check_owned, get, get_any, list, list_all, Backlog, OperatorChannel};
 pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
 pub use validate::{canonical_event_types, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN};
@@ -22,7 +28,9 @@ use validate::{
 use crate::{audit, signing, Error, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::types::Json;
 use sqlx::PgConnection;
+use std::collections::BTreeMap;
 use uuid::Uuid;
 
 /// A channel as the API shows it. The signing secret is only shown at creation
@@ -89,6 +97,18 @@ pub struct Channel {
     pub last_failure_at: Option<DateTime<Utc>>,
     /// What the last transient failure was.
     pub last_failure_reason: Option<String>,
+    /// Custom headers added to every request of the channel: name → `{value, sensitive}`, a
+    /// sensitive value shown as `********`; `{}` for none.
+    #[sqlx(json(nullable))]
+    #[serde(serialize_with = "endpoint::serialize_headers")]
+    #[schema(value_type = BTreeMap<String, HeaderView>)]
+    pub headers: Option<Headers>,
+    /// The endpoint's authentication (`basic`, `bearer` or `oauth2_client_credentials`), its
+    /// secret shown as `********`; null for none.
+    #[sqlx(json(nullable))]
+    #[serde(serialize_with = "endpoint::serialize_auth")]
+    #[schema(value_type = Option<Auth>)]
+    pub auth: Option<Auth>,
     /// Whether an operator holds the circuit (an operator's pause or force-open): the tenant's
     /// pause and resume are refused (409) until an operator resumes or closes it, or a probe
     /// closes it ([`crate::circuit::apply_manual`]).
@@ -112,7 +132,7 @@ impl Channel {
 const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
-    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, operator_hold, created_at, updated_at";
+    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, headers, auth, operator_hold, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -172,6 +192,18 @@ pub struct NewChannel {
     /// absent/null = every type.
     #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     pub event_types: Option<Vec<String>>,
+    /// Custom headers sent with every request of the channel: name → value, a value being a
+    /// string or `{"value": "…", "sensitive": true}` (a secret: never shown again, never
+    /// logged, audited as changed only). At most 20 headers and 4096 bytes of names and values;
+    /// names are RFC 9110 tokens other than hop-by-hop, framing, `Proxy-*`, `Content-Type` and
+    /// the Standard Webhooks headers; values without CR, LF or NUL.
+    #[schema(
+        example = json!({"X-Tenant": "acme", "X-Api-Key": {"value": "k-123", "sensitive": true}})
+    )]
+    pub headers: Option<BTreeMap<String, HeaderInput>>,
+    /// Endpoint authentication added to every request: HTTP Basic, a Bearer token, or OAuth2
+    /// client credentials (a token fetched from `token_url`, cached until it expires).
+    pub auth: Option<AuthInput>,
     /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit. Set by the
     /// caller, never read from a body.
     #[serde(skip)]
@@ -207,13 +239,22 @@ pub async fn create(
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
     let event_types = canonical_event_types(new.event_types.as_deref())?;
+    let headers = match &new.headers {
+        Some(h) => resolve_headers(h, None)?,
+        None => None,
+    };
+    let auth = match &new.auth {
+        Some(a) => Some(resolve_auth(a, None)?),
+        None => None,
+    };
+    check_compatible(headers.as_ref(), auth.as_ref())?;
     crate::tenants::hold_live(&mut *conn, tenant_id, crate::tenants::Hold::Share).await?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
                                replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
-                               event_types, close_after_successes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13) RETURNING {COLUMNS}"
+                               event_types, close_after_successes, headers, auth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -228,6 +269,8 @@ pub async fn create(
     .bind(new.max_in_flight)
     .bind(event_types)
     .bind(new.close_after_successes)
+    .bind(headers.map(Json))
+    .bind(auth.map(Json))
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
@@ -242,7 +285,7 @@ pub async fn create(
     audit::record(
         &mut *conn,
         &audit::Entry {
-            details: serde_json::json!({ "new": audited_settings(&channel) }),
+            details: serde_json::json!({ "new": audited_settings(&channel, None) }),
             ..audit::Entry::channel(tenant_id, channel.id, actor, "channel.created")
         },
     )
@@ -308,6 +351,16 @@ pub struct ChannelPatch {
     #[serde(default, deserialize_with = "crate::patch::nullable")]
     #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     pub event_types: Option<Option<Vec<String>>>,
+    /// Custom headers (same rules as at creation), replacing all of them; `{}` or `null` removes
+    /// them. `{"sensitive": true}` without a `value` keeps a header's stored value.
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<BTreeMap<String, HeaderInput>>)]
+    pub headers: Option<Option<BTreeMap<String, HeaderInput>>>,
+    /// Endpoint authentication (same shapes as at creation), replacing it; `null` removes it. A
+    /// secret left out keeps the stored one (same type, and for OAuth2 the same `token_url`).
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<AuthInput>)]
+    pub auth: Option<Option<AuthInput>>,
     /// The new URL's host key ([`crate::hosts::host_key`]), set by the caller with `url`; never
     /// read from a body.
     #[serde(skip)]
@@ -315,9 +368,18 @@ pub struct ChannelPatch {
 }
 
 /// A channel's settings as the audit log shows them: every field a tenant sets, the URL as
-/// [`audit::url_summary`] (never its path or query), never the signing secret.
-pub fn audited_settings(c: &Channel) -> serde_json::Value {
+/// [`audit::url_summary`] (never its path or query), never the signing secret, and the headers
+/// and auth without their secrets ([`endpoint::audit_view`]: `"(secret)"`, or `"(secret,
+/// changed)"` when `old`, the channel before a change, held another one).
+pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value {
+    let (headers, auth) = endpoint::audit_view(
+        c.headers.as_ref(),
+        c.auth.as_ref(),
+        old.map(|o| (o.headers.as_ref(), o.auth.as_ref())),
+    );
     serde_json::json!({
+        "headers": headers,
+        "auth": auth,
         "name": c.name,
         "url": audit::url_summary(&c.url),
         "rate_limit": c.rate_limit,
@@ -361,6 +423,17 @@ pub async fn update(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
+    let headers = match &patch.headers {
+        Some(Some(h)) => resolve_headers(h, old.headers.as_ref())?,
+        Some(None) => None,
+        None => old.headers.clone(),
+    };
+    let auth = match &patch.auth {
+        Some(Some(a)) => Some(resolve_auth(a, old.auth.as_ref())?),
+        Some(None) => None,
+        None => old.auth.clone(),
+    };
+    check_compatible(headers.as_ref(), auth.as_ref())?;
     let channel: Channel = sqlx::query_as(&format!(
         "UPDATE channels SET
             name = CASE WHEN $3 THEN $4 ELSE name END,
@@ -376,6 +449,8 @@ pub async fn update(
             max_in_flight = CASE WHEN $14 THEN $15 ELSE max_in_flight END,
             event_types = CASE WHEN $16 THEN $17 ELSE event_types END,
             close_after_successes = CASE WHEN $18 THEN $19 ELSE close_after_successes END,
+            headers = $20,
+            auth = $21,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
@@ -401,6 +476,8 @@ pub async fn update(
     .bind(event_types)
     .bind(patch.close_after_successes.is_some())
     .bind(patch.close_after_successes.flatten())
+    .bind(headers.map(Json))
+    .bind(auth.map(Json))
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
@@ -424,7 +501,10 @@ pub async fn update(
             channel.probe_failures = 0;
         }
     }
-    if let Some(details) = audit::changes(&audited_settings(&old), &audited_settings(&channel)) {
+    if let Some(details) = audit::changes(
+        &audited_settings(&old, None),
+        &audited_settings(&channel, Some(&old)),
+    ) {
         audit::record(
             &mut *conn,
             &audit::Entry {

@@ -263,6 +263,7 @@ pub async fn admit_and_begin(
                       CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                           AS previous_signing_secret,
                       c.rejected_since IS NOT NULL AS rejected,
+                      c.headers, c.auth,
                       now() AS started_at
         )
         SELECT g.plain AS "plain!", g.consecutive_failures AS "consecutive_failures!",
@@ -271,7 +272,9 @@ pub async fn admit_and_begin(
                b.created_at AS "created_at?", b.attempts AS "attempts?", b.url AS "url?",
                b.host_key AS "host_key?", b.signing_secret AS "signing_secret?",
                b.previous_signing_secret AS "previous_signing_secret?",
-               b.rejected AS "rejected?", b.started_at AS "started_at?"
+               b.rejected AS "rejected?", b.started_at AS "started_at?",
+               b.headers AS "headers?: sqlx::types::Json<crate::channels::Headers>",
+               b.auth AS "auth?: sqlx::types::Json<crate::channels::Auth>"
         FROM gate g LEFT JOIN begun b ON true
         "#,
         channel_id,
@@ -307,6 +310,8 @@ pub async fn admit_and_begin(
         signing_secret: r.signing_secret.unwrap_or_default(),
         previous_signing_secret: r.previous_signing_secret,
         rejected: r.rejected.unwrap_or_default(),
+        headers: r.headers,
+        auth: r.auth,
         started_at: r.started_at.unwrap_or_default(),
     };
     Ok(Begun::Send {

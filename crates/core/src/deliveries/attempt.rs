@@ -6,6 +6,7 @@ use super::Status;
 use crate::outcome::Class;
 use crate::Result;
 use chrono::{DateTime, Utc};
+use sqlx::types::Json;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
@@ -44,6 +45,11 @@ pub struct Dispatch {
     /// a success then ends it ([`crate::alerts::rejection_cleared`]); otherwise a success costs
     /// no extra statement.
     pub rejected: bool,
+    /// The channel's custom headers ([`crate::channels::Headers`]), `None` for none; some values
+    /// are secrets: never log them.
+    pub headers: Option<Json<crate::channels::Headers>>,
+    /// The channel's endpoint auth ([`crate::channels::Auth`]), `None` for none; never log it.
+    pub auth: Option<Json<crate::channels::Auth>>,
     /// The database's time of this read, just before the request: the attempt's `started_at`
     /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
     /// clock, see [`crate::clock`]).
@@ -72,6 +78,8 @@ pub async fn begin_attempt(
                   CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                       AS "previous_signing_secret?",
                   c.rejected_since IS NOT NULL AS "rejected!",
+                  c.headers AS "headers?: Json<crate::channels::Headers>",
+                  c.auth AS "auth?: Json<crate::channels::Auth>",
                   now() AS "started_at!"
         "#,
         delivery_id,
