@@ -271,6 +271,7 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
             .unwrap();
     assert_eq!(revoked, 0);
     app.stop().await;
+}
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn other_tenants_headers_and_auth_are_neither_read_nor_changed(pool: PgPool) {
