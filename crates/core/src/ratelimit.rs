@@ -30,9 +30,11 @@
 //! N+1-th with 429). There is no burst allowance, at start-up or after a restart. Turns only
 //! order the deliveries and time their wake-ups; the budget alone is the limit.
 //!
-//! **Order**: a free instant goes to the retry lane first, then to the line in turn order; a new
-//! delivery never jumps a line that exists, but a late one (stale turn) takes a free instant at
-//! once, so a node that falls behind wastes none of the budget. A retry goes ahead of every delivery waiting in the
+//! **Order**: the retry lane's instants are its own; the line's go in turn order as long as its
+//! jobs wake on time. A free instant is never left unused: whoever asks while the budget is free
+//! (and the lane clear) takes it, even ahead of its turn — so a node that runs its jobs late
+//! wastes none of the budget (measured on a loaded machine: 5 of 38 s without a request when
+//! late jobs waited for their turns). A delivery that must wait takes the end of the line. A retry goes ahead of every delivery waiting in the
 //! line, which are, but for other retries, the deliveries accepted after it (the line drains in
 //! acceptance order, so those accepted before it had their turns before its first attempt).
 //! When a node falls behind, deliveries whose turns have passed take the free instants as their
@@ -194,18 +196,20 @@ fn plan(s: Line, d: Holder, t: chrono::Duration) -> Step {
             turn,
         };
     match d.turn(s.shift_us).filter(|&turn| turn >= now - TURN_GRACE) {
-        // A live turn: its instant, the budget, and (for a line turn) the retry lane first.
+        // A live turn: it goes when the budget is free (for a line turn, once the retry lane is
+        // clear too), even a little before its turn — a free instant is never left unused, so a
+        // node that runs its jobs late does not waste the budget. Otherwise it sleeps until its
+        // turn (or the budget, or the lane, if later).
         Some(turn) => {
             let lane = if d.slot_shift.is_some() {
                 lane_end
             } else {
                 now
             };
-            let until = turn.max(budget_at).max(lane);
-            if until <= now {
+            if budget_at.max(lane) <= now {
                 send(line)
             } else {
-                wait(line, until, None)
+                wait(line, turn.max(budget_at).max(lane), None)
             }
         }
         // A retry, or a delivery whose turn went stale (its job was parked, or its node fell
@@ -229,12 +233,13 @@ fn plan(s: Line, d: Holder, t: chrono::Duration) -> Step {
                 wait(line, at, Some((at, None)))
             }
         }
-        // A new delivery: the end of the line.
+        // A new delivery: at once if the budget is free and the retry lane clear, else the end
+        // of the line.
         None => {
-            let at = line_end.max(lane_end).max(budget_at);
-            if at <= now {
+            if budget_at.max(lane_end) <= now {
                 send(line)
             } else {
+                let at = line_end.max(lane_end).max(budget_at);
                 line.queue_tat = Some(at + t);
                 wait(line, at, Some((at, Some(line.shift_us))))
             }
@@ -519,7 +524,8 @@ mod tests {
     }
 
     /// A delivery whose turn went stale (its node fell behind) takes a free instant at once,
-    /// ahead of the line, instead of a new turn at its end; a newcomer at the same moment waits.
+    /// ahead of the line, instead of a new turn at its end; a newcomer just after it waits at
+    /// the end of the line.
     #[test]
     fn a_late_delivery_takes_the_free_budget_and_a_newcomer_does_not() {
         let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
@@ -538,6 +544,7 @@ mod tests {
         };
         let step = plan(line, late, t);
         assert_eq!(step.budget, Budget::Now);
+        let step_late = step;
         assert_eq!(step.line.rate_tat, Some(now + t));
         assert_eq!(
             step.line.shift_us, 50_000,
@@ -548,11 +555,16 @@ mod tests {
             slot_shift: None,
             attempts: 0,
         };
-        let step = plan(line, newcomer, t);
+        // Just after the late one took the budget: the newcomer waits at the end of the line.
+        let after = Line {
+            now,
+            ..step_late.line
+        };
+        let step = plan(after, newcomer, t);
         assert!(matches!(step.budget, Budget::Wait { queued: true, .. }));
         assert_eq!(
             step.turn,
-            Some((now + chrono::Duration::seconds(10), Some(0)))
+            Some((now + chrono::Duration::seconds(10) + t, Some(50_000)))
         );
     }
 
