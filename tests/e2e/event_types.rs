@@ -74,7 +74,11 @@ async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgP
     }
     // The same name twice: 409.
     let (s, v) = app
-        .post("/api/v1/event-types", &key, &json!({ "name": "invoice.paid" }))
+        .post(
+            "/api/v1/event-types",
+            &key,
+            &json!({ "name": "invoice.paid" }),
+        )
         .await;
     assert_eq!((s, v["code"].as_str()), (409, Some("conflict")), "{v}");
 
@@ -112,11 +116,19 @@ async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgP
     assert_eq!(s, 200, "{e}");
     assert_eq!(
         (&e["description"], &e["deprecated"], &e["example"]),
-        (&json!("An invoice was paid."), &json!(true), &json!({"a": 1}))
+        (
+            &json!("An invoice was paid."),
+            &json!(true),
+            &json!({"a": 1})
+        )
     );
     // A patch that changes nothing is not audited.
     let (s, _) = app
-        .patch("/api/v1/event-types/invoice.paid", &key, &json!({ "deprecated": true }))
+        .patch(
+            "/api/v1/event-types/invoice.paid",
+            &key,
+            &json!({ "deprecated": true }),
+        )
         .await;
     assert_eq!(s, 200);
     let (s, _, _) = app.delete("/api/v1/event-types/invoice.voided", &key).await;
@@ -142,7 +154,10 @@ async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgP
 
     // The operator reads the tenant's catalog; a tenant key cannot use the operator's routes.
     let (s, v) = app
-        .get(&format!("/api/v1/tenants/{tenant}/event-types"), OPERATOR_KEY)
+        .get(
+            &format!("/api/v1/tenants/{tenant}/event-types"),
+            OPERATOR_KEY,
+        )
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(names(&v).len(), 3);
@@ -152,7 +167,10 @@ async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgP
             OPERATOR_KEY,
         )
         .await;
-    assert_eq!((s, &v["description"]), (200, &json!("An invoice was paid.")));
+    assert_eq!(
+        (s, &v["description"]),
+        (200, &json!("An invoice was paid."))
+    );
     let (s, _) = app
         .get(&format!("/api/v1/tenants/{tenant}/event-types"), &key)
         .await;
@@ -171,7 +189,11 @@ async fn bad_names_schemas_and_examples_are_422_naming_the_field(pool: PgPool) {
     };
     for bad in ["", "a..b", ".a", "a.", "invoice.*", "a b", &"x".repeat(129)] {
         let (s, v) = post(json!({ "name": bad })).await;
-        assert_eq!((s, v["field"].as_str()), (422, Some("name")), "{bad:?}: {v}");
+        assert_eq!(
+            (s, v["field"].as_str()),
+            (422, Some("name")),
+            "{bad:?}: {v}"
+        );
     }
     for bad in [
         json!(3),
@@ -233,16 +255,18 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
 
     // One delivery: 422 naming each failing part by JSON pointer.
     let (s, v) = app
-        .post(&enqueue, &key, &json!({ "event_type": "invoice.paid", "payload": bad }))
+        .post(
+            &enqueue,
+            &key,
+            &json!({ "event_type": "invoice.paid", "payload": bad }),
+        )
         .await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["code"], "schema_violation");
     assert_eq!(v["field"], "payload");
     assert_eq!(
         pointers(&v),
-        BTreeSet::from(
-            ["/invoice_id", "/amount", "/lines/0", "/lines/0/qty"].map(String::from)
-        ),
+        BTreeSet::from(["/invoice_id", "/amount", "/lines/0", "/lines/0/qty"].map(String::from)),
         "{v}"
     );
     // A batch names the item.
@@ -266,7 +290,11 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
             &json!({ "event_type": "invoice.paid", "payload": bad }),
         )
         .await;
-    assert_eq!((s, v["code"].as_str()), (422, Some("schema_violation")), "{v}");
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (422, Some("schema_violation")),
+        "{v}"
+    );
     assert!(pointers(&v).contains("/amount"), "{v}");
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries")
         .fetch_one(&pool)
@@ -292,7 +320,8 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
         .await;
     assert_eq!(s, 202, "{v}");
     assert_eq!(v["deliveries"].as_array().unwrap().len(), 1, "{v}");
-    app.wait_received("billing", 2, Duration::from_secs(10)).await;
+    app.wait_received("billing", 2, Duration::from_secs(10))
+        .await;
     for r in app.receiver.received("billing") {
         let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(body["type"], "invoice.paid");
@@ -316,7 +345,11 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
             &json!({ "event_type": "invoice.paid", "payload": good_invoice() }),
         )
         .await;
-    assert_eq!((s, v["code"].as_str()), (422, Some("schema_violation")), "{v}");
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (422, Some("schema_violation")),
+        "{v}"
+    );
     let (s, v) = app
         .post(
             &enqueue,
@@ -329,7 +362,11 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
     let (s, _, _) = app.delete("/api/v1/event-types/invoice.paid", &key).await;
     assert_eq!(s, 204);
     let (s, v) = app
-        .post(&enqueue, &key, &json!({ "event_type": "invoice.paid", "payload": 1 }))
+        .post(
+            &enqueue,
+            &key,
+            &json!({ "event_type": "invoice.paid", "payload": 1 }),
+        )
         .await;
     assert_eq!(s, 202, "{v}");
     app.stop().await;
@@ -350,9 +387,17 @@ async fn unknown_types_are_refused_only_when_the_tenant_says_so(pool: PgPool) {
 
     // The tenant turns refusal on: an unknown type is 422 on event_type, a known one passes.
     let (s, t) = app
-        .patch("/api/v1/tenant", &key, &json!({ "reject_unknown_event_types": true }))
+        .patch(
+            "/api/v1/tenant",
+            &key,
+            &json!({ "reject_unknown_event_types": true }),
+        )
         .await;
-    assert_eq!((s, &t["reject_unknown_event_types"]), (200, &json!(true)), "{t}");
+    assert_eq!(
+        (s, &t["reject_unknown_event_types"]),
+        (200, &json!(true)),
+        "{t}"
+    );
     let (s, v) = app.post(&enqueue, &key, &event("nope.x")).await;
     assert_eq!((s, v["field"].as_str()), (422, Some("event_type")), "{v}");
     let (s, v) = app.post("/api/v1/messages", &key, &event("nope.x")).await;
@@ -360,7 +405,11 @@ async fn unknown_types_are_refused_only_when_the_tenant_says_so(pool: PgPool) {
     register(&app, &key, "known.x", json!(true)).await;
     assert_eq!(app.post(&enqueue, &key, &event("known.x")).await.0, 202);
     let (s, v) = app.post("/api/v1/messages", &key, &event("known.x")).await;
-    assert_eq!((s, v["deliveries"].as_array().map(Vec::len)), (202, Some(1)), "{v}");
+    assert_eq!(
+        (s, v["deliveries"].as_array().map(Vec::len)),
+        (202, Some(1)),
+        "{v}"
+    );
 
     // The operator turns it off again on the tenant.
     let (s, t) = app
@@ -370,7 +419,11 @@ async fn unknown_types_are_refused_only_when_the_tenant_says_so(pool: PgPool) {
             &json!({ "reject_unknown_event_types": false }),
         )
         .await;
-    assert_eq!((s, &t["reject_unknown_event_types"]), (200, &json!(false)), "{t}");
+    assert_eq!(
+        (s, &t["reject_unknown_event_types"]),
+        (200, &json!(false)),
+        "{t}"
+    );
     assert_eq!(app.post(&enqueue, &key, &event("nope.x")).await.0, 202);
     let changes: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.updated'
@@ -410,7 +463,11 @@ async fn a_wildcard_takes_the_types_under_its_prefix_only(pool: PgPool) {
         ("invoice.", vec![]),
     ] {
         let (s, v) = app
-            .post("/api/v1/messages", &key, &json!({ "event_type": t, "payload": {"t": t} }))
+            .post(
+                "/api/v1/messages",
+                &key,
+                &json!({ "event_type": t, "payload": {"t": t} }),
+            )
             .await;
         assert_eq!(s, 202, "{t}: {v}");
         let want: BTreeSet<String> = want.iter().map(Uuid::to_string).collect();
@@ -421,7 +478,12 @@ async fn a_wildcard_takes_the_types_under_its_prefix_only(pool: PgPool) {
         .receiver
         .received("wild")
         .iter()
-        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["data"]["t"].as_str().unwrap().to_string())
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["data"]["t"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(
         types,
@@ -437,12 +499,26 @@ async fn a_wildcard_takes_the_types_under_its_prefix_only(pool: PgPool) {
                 &json!({ "url": app.receiver.url("x"), "event_types": [bad] }),
             )
             .await;
-        assert_eq!((s, v["field"].as_str()), (422, Some("event_types")), "{bad}: {v}");
-        let (s, v) = app.patch_channel(&key, wild, json!({ "event_types": [bad] })).await;
-        assert_eq!((s, v["field"].as_str()), (422, Some("event_types")), "{bad}: {v}");
+        assert_eq!(
+            (s, v["field"].as_str()),
+            (422, Some("event_types")),
+            "{bad}: {v}"
+        );
+        let (s, v) = app
+            .patch_channel(&key, wild, json!({ "event_types": [bad] }))
+            .await;
+        assert_eq!(
+            (s, v["field"].as_str()),
+            (422, Some("event_types")),
+            "{bad}: {v}"
+        );
     }
     let (s, v) = app
-        .patch_channel(&key, exact, json!({ "event_types": ["order.*", "invoice"] }))
+        .patch_channel(
+            &key,
+            exact,
+            json!({ "event_types": ["order.*", "invoice"] }),
+        )
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["event_types"], json!(["invoice", "order.*"]));
@@ -458,7 +534,11 @@ async fn the_catalog_shows_the_channels_that_take_a_type(pool: PgPool) {
         .named_channel(&key, "wild", json!({ "event_types": ["invoice.*"] }))
         .await;
     let exact = app
-        .named_channel(&key, "exact", json!({ "event_types": ["invoice.paid", "invoice.*"] }))
+        .named_channel(
+            &key,
+            "exact",
+            json!({ "event_types": ["invoice.paid", "invoice.*"] }),
+        )
         .await;
     let all = app.named_channel(&key, "all", json!({})).await;
     app.named_channel(&key, "orders", json!({ "event_types": ["order.*"] }))
@@ -478,7 +558,13 @@ async fn the_catalog_shows_the_channels_that_take_a_type(pool: PgPool) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_string(), c["name"].clone(), c["matched_by"].clone()))
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["name"].clone(),
+                c["matched_by"].clone(),
+            )
+        })
         .collect();
     got.sort_by(|a, b| a.0.cmp(&b.0));
     let mut want = vec![

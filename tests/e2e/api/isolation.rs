@@ -219,25 +219,46 @@ async fn other_tenants_event_type_is_404_and_unchanged(pool: PgPool) {
     assert_eq!(list["data"], json!([]));
     assert_eq!(row(app.pool.clone()).await, before);
     let (s, v) = app
-        .post("/api/v1/event-types", &key_b, &json!({ "name": "invoice.paid" }))
+        .post(
+            "/api/v1/event-types",
+            &key_b,
+            &json!({ "name": "invoice.paid" }),
+        )
         .await;
     assert_eq!(s, 201, "{v}");
     // A's schema does not apply to B's enqueues (B's type has none).
     let channel_b = app.channel(&key_b, "b").await;
     assert_ok(
-        post(&app, &enqueue_path(channel_b), Some(&key_b), &json!({ "event_type": "invoice.paid", "payload": {} })).await,
+        post(
+            &app,
+            &enqueue_path(channel_b),
+            Some(&key_b),
+            &json!({ "event_type": "invoice.paid", "payload": {} }),
+        )
+        .await,
         202,
     )
     .await;
     let channel_a = app.channel(&key_a, "a").await;
     assert_problem(
-        post(&app, &enqueue_path(channel_a), Some(&key_a), &json!({ "event_type": "invoice.paid", "payload": {} })).await,
+        post(
+            &app,
+            &enqueue_path(channel_a),
+            Some(&key_a),
+            &json!({ "event_type": "invoice.paid", "payload": {} }),
+        )
+        .await,
         422,
     )
     .await;
     // B's key cannot reach the operator's view of A's catalog.
     assert_problem(
-        get(&app, &format!("/api/v1/tenants/{tenant_a}/event-types"), Some(&key_b)).await,
+        get(
+            &app,
+            &format!("/api/v1/tenants/{tenant_a}/event-types"),
+            Some(&key_b),
+        )
+        .await,
         403,
     )
     .await;

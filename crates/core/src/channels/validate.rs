@@ -127,7 +127,14 @@ mod tests {
     fn wildcards_are_accepted_only_as_a_dot_star_suffix() {
         let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(canonical_event_types(Some(&v(&["invoice.*", "a.b.*", "x"]))).is_ok());
-        for bad in ["*", ".*", "invoice*", "in*voice.paid", "invoice.*.paid", "invoice.**"] {
+        for bad in [
+            "*",
+            ".*",
+            "invoice*",
+            "in*voice.paid",
+            "invoice.*.paid",
+            "invoice.**",
+        ] {
             assert!(
                 canonical_event_types(Some(&v(&[bad]))).is_err(),
                 "{bad} should be refused"

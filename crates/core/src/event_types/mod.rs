@@ -116,8 +116,7 @@ pub struct EventTypePatch {
 pub fn check_name(name: &str) -> Result<()> {
     let ok_segment = |s: &str| {
         !s.is_empty()
-            && s
-                .bytes()
+            && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     };
     if name.is_empty() || name.len() > MAX_NAME_LEN || !name.split('.').all(ok_segment) {
@@ -341,7 +340,8 @@ pub async fn delete(
     actor: &str,
 ) -> Result<()> {
     bump_version(conn, tenant_id).await?;
-    let sql = format!("DELETE FROM event_types WHERE tenant_id = $1 AND name = $2 RETURNING {COLUMNS}");
+    let sql =
+        format!("DELETE FROM event_types WHERE tenant_id = $1 AND name = $2 RETURNING {COLUMNS}");
     let old: EventType = sqlx::query_as(&sql)
         .bind(tenant_id)
         .bind(name)
@@ -519,7 +519,9 @@ mod tests {
     #[test]
     fn an_example_must_match_the_schema() {
         let schema = serde_json::json!({"type": "object", "required": ["id"]});
-        assert!(check_schema_and_example(Some(&schema), Some(&serde_json::json!({"id": 1}))).is_ok());
+        assert!(
+            check_schema_and_example(Some(&schema), Some(&serde_json::json!({"id": 1}))).is_ok()
+        );
         match check_schema_and_example(Some(&schema), Some(&serde_json::json!({}))) {
             Err(Error::SchemaViolation { field, violations }) => {
                 assert_eq!(field, "example");

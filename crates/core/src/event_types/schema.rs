@@ -51,7 +51,12 @@ pub fn compile(schema: &Value) -> Result<Validator> {
     jsonschema::draft202012::options()
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
-        .map_err(|e| Error::invalid("schema", format!("is not a valid draft 2020-12 schema: {e}")))
+        .map_err(|e| {
+            Error::invalid(
+                "schema",
+                format!("is not a valid draft 2020-12 schema: {e}"),
+            )
+        })
 }
 
 /// The first [`MAX_VIOLATIONS`] places where `instance` fails `validator` (none when it is
@@ -169,7 +174,10 @@ mod tests {
         let pointers: Vec<_> = got.iter().map(|v| v.pointer.as_str()).collect();
         assert!(pointers.contains(&"/amount"), "{got:?}");
         assert!(pointers.contains(&"/lines/0/sku"), "{got:?}");
-        assert!(got.iter().all(|v| !v.message.contains("secret-ish")), "{got:?}");
+        assert!(
+            got.iter().all(|v| !v.message.contains("secret-ish")),
+            "{got:?}"
+        );
         assert_eq!(violations(&v, &json!({}))[0].pointer, "");
     }
 
@@ -201,5 +209,96 @@ mod tests {
         assert!(matches!(c.get(t, "a.b", 1), Ok(None)));
         assert!(matches!(c.get(t, "a.b", 2), Err(None)));
         assert!(c.get(Uuid::now_v7(), "a.b", 1).is_err());
+    }
+
+    /// What [`super::check_event`] spends on a payload whose type has a schema: parsing the
+    /// payload text and validating it (the compiled schema comes from the cache). Prints µs per
+    /// validation for a 1 KiB and a 256 KiB (`api.max_payload_bytes`) payload against a
+    /// realistic invoice schema, valid and invalid. Run it in release (BENCHMARKS.md):
+    /// `cargo test -p breakwater-core --release --lib -- --ignored measure_validation --nocapture`
+    #[test]
+    #[ignore = "a measurement: run by hand in release"]
+    fn measure_validation_cost() {
+        let schema = json!({
+            "$schema": DRAFT_2020_12,
+            "type": "object",
+            "required": ["invoice_id", "customer", "amount", "currency", "lines"],
+            "properties": {
+                "invoice_id": {"type": "string", "pattern": "^in_[A-Za-z0-9]+$"},
+                "customer": {"type": "object", "required": ["id", "email"], "properties": {
+                    "id": {"type": "string"}, "email": {"type": "string", "format": "email"},
+                    "name": {"type": "string", "maxLength": 200}}},
+                "amount": {"type": "integer", "minimum": 0},
+                "currency": {"enum": ["EUR", "USD", "GBP"]},
+                "paid_at": {"type": "string"},
+                "lines": {"type": "array", "items": {
+                    "type": "object", "required": ["sku", "qty", "unit_amount"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "sku": {"type": "string", "minLength": 1, "maxLength": 64},
+                        "qty": {"type": "integer", "minimum": 1},
+                        "unit_amount": {"type": "integer"},
+                        "description": {"type": "string"}}}}
+            }
+        });
+        let validator = compile(&schema).unwrap();
+        // A payload with `n` lines, as the JSON text an enqueue carries.
+        let payload = |n: usize| {
+            let lines: Vec<Value> = (0..n)
+                .map(|i| {
+                    json!({"sku": format!("sku-{i:06}"), "qty": 1 + i % 5,
+                    "unit_amount": 1999, "description": "a line of the invoice, described"})
+                })
+                .collect();
+            json!({"invoice_id": "in_1a2b3c", "customer": {"id": "cus_42",
+                "email": "billing@example.com", "name": "ACME"}, "amount": 1999 * n,
+                "currency": "EUR", "paid_at": "2026-12-05T10:00:00Z", "lines": lines})
+            .to_string()
+        };
+        let max = 256 * 1024;
+        let small = payload(8);
+        let mut n = 1;
+        while payload(n + 1).len() <= max {
+            n += 64;
+        }
+        while payload(n).len() > max {
+            n -= 1;
+        }
+        let large = payload(n);
+        let invalid_large = large.replacen("\"qty\":1", "\"qty\":0", 3);
+        for (what, text, iterations) in [
+            ("1 KiB valid", &small, 20_000),
+            ("256 KiB valid", &large, 200),
+            ("256 KiB invalid (3 errors)", &invalid_large, 200),
+        ] {
+            let run = || {
+                let v: Value = serde_json::from_str(text).unwrap();
+                violations(&validator, &v).len()
+            };
+            let errors = run();
+            let start = std::time::Instant::now();
+            for _ in 0..iterations {
+                std::hint::black_box(run());
+            }
+            let per = start.elapsed().as_secs_f64() * 1e6 / iterations as f64;
+            let parse_start = std::time::Instant::now();
+            for _ in 0..iterations {
+                std::hint::black_box(serde_json::from_str::<Value>(text).unwrap());
+            }
+            let parse = parse_start.elapsed().as_secs_f64() * 1e6 / iterations as f64;
+            println!(
+                "{what}: {} bytes, {errors} violations: {per:.1} µs per check \
+                 (of which parsing {parse:.1} µs), {iterations} iterations"
+            );
+        }
+        let start = std::time::Instant::now();
+        let compiled = 100;
+        for _ in 0..compiled {
+            std::hint::black_box(compile(&schema).unwrap());
+        }
+        println!(
+            "compiling the schema (once per change, cached): {:.1} µs",
+            start.elapsed().as_secs_f64() * 1e6 / compiled as f64
+        );
     }
 }
