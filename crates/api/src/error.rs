@@ -23,8 +23,9 @@ pub struct ApiError {
     pub quota: Option<&'static str>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
-    /// With `schema_violation`: the failing parts of the value, by JSON pointer.
-    pub violations: Vec<breakwater_core::event_types::Violation>,
+    /// With `schema_violation`: the failing parts of the value, by JSON pointer (boxed: most
+    /// errors have none, and every `Result<_, ApiError>` carries its size).
+    pub violations: Option<Box<Vec<breakwater_core::event_types::Violation>>>,
 }
 
 /// The body of every error: an RFC 9457 problem, `application/problem+json`.
@@ -78,7 +79,7 @@ impl ApiError {
             field: None,
             quota: None,
             headers: Vec::new(),
-            violations: Vec::new(),
+            violations: None,
         }
     }
 
@@ -138,7 +139,7 @@ impl IntoResponse for ApiError {
             code: self.code,
             field: self.field.as_deref(),
             quota: self.quota,
-            errors: &self.violations,
+            errors: self.violations.as_deref().map_or(&[], Vec::as_slice),
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         // Every problem body the API answers, at debug level under its own target: the e2e
@@ -184,7 +185,7 @@ impl From<breakwater_core::Error> for ApiError {
                     ),
                 );
                 e.field = Some(Cow::Borrowed(field));
-                e.violations = violations;
+                e.violations = Some(Box::new(violations));
                 e
             }
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
