@@ -275,8 +275,8 @@ pub async fn list(
 }
 
 /// Applies `patch` to tenant `tenant_id`'s entry `name`, in the caller's transaction, with one
-/// `event_type.updated` audit row by `actor` (old and new values of what changed; none when
-/// nothing did). The resulting schema and example are checked together: a new schema that the
+/// `event_type.updated` audit row by `actor` (`{"old": …, "new": …}` of what changed, and the
+/// `name`; none when nothing changed). The resulting schema and example are checked together: a new schema that the
 /// kept example fails is refused on `example`. Errors as [`create`]; [`Error::NotFound`] for
 /// no such entry.
 pub async fn update(
@@ -316,12 +316,13 @@ pub async fn update(
         .bind(version)
         .fetch_one(&mut *conn)
         .await?;
-    if let Some(details) = audit::changes(&audited(&old), &audited(&new)) {
+    if let Some(mut details) = audit::changes(&audited(&old), &audited(&new)) {
+        details["name"] = name.into();
         audit::record(
             &mut *conn,
             &audit::Entry {
                 tenant_id: Some(tenant_id),
-                details: serde_json::json!({ "name": name, "changes": details }),
+                details,
                 ..audit::Entry::new(actor, "event_type.updated")
             },
         )
