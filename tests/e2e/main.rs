@@ -7,6 +7,7 @@ mod browser;
 mod circuit;
 mod closing;
 mod delivery;
+mod event_types;
 mod headers;
 mod hosts;
 mod lifecycle;

@@ -23,6 +23,9 @@ pub struct ApiError {
     pub quota: Option<&'static str>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
+    /// With `schema_violation`: the failing parts of the value, by JSON pointer (boxed: most
+    /// errors have none, and every `Result<_, ApiError>` carries its size).
+    pub violations: Option<Box<Vec<breakwater_core::event_types::Violation>>>,
 }
 
 /// The body of every error: an RFC 9457 problem, `application/problem+json`.
@@ -43,7 +46,8 @@ pub(crate) struct Problem<'a> {
     detail: &'a str,
     /// Stable, machine-readable: `bad_request`, `malformed_json`, `invalid_path`,
     /// `invalid_query`, `invalid_body`, `invalid_field`, `invalid_text`, `unauthorized`,
-    /// `forbidden`, `not_found`, `method_not_allowed`, `conflict`, `not_dead`,
+    /// `schema_violation`, `forbidden`, `not_found`, `method_not_allowed`, `conflict`,
+    /// `not_dead`,
     /// `quota_exceeded`, `payload_too_large`, `unsupported_media_type`, `rate_limited`,
     /// `unavailable`, `not_ready`, `internal`.
     #[schema(example = "not_found")]
@@ -58,6 +62,11 @@ pub(crate) struct Problem<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<breakwater_core::quotas::Quota>)]
     quota: Option<&'a str>,
+    /// With `schema_violation`: the first (up to 5) failing parts of the value named by
+    /// `field`, each a JSON pointer into it and what is wrong there.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    #[schema(value_type = Vec<breakwater_core::event_types::Violation>)]
+    errors: &'a [breakwater_core::event_types::Violation],
 }
 
 impl ApiError {
@@ -70,6 +79,7 @@ impl ApiError {
             field: None,
             quota: None,
             headers: Vec::new(),
+            violations: None,
         }
     }
 
@@ -129,6 +139,7 @@ impl IntoResponse for ApiError {
             code: self.code,
             field: self.field.as_deref(),
             quota: self.quota,
+            errors: self.violations.as_deref().map_or(&[], Vec::as_slice),
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         // Every problem body the API answers, at debug level under its own target: the e2e
@@ -160,6 +171,23 @@ impl From<breakwater_core::Error> for ApiError {
         match e {
             E::NotFound(what) => ApiError::not_found(what),
             E::Invalid { field, message } => ApiError::invalid(field, message),
+            E::SchemaViolation { field, violations } => {
+                let parts: Vec<String> = violations
+                    .iter()
+                    .map(|v| format!("{:?}: {}", v.pointer, v.message))
+                    .collect();
+                let mut e = ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "schema_violation",
+                    format!(
+                        "{field} does not match the event type's schema at {}",
+                        parts.join("; ")
+                    ),
+                );
+                e.field = Some(Cow::Borrowed(field));
+                e.violations = Some(Box::new(violations));
+                e
+            }
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             // The caller that gave a list names the item ([`ApiError::in_item`]); a single
             // delivery's is the `Idempotency-Key` header's.

@@ -147,6 +147,9 @@ struct Inner {
     metrics: Option<Metrics>,
     /// The last readiness check: when, and whether the database answered (`routes::health`).
     ready: tokio::sync::Mutex<Option<(std::time::Instant, bool)>>,
+    /// The event types' compiled schemas, for the enqueue-time check
+    /// ([`breakwater_core::event_types::check_event`]).
+    event_types: breakwater_core::event_types::Cache,
 }
 
 impl AppState {
@@ -158,6 +161,7 @@ impl AppState {
                 settings,
                 metrics: None,
                 ready: tokio::sync::Mutex::new(None),
+                event_types: breakwater_core::event_types::Cache::new(),
             }),
         }
     }
@@ -178,6 +182,11 @@ impl AppState {
     /// The settings the state was made with ([`AppState::new`]).
     pub(crate) fn settings(&self) -> &AppSettings {
         &self.inner.settings
+    }
+
+    /// This node's cache of compiled event-type schemas.
+    pub(crate) fn event_types(&self) -> &breakwater_core::event_types::Cache {
+        &self.inner.event_types
     }
 
     /// The default quotas (`api.quota_*`).
@@ -202,6 +211,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::secrets::router())
         .merge(routes::lifecycle::router())
         .merge(routes::keys::router())
+        .merge(routes::event_types::router())
         .merge(routes::audit::router())
         .merge(routes::operator::router())
         .merge(routes::hosts::router())

@@ -14,6 +14,16 @@ pub enum Error {
         /// What is wrong and what is accepted.
         message: String,
     },
+    /// A JSON value (a payload, an event type's example) fails its event type's JSON Schema
+    /// ([`crate::event_types`]): the API answers 422 `schema_violation` naming `field` and
+    /// listing the failing parts by JSON pointer.
+    #[error("{field}: does not match the event type's schema ({} violations)", violations.len())]
+    SchemaViolation {
+        /// The field that holds the value (`payload`, `example`).
+        field: &'static str,
+        /// The first failing parts ([`crate::event_types::MAX_VIOLATIONS`]).
+        violations: Vec<crate::event_types::Violation>,
+    },
     /// The request conflicts with the current state (e.g. a reused idempotency key).
     #[error("conflict: {0}")]
     Conflict(String),

@@ -1,9 +1,11 @@
 //! Messages and their fan-out (table `messages`): one event sent to every channel of a tenant
 //! that subscribes to its type, as one delivery per channel.
 //!
-//! **Subscriptions.** A channel's `event_types` filter lists the event types it receives (exact
-//! match, see [`crate::channels::canonical_event_types`]); a channel without one receives every
-//! type. A message may name `channels`: it then goes only to those of them that subscribe.
+//! **Subscriptions.** A channel's `event_types` filter lists the event types it receives: exact
+//! names and prefix wildcards such as `invoice.*` (see
+//! [`crate::channels::canonical_event_types`]); a channel without one receives every type. The
+//! match is one array overlap with the entries that would take the message's type
+//! ([`crate::channels::matching_patterns`]), so a wildcard costs the fan-out nothing more. A message may name `channels`: it then goes only to those of them that subscribe.
 //!
 //! **One transaction, a bounded number of statements.** [`send`] writes the message, its
 //! deliveries and their jobs with set-based statements whatever the number of channels: the
@@ -163,18 +165,20 @@ pub async fn send(
 
     // 2. The channels: the named ones of the tenant (to tell a foreign or missing id), or every
     //    subscribed one; locked FOR SHARE in id order (see above), with their circuit state.
+    //    A channel subscribes when its filter holds the type or a wildcard over it.
+    let patterns = crate::channels::matching_patterns(event_type);
     let rows: Vec<(Uuid, crate::circuit::State, bool)> = sqlx::query_as(
-        "SELECT id, circuit_state, (event_types IS NULL OR $3 = ANY (event_types)) AS subscribed
+        "SELECT id, circuit_state, (event_types IS NULL OR event_types && $3) AS subscribed
          FROM channels
          WHERE tenant_id = $1 AND deleted_at IS NULL
            AND ($2::uuid[] IS NULL OR id = ANY ($2))
-           AND ($2::uuid[] IS NOT NULL OR event_types IS NULL OR $3 = ANY (event_types))
+           AND ($2::uuid[] IS NOT NULL OR event_types IS NULL OR event_types && $3)
          ORDER BY id
          FOR SHARE",
     )
     .bind(tenant_id)
     .bind(&wanted)
-    .bind(event_type)
+    .bind(&patterns)
     .fetch_all(&mut *tx)
     .await?;
     if let Some(wanted) = &wanted {

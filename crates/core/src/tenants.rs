@@ -62,6 +62,15 @@ pub struct Tenant {
     /// are audited but page nobody). Operator actions and the breaker's own transitions always
     /// alert (under the flapping policy).
     pub alert_on_manual: bool,
+    /// Whether an enqueue or a message whose event type is not in the tenant's catalog
+    /// ([`crate::event_types`]) is refused (422 on `event_type`); default false: accepted.
+    pub reject_unknown_event_types: bool,
+    /// The tenant's catalog version: 0 while it never had a catalogued event type, bumped by
+    /// every change of its catalog (internal: keys the compiled-schema cache,
+    /// [`crate::event_types::Cache`]).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub event_catalog_version: i64,
     /// Creation time.
     pub created_at: DateTime<Utc>,
 }
@@ -120,7 +129,7 @@ pub async fn create(
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
-         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
     )
     .bind(Uuid::now_v7())
     .bind(name)
@@ -185,7 +194,7 @@ pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Op
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
     sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
     )
         .bind(id)
         .fetch_optional(exec)
@@ -200,7 +209,7 @@ pub async fn list(
     page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<Tenant>> {
     let sql = format!(
-        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
         page.seek("id", 2),
         page.order_by("id"),
     );
@@ -236,6 +245,8 @@ pub struct TenantPatch {
     pub tier: Option<Tier>,
     /// New `alert_on_manual` (the tenant may change it itself).
     pub alert_on_manual: Option<bool>,
+    /// New `reject_unknown_event_types` (the tenant may change it itself).
+    pub reject_unknown_event_types: Option<bool>,
 }
 
 /// A tenant's settings as the audit log shows them: the alert URL as
@@ -246,6 +257,7 @@ fn audited_settings(t: &Tenant) -> serde_json::Value {
         "tier": t.tier,
         "alert_url": t.alert_url.as_deref().map(audit::url_summary),
         "alert_on_manual": t.alert_on_manual,
+        "reject_unknown_event_types": t.reject_unknown_event_types,
     })
 }
 
@@ -269,7 +281,7 @@ pub async fn update(
         .transpose()?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, created_at FROM tenants
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants
          WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
     )
     .bind(id)
@@ -281,15 +293,17 @@ pub async fn update(
             alert_url = CASE WHEN $2 THEN $3 ELSE alert_url END,
             name = coalesce($4, name),
             alert_on_manual = coalesce($5, alert_on_manual),
+            reject_unknown_event_types = coalesce($6, reject_unknown_event_types),
             updated_at = now()
          WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
     )
     .bind(id)
     .bind(patch.alert_url.is_some())
     .bind(patch.alert_url.clone().flatten())
     .bind(name)
     .bind(patch.alert_on_manual)
+    .bind(patch.reject_unknown_event_types)
     .fetch_one(&mut *tx)
     .await?;
     let mut jobs_moved = None;
@@ -355,7 +369,7 @@ async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(T
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
     )
     .bind(id)
     .bind(tier.as_str())

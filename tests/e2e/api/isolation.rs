@@ -321,3 +321,97 @@ async fn other_tenants_headers_and_auth_are_neither_read_nor_changed(pool: PgPoo
     assert_eq!(own["auth"]["username"], "a-user");
     assert_eq!(own["auth"]["password"], "********");
 }
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn other_tenants_event_type_is_404_and_unchanged(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant_a, key_a) = app.tenant("a", "default").await;
+    let (_, key_b) = app.tenant("b", "default").await;
+    let schema = json!({"type": "object", "required": ["n"]});
+    let (s, v) = app
+        .post(
+            "/api/v1/event-types",
+            &key_a,
+            &json!({ "name": "invoice.paid", "schema": schema, "description": "A's" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let row = |pool: PgPool| async move {
+        sqlx::query_scalar::<_, Value>("SELECT to_jsonb(e) FROM event_types e")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    };
+    let before = row(app.pool.clone()).await;
+
+    // B reads, patches and deletes A's type exactly as a missing one: 404, nothing changes.
+    let missing = assert_problem(
+        get(&app, "/api/v1/event-types/nothing.here", Some(&key_b)).await,
+        404,
+    )
+    .await;
+    let foreign = assert_problem(
+        get(&app, "/api/v1/event-types/invoice.paid", Some(&key_b)).await,
+        404,
+    )
+    .await;
+    assert_eq!(foreign["detail"], missing["detail"]);
+    let (s, _) = app
+        .patch(
+            "/api/v1/event-types/invoice.paid",
+            &key_b,
+            &json!({ "description": "B's now" }),
+        )
+        .await;
+    assert_eq!(s, 404);
+    let (s, _, _) = app.delete("/api/v1/event-types/invoice.paid", &key_b).await;
+    assert_eq!(s, 404);
+    // B's list is empty; B may register the same name for itself, A's is untouched.
+    let list = assert_ok(get(&app, "/api/v1/event-types", Some(&key_b)).await, 200).await;
+    assert_eq!(list["data"], json!([]));
+    assert_eq!(row(app.pool.clone()).await, before);
+    let (s, v) = app
+        .post(
+            "/api/v1/event-types",
+            &key_b,
+            &json!({ "name": "invoice.paid" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    // A's schema does not apply to B's enqueues (B's type has none).
+    let channel_b = app.channel(&key_b, "b").await;
+    assert_ok(
+        post(
+            &app,
+            &enqueue_path(channel_b),
+            Some(&key_b),
+            &json!({ "event_type": "invoice.paid", "payload": {} }),
+        )
+        .await,
+        202,
+    )
+    .await;
+    let channel_a = app.channel(&key_a, "a").await;
+    assert_problem(
+        post(
+            &app,
+            &enqueue_path(channel_a),
+            Some(&key_a),
+            &json!({ "event_type": "invoice.paid", "payload": {} }),
+        )
+        .await,
+        422,
+    )
+    .await;
+    // B's key cannot reach the operator's view of A's catalog.
+    assert_problem(
+        get(
+            &app,
+            &format!("/api/v1/tenants/{tenant_a}/event-types"),
+            Some(&key_b),
+        )
+        .await,
+        403,
+    )
+    .await;
+    app.stop().await;
+}

@@ -9,7 +9,7 @@ use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
-use breakwater_core::{circuit, quotas, tenants};
+use breakwater_core::{circuit, event_types, quotas, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -22,7 +22,8 @@ pub(crate) struct EnqueueOne {
     #[schema(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     #[schema(example = "invoice.paid")]
     event_type: String,
-    /// The event's data: any JSON value, at most `api.max_payload_bytes` (256 KiB) as sent.
+    /// The event's data: any JSON value, at most `api.max_payload_bytes` (256 KiB) as sent;
+    /// valid against the event type's schema when the tenant's catalog gives it one.
     #[schema(value_type = serde_json::Value)]
     payload: Box<RawValue>,
 }
@@ -107,7 +108,9 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
     }
 }
 
-/// Loads the channel (404 for another tenant's) and the tenant's tier, then enqueues in one
+/// Loads the channel (404 for another tenant's) and the tenant, checks each item against the
+/// tenant's event-type catalog ([`event_types::check_event`]: 422 `schema_violation` on
+/// `payload`, or on `event_type` for a refused unknown type), then enqueues in one
 /// transaction, which also takes the deliveries from the tenant's delivery quotas (over one:
 /// 429 `quota_exceeded`, and nothing is enqueued). A conflict of one item is named as item `i` of `list` when the items came as a
 /// list (`deliveries[i].idempotency_key`).
@@ -120,6 +123,22 @@ async fn enqueue(
     let mut tx = call.begin().await?;
     let channel = channels::get(&mut *tx, call.tenant_id(), channel_id).await?;
     let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
+    // The tenant's event-type catalog: a schema to match, an unknown type to refuse. Costs
+    // nothing for a tenant without a catalog (the row just read says so).
+    for (i, item) in items.iter().enumerate() {
+        event_types::check_event(
+            &mut tx,
+            call.state.event_types(),
+            &tenant,
+            &item.event_type,
+            &item.payload,
+        )
+        .await
+        .map_err(|e| match list {
+            Some(list) => ApiError::from(e).in_item(list, i),
+            None => ApiError::from(e),
+        })?;
+    }
     // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
     // start `paused` (their jobs are held by the channel's parked job group), and a transition
     // waits for this insert, so a release never misses them.
@@ -158,7 +177,10 @@ async fn enqueue(
 
 /// Enqueues one delivery to the channel.
 ///
-/// 202 with the delivery id. With an `Idempotency-Key` already used by this tenant, 202 with the
+/// 202 with the delivery id. When the tenant's event-type catalog gives `event_type` a JSON
+/// Schema, `payload` must match it: else 422 `schema_violation` with `errors` naming the JSON
+/// pointer of each failing part (the first 5). An event type not in the catalog is accepted,
+/// unless the tenant set `reject_unknown_event_types` (422 on `event_type`). With an `Idempotency-Key` already used by this tenant, 202 with the
 /// earlier delivery's id and nothing new enqueued. 429 `quota_exceeded` over the tenant's
 /// `deliveries_per_second` or `deliveries_per_day` quota.
 #[utoipa::path(

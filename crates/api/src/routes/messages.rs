@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::messages::{self, FannedOut, Message, NewMessage};
-use breakwater_core::{quotas, tenants};
+use breakwater_core::{event_types, quotas, tenants};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -34,8 +34,10 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SendMessage {
-    /// The event's type, 1 to 200 visible ASCII characters (no spaces; matched exactly against
-    /// each channel's `event_types`).
+    /// The event's type, 1 to 200 visible ASCII characters (no spaces; matched against each
+    /// channel's `event_types`: an exact name, or a prefix wildcard such as `invoice.*`). When
+    /// the tenant's catalog gives the type a schema, `payload` must be valid against it (422
+    /// `schema_violation`).
     #[schema(
         min_length = 1,
         max_length = 200,
@@ -72,7 +74,10 @@ pub(crate) struct MessageAccepted {
 /// ASCII characters, unique per tenant among messages): 202 with the message id and one delivery
 /// per channel whose `event_types` filter matches (channels without a filter get every type),
 /// limited to `channels` when given. No subscribed channel: 202 with no deliveries. Errors: 422
-/// for a bad field or a `channels` id that is not one of the tenant's channels (field
+/// `schema_violation` when the tenant's event-type catalog gives the type a JSON Schema that
+/// `payload` fails (`errors` names the JSON pointer of each failing part, the first 5), 422 on
+/// `event_type` for a type not in the catalog when the tenant sets
+/// `reject_unknown_event_types`, 422 for a bad field or a `channels` id that is not one of the tenant's channels (field
 /// `channels`; the same for another tenant's id as for a missing one), 413 for a payload over
 /// `api.max_payload_bytes`, 409 for an idempotency key reused with another request. One
 /// transaction, a bounded number of statements whatever the number of channels; it counts as
@@ -116,6 +121,15 @@ pub(crate) async fn send(
     messages::validate(&message)?;
     let mut tx = call.begin().await?;
     let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
+    // The tenant's event-type catalog, checked once for the message (not per channel).
+    event_types::check_event(
+        &mut tx,
+        call.state.event_types(),
+        &tenant,
+        &message.event_type,
+        &message.payload,
+    )
+    .await?;
     let sent = messages::send(
         &mut tx,
         tenant.id,

@@ -27,6 +27,7 @@ pub mod admin;
 pub mod audit;
 pub mod channels;
 pub mod deliveries;
+pub mod event_types;
 pub mod health;
 pub mod hosts;
 pub mod keys;

@@ -144,6 +144,13 @@ pub(crate) async fn spec() -> impl IntoResponse {
         routes::portal::page,
         routes::portal::script,
         routes::portal::stylesheet,
+        routes::event_types::create,
+        routes::event_types::list,
+        routes::event_types::read,
+        routes::event_types::update,
+        routes::event_types::remove,
+        routes::event_types::operator_list,
+        routes::event_types::operator_read,
     ),
     components(schemas(
         crate::error::Problem,
@@ -160,6 +167,9 @@ pub(crate) async fn spec() -> impl IntoResponse {
         (name = "messages", description = "Events fanned out to every channel that subscribes \
             to their type."),
         (name = "keys", description = "The calling tenant's API keys."),
+        (name = "event types", description = "The calling tenant's event-type catalog: names, \
+            JSON Schemas checked on every enqueue and message, examples, and the channels that \
+            take each type."),
         (name = "tenant", description = "The calling tenant itself."),
         (name = "audit", description = "The tenant's audit log."),
         (name = "tenants", description = "Operator: create and manage tenants."),

@@ -122,6 +122,11 @@ pub(crate) struct OperatorPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = QuotaPatch)]
     quotas: Option<QuotaPatch>,
+    /// Whether an enqueue or a message whose event type is not in the tenant's event-type
+    /// catalog is refused (422 on `event_type`); default false: accepted (not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = bool)]
+    reject_unknown_event_types: Option<bool>,
 }
 
 /// A tenant with the quotas in force for it.
@@ -252,7 +257,8 @@ pub(crate) async fn operator_read(
     Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes a tenant's name, tier, alert URL, `alert_on_manual` or quotas.
+/// Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+/// quotas.
 ///
 /// `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
 /// `null` = back to the cluster default) applies from the tenant's next request; lowering a
@@ -289,6 +295,7 @@ pub(crate) async fn operator_update(
         name: body.name,
         tier,
         alert_on_manual: body.alert_on_manual,
+        reject_unknown_event_types: body.reject_unknown_event_types,
     };
     let mut view = update(&call, id, &patch, body.quotas.as_ref()).await?;
     view.tenant = view.tenant.for_operator();
@@ -344,6 +351,11 @@ pub(crate) struct SelfPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = bool)]
     alert_on_manual: Option<bool>,
+    /// Whether an enqueue or a message whose event type is not in the tenant's event-type
+    /// catalog is refused (422 on `event_type`); default false: accepted (not null).
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = bool)]
+    reject_unknown_event_types: Option<bool>,
 }
 
 /// Reads the calling tenant and its quotas (which only the operator can change).
@@ -363,7 +375,8 @@ pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<TenantQuota
     Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes the calling tenant's alert URL or `alert_on_manual`. Not its quotas: a body with
+/// Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+/// Not its quotas: a body with
 /// `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 #[utoipa::path(
     patch,
@@ -387,6 +400,7 @@ pub(crate) async fn self_update(
     let patch = tenants::TenantPatch {
         alert_url,
         alert_on_manual: body.alert_on_manual,
+        reject_unknown_event_types: body.reject_unknown_event_types,
         ..Default::default()
     };
     let view = update(&call, call.tenant_id(), &patch, None).await?;

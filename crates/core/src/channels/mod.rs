@@ -20,7 +20,9 @@ pub use endpoint::{
 };
 pub use read::{backlog, check_owned, get, get_any, list, list_all, Backlog, OperatorChannel};
 pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
-pub use validate::{canonical_event_types, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN};
+pub use validate::{
+    canonical_event_types, matching_patterns, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN,
+};
 use validate::{
     canonical_rate_limit, check_max_in_flight, check_name, check_overrides, check_replay_window,
 };
@@ -48,8 +50,8 @@ pub struct Channel {
     /// Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), null = unlimited.
     #[schema(example = "80/s")]
     pub rate_limit: Option<String>,
-    /// The event types the channel receives from `POST /api/v1/messages` (exact match, see
-    /// [`canonical_event_types`]); null = every type.
+    /// The event types the channel receives from `POST /api/v1/messages`: exact names or
+    /// prefix wildcards such as `invoice.*` (see [`canonical_event_types`]); null = every type.
     pub event_types: Option<Vec<String>>,
     /// Until when the signing secret rotated out by the last [`rotate_secret`] still signs each
     /// request (a second signature); in the past once that grace period is over, null when the
@@ -188,8 +190,9 @@ pub struct NewChannel {
     /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
     #[schema(minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<i32>,
-    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
-    /// absent/null = every type.
+    /// Event types the channel receives from `POST /api/v1/messages` (1 to 100): exact names,
+    /// or prefix wildcards such as `invoice.*` (every type under `invoice.`); absent/null =
+    /// every type.
     #[schema(value_type = Option<Vec<EventTypeFilter>>, min_items = 1, max_items = 100)]
     pub event_types: Option<Vec<String>>,
     /// Custom headers sent with every request of the channel: name → value, a value being a
@@ -210,11 +213,16 @@ pub struct NewChannel {
     pub host_key: Option<String>,
 }
 
-/// One event type of a channel's `event_types` filter: 1 to 100 ASCII letters, digits, `.`,
-/// `_`, `-`, `:` and `/` (see `breakwater_core::channels::canonical_event_types`).
-/// Documentation only: the filter is read as strings and checked by core.
+/// One entry of a channel's `event_types` filter, 1 to 100 characters: an exact event type
+/// (ASCII letters, digits, `.`, `_`, `-`, `:` and `/`), or a prefix wildcard: such a name
+/// followed by `.*` (`invoice.*` takes `invoice.paid`, not `invoice` nor `invoices.paid`); see
+/// `breakwater_core::channels::canonical_event_types`. Documentation only: the filter is read
+/// as strings and checked by core.
 #[derive(utoipa::ToSchema)]
-#[schema(pattern = r"^[A-Za-z0-9._:/-]{1,100}$", example = "invoice.paid")]
+#[schema(
+    pattern = r"^(?:[A-Za-z0-9._:/-]{1,100}|[A-Za-z0-9._:/-]{1,98}\.\*)$",
+    example = "invoice.*"
+)]
 #[allow(dead_code)] // Never built: only its schema is used.
 pub struct EventTypeFilter(String);
 
