@@ -66,6 +66,7 @@ pub mod clock;
 pub mod deliveries;
 pub mod doctor;
 mod error;
+pub mod filters;
 pub mod hosts;
 pub mod jobs;
 pub mod keys;
