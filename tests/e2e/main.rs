@@ -7,6 +7,7 @@ mod browser;
 mod circuit;
 mod closing;
 mod delivery;
+mod filters;
 mod hosts;
 mod lifecycle;
 mod limits;

@@ -97,9 +97,19 @@ static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
         .build()
 });
 
-/// A checked, compiled filter.
+/// A checked, compiled filter, or the reason a stored one could not be compiled (it was checked
+/// when set, so only a library change could do that; it then matches nothing).
 pub struct Filter {
-    logic: Logic,
+    logic: std::result::Result<Logic, String>,
+}
+
+impl Filter {
+    /// A filter as `channels.filter` stores it: checked again and compiled.
+    pub fn stored(rule: &Value) -> Filter {
+        check(rule).unwrap_or_else(|e| Filter {
+            logic: Err(format!("the stored filter is no longer valid: {e}")),
+        })
+    }
 }
 
 impl std::fmt::Debug for Filter {
@@ -133,7 +143,7 @@ pub fn check(rule: &Value) -> Result<Filter> {
     let logic = ENGINE
         .compile(text.as_str())
         .map_err(|e| Error::invalid("filter", format!("is not a valid JSON Logic rule: {e}")))?;
-    Ok(Filter { logic })
+    Ok(Filter { logic: Ok(logic) })
 }
 
 /// Counts nodes, checks depth, that every object is one allowed operation and that no iterator
@@ -218,10 +228,10 @@ pub struct Document {
 }
 
 impl Document {
-    /// The document of a message with `event_type` and `payload` (a JSON text already checked as
-    /// such, e.g. a `RawValue`'s).
-    pub fn new(event_type: &str, payload: &str) -> Self {
-        let event_type = serde_json::to_string(event_type).expect("a string serialises");
+    /// The document of a message with `event_type` (`None`: `null`, for a test without one) and
+    /// `payload` (a JSON text already checked as such, e.g. a `RawValue`'s).
+    pub fn new(event_type: Option<&str>, payload: &str) -> Self {
+        let event_type = serde_json::to_string(&event_type).expect("a string serialises");
         Document {
             arena: Bump::new(),
             text: format!("{{\"event_type\":{event_type},\"payload\":{payload}}}"),
@@ -249,24 +259,25 @@ impl Document {
             .iter()
             .map(|f| match f {
                 None => Outcome::Matched(true),
-                Some(f) => match ENGINE.evaluate(&f.logic, data, &self.arena) {
-                    Ok(v) => Outcome::Matched(ENGINE.truthy(v)),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                },
+                Some(Filter { logic: Err(why) }) => Outcome::Failed(why.clone()),
+                Some(Filter { logic: Ok(logic) }) => {
+                    match ENGINE.evaluate(logic, data, &self.arena) {
+                        Ok(v) => Outcome::Matched(ENGINE.truthy(v)),
+                        Err(e) => Outcome::Failed(e.to_string()),
+                    }
+                }
             })
             .collect()
     }
 }
 
-/// Evaluates one stored filter (as `channels.filter` holds it) against one message; a stored
-/// filter that no longer passes [`check`] (it cannot: it was checked when set) fails.
-pub fn test(rule: &Value, event_type: &str, payload: &str) -> Outcome {
-    match check(rule) {
-        Ok(f) => Document::new(event_type, payload)
-            .evaluate(&[Some(&f)])
-            .remove(0),
-        Err(e) => Outcome::Failed(e.to_string()),
-    }
+/// Evaluates one stored filter (as `channels.filter` holds it, see [`Filter::stored`]) against
+/// one message.
+pub fn test(rule: &Value, event_type: Option<&str>, payload: &str) -> Outcome {
+    let filter = Filter::stored(rule);
+    Document::new(event_type, payload)
+        .evaluate(&[Some(&filter)])
+        .remove(0)
 }
 
 #[cfg(test)]
@@ -287,7 +298,7 @@ mod tests {
             {"==": [{"var": "event_type"}, "invoice.paid"]},
             {">": [{"var": "payload.amount"}, 100]}
         ]});
-        let t = |et, p| test(&f, et, p).matches();
+        let t = |et, p| test(&f, Some(et), p).matches();
         assert!(t("invoice.paid", r#"{"amount": 150}"#));
         assert!(!t("invoice.paid", r#"{"amount": 50}"#));
         assert!(!t("invoice.created", r#"{"amount": 150}"#));
@@ -297,13 +308,18 @@ mod tests {
     #[test]
     fn iteration_and_strings_work() {
         let f = json!({"some": [{"var": "payload.items"}, {"==": [{"var": "sku"}, "X-1"]}]});
-        assert!(test(&f, "a", r#"{"items": [{"sku": "A"}, {"sku": "X-1"}]}"#).matches());
-        assert!(!test(&f, "a", r#"{"items": [{"sku": "A"}]}"#).matches());
+        assert!(test(
+            &f,
+            Some("a"),
+            r#"{"items": [{"sku": "A"}, {"sku": "X-1"}]}"#
+        )
+        .matches());
+        assert!(!test(&f, Some("a"), r#"{"items": [{"sku": "A"}]}"#).matches());
         let prefix = json!({"==": [{"substr": [{"var": "event_type"}, 0, 8]}, "invoice."]});
-        assert!(test(&prefix, "invoice.paid", "1").matches());
-        assert!(!test(&prefix, "order.paid", "1").matches());
+        assert!(test(&prefix, Some("invoice.paid"), "1").matches());
+        assert!(!test(&prefix, Some("order.paid"), "1").matches());
         let inside = json!({"in": ["urgent", {"var": "payload.subject"}]});
-        assert!(test(&inside, "a", r#"{"subject": "an urgent one"}"#).matches());
+        assert!(test(&inside, Some("a"), r#"{"subject": "an urgent one"}"#).matches());
     }
 
     #[test]
@@ -345,15 +361,18 @@ mod tests {
     #[test]
     fn a_failing_evaluation_does_not_match() {
         let f = json!({">": [{"+": [{"var": "payload.s"}, 1]}, 0]});
-        assert!(matches!(test(&f, "a", r#"{"s": "x"}"#), Outcome::Failed(_)));
-        assert!(test(&f, "a", r#"{"s": 1}"#).matches());
+        assert!(matches!(
+            test(&f, Some("a"), r#"{"s": "x"}"#),
+            Outcome::Failed(_)
+        ));
+        assert!(test(&f, Some("a"), r#"{"s": 1}"#).matches());
     }
 
     #[test]
     fn a_document_is_shared_by_many_filters() {
         let paid = check(&json!({"==": [{"var": "payload.status"}, "paid"]})).unwrap();
         let big = check(&json!({">": [{"var": "payload.amount"}, 10]})).unwrap();
-        let doc = Document::new("invoice.paid", r#"{"status": "paid", "amount": 5}"#);
+        let doc = Document::new(Some("invoice.paid"), r#"{"status": "paid", "amount": 5}"#);
         let out = doc.evaluate(&[Some(&paid), None, Some(&big)]);
         assert_eq!(
             out,
