@@ -381,3 +381,80 @@ async fn a_fan_out_to_many_filtered_channels_is_one_request(pool: PgPool) {
     assert_eq!(total, 20);
     app.stop().await;
 }
+
+/// The cost a filter adds to a fan-out (BENCHMARKS.md, "Payload filters on a fan-out"): one
+/// message to 1000 channels without filters, with a filter every channel matches, and with one
+/// none matches; the median of `RUNS` `POST /api/v1/messages` round trips each, taken in turns.
+/// The API alone (no worker sends anything). Run it by hand:
+/// `cargo nextest run -p breakwater-e2e --test e2e --run-ignored only --no-capture
+/// filters::fan_out_cost`.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+#[ignore = "a measurement, not a check: run by hand for BENCHMARKS.md"]
+async fn fan_out_cost_with_and_without_filters(pool: PgPool) {
+    const RUNS: usize = 31;
+    let app = TestApp::spawn_role(pool.clone(), breakwater::Role::Api, |s| {
+        s.api.quota_deliveries_per_second = 1_000_000_000;
+        s.api.quota_deliveries_per_day = 1_000_000_000;
+    })
+    .await;
+    let url = app.receiver.url("fan");
+    // A distinct filter per channel (`$i` is the channel's number), so nothing could be shared
+    // between channels.
+    let matches_all = json!({ "and": [
+        { "==": [{ "var": "event_type" }, "order.created"] },
+        { ">=": [{ "var": "payload.qty" }, 1] },
+        { "!=": [{ "var": "payload.region" }, "$i"] },
+        { "some": [{ "var": "payload.lines" }, { "==": [{ "var": "sku" }, "x-1"] }] }
+    ] });
+    let matches_none = json!({ "==": [{ "var": "payload.region" }, "$i"] });
+    let mut cases = Vec::new();
+    for (name, filter) in [
+        ("no filter", Value::Null),
+        ("filter, all match", matches_all),
+        ("filter, none match", matches_none),
+    ] {
+        let (tenant, key) = app.tenant(name, "default").await;
+        sqlx::query(
+            "WITH c AS (
+                 INSERT INTO channels (id, tenant_id, url, signing_secret, filter)
+                 SELECT gen_random_uuid(), $1, $2, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+                        replace($3::text, '$i', 'r' || i)::jsonb
+                 FROM generate_series(1, 1000) AS i
+                 RETURNING id)
+             INSERT INTO job_groups (group_id, share_key) SELECT id, $1 FROM c",
+        )
+        .bind(tenant)
+        .bind(&url)
+        .bind(filter.is_object().then(|| filter.to_string()))
+        .execute(&pool)
+        .await
+        .unwrap();
+        cases.push((name, key, Vec::new()));
+    }
+    let payload = json!({ "qty": 3, "region": "eu",
+        "lines": [{ "sku": "a-9" }, { "sku": "x-1" }], "note": "n".repeat(1000) });
+    for _ in 0..RUNS {
+        for (_, key, times) in cases.iter_mut() {
+            let t0 = std::time::Instant::now();
+            let (s, v) = app
+                .post(
+                    "/api/v1/messages",
+                    key,
+                    &json!({ "event_type": "order.created", "payload": payload }),
+                )
+                .await;
+            times.push(t0.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(s, 202, "{v}");
+        }
+    }
+    for (name, _, mut times) in cases {
+        times.sort_by(f64::total_cmp);
+        println!(
+            "fan-out to 1000 channels, {name}: median {:.1} ms, min {:.1} ms, max {:.1} ms ({RUNS} runs)",
+            times[RUNS / 2],
+            times[0],
+            times[RUNS - 1]
+        );
+    }
+    app.stop().await;
+}

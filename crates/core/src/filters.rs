@@ -104,11 +104,15 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// A filter as `channels.filter` stores it: checked again and compiled.
-    pub fn stored(rule: &Value) -> Filter {
-        check(rule).unwrap_or_else(|e| Filter {
-            logic: Err(format!("the stored filter is no longer valid: {e}")),
-        })
+    /// A filter as `channels.filter` stores it (its JSON text), compiled. It was [`check`]ed
+    /// when set, so it is only compiled here, not walked again: at fan-out the compile is most
+    /// of a filter's cost (BENCHMARKS.md), the evaluation a small part.
+    pub fn stored(text: &str) -> Filter {
+        Filter {
+            logic: ENGINE
+                .compile(text)
+                .map_err(|e| format!("the stored filter is no longer valid: {e}")),
+        }
     }
 }
 
@@ -274,7 +278,7 @@ impl Document {
 /// Evaluates one stored filter (as `channels.filter` holds it, see [`Filter::stored`]) against
 /// one message.
 pub fn test(rule: &Value, event_type: Option<&str>, payload: &str) -> Outcome {
-    let filter = Filter::stored(rule);
+    let filter = Filter::stored(&rule.to_string());
     Document::new(event_type, payload)
         .evaluate(&[Some(&filter)])
         .remove(0)

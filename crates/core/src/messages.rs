@@ -175,9 +175,10 @@ pub async fn send(
     //    subscribed one; locked FOR SHARE in id order (see above), with their circuit state.
     //    Their filters come with them, under the same lock: a filter changed by a PATCH that
     //    commits after this read applies from the next message on.
-    let rows: Vec<(Uuid, crate::circuit::State, bool, Option<serde_json::Value>)> = sqlx::query_as(
+    //    (As text: it is compiled from its text, never needed as a tree here.)
+    let rows: Vec<(Uuid, crate::circuit::State, bool, Option<String>)> = sqlx::query_as(
         "SELECT id, circuit_state, (event_types IS NULL OR $3 = ANY (event_types)) AS subscribed,
-                filter
+                filter::text
          FROM channels
          WHERE tenant_id = $1 AND deleted_at IS NULL
            AND ($2::uuid[] IS NULL OR id = ANY ($2))
