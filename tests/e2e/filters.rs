@@ -458,3 +458,62 @@ async fn fan_out_cost_with_and_without_filters(pool: PgPool) {
     }
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_fan_out_whose_filters_overrun_the_time_budget_is_refused_whole(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    let plain = app.channel(&key, "plain").await;
+    // 300 channels with the costliest filter the bounds allow on a string: 50 substring
+    // searches (for needles that are absent) over the payload's 250 KiB string. Made with SQL.
+    let searches: Vec<Value> = (0..50)
+        .map(|i| json!({ "in": [format!("absent-{i}"), { "var": "payload.s" }] }))
+        .collect();
+    let costly = json!({ "or": searches });
+    breakwater_core::filters::check(&costly).expect("within the bounds");
+    sqlx::query(
+        "WITH c AS (
+             INSERT INTO channels (id, tenant_id, url, signing_secret, filter)
+             SELECT gen_random_uuid(), $1, $2, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', $3::jsonb
+             FROM generate_series(1, 300)
+             RETURNING id)
+         INSERT INTO job_groups (group_id, share_key) SELECT id, $1 FROM c",
+    )
+    .bind(tenant)
+    .bind(app.receiver.url("costly"))
+    .bind(costly.to_string())
+    .execute(&pool)
+    .await
+    .unwrap();
+    let body = assert_invalid(
+        post(
+            &app,
+            "/api/v1/messages",
+            Some(&key),
+            &json!({ "event_type": "a.b", "payload": { "s": "ab".repeat(125_000) } }),
+        )
+        .await,
+        "payload",
+    )
+    .await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was sent"),
+        "{body}"
+    );
+    // Refused whole: no message, no delivery, not even to the channel without a filter.
+    let messages: i64 = sqlx::query_scalar("SELECT count(*) FROM messages")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(messages, 0);
+    assert_eq!(deliveries_of(&pool, plain).await, 0);
+    let all: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(all, 0);
+    app.stop().await;
+}

@@ -37,7 +37,15 @@
 //! to `n` channels with filters is one parse of the document and `n` such evaluations. The
 //! library version we can build with (datalogic-rs 5.4; its metered `ops_budget` needs a newer
 //! compiler) has no per-evaluation step or time budget of its own, so these structural rules
-//! are the bound; BENCHMARKS.md measures the cost ("Payload filters on a fan-out").
+//! are the bound; BENCHMARKS.md measures the cost ("Payload filters on a fan-out"), including
+//! the worst cases the rules allow, which on a 256 KiB payload are far from free.
+//!
+//! **A time budget per message.** So that a fan-out stays bounded whatever its filters and
+//! payload, [`Document::evaluate_within`] stops once the evaluations of one message have taken
+//! [`FANOUT_BUDGET`] (checked before each evaluation; one evaluation is not interrupted), and
+//! the message is refused whole (422 on `payload`, nothing stored or sent) rather than sent to
+//! some of its channels: a budget that silently dropped deliveries would depend on the
+//! machine's load.
 
 use crate::{Error, Result};
 use datalogic_rs::bumpalo::Bump;
@@ -51,6 +59,11 @@ pub const MAX_FILTER_BYTES: usize = 4096;
 pub const MAX_NODES: usize = 256;
 /// Deepest nesting of a filter's JSON (the top value is depth 1).
 pub const MAX_DEPTH: usize = 16;
+/// Most time the filter evaluations of one message may take ([`Document::evaluate_within`]).
+/// A fan-out to 1000 channels with ordinary filters takes a few milliseconds of it
+/// (BENCHMARKS.md).
+pub const FANOUT_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The operators that iterate over an array; none may appear inside another's arguments.
 pub const ITERATORS: &[&str] = &["all", "some", "none"];
 
@@ -245,30 +258,46 @@ impl Document {
     /// Evaluates every filter of `filters` (`None`: no filter, always matches) against the
     /// document, in order. One parse of the document, then one evaluation per filter.
     pub fn evaluate(&self, filters: &[Option<&Filter>]) -> Vec<Outcome> {
+        self.evaluate_within(filters, None)
+            .expect("no budget, no overrun")
+    }
+
+    /// [`Document::evaluate`] within `budget` of wall-clock time in all (`None`: unbounded):
+    /// `None` when the budget ran out before every filter was evaluated.
+    pub fn evaluate_within(
+        &self,
+        filters: &[Option<&Filter>],
+        budget: Option<std::time::Duration>,
+    ) -> Option<Vec<Outcome>> {
+        let started = std::time::Instant::now();
+        let over = || budget.is_some_and(|b| started.elapsed() > b);
         let data = match DataValue::from_str(&self.text, &self.arena) {
             Ok(d) => &*self.arena.alloc(d),
             Err(e) => {
                 // Unreachable for a payload that was JSON; fail closed anyway.
                 let why = format!("the payload could not be read: {e}");
-                return filters
-                    .iter()
-                    .map(|f| match f {
-                        None => Outcome::Matched(true),
-                        Some(_) => Outcome::Failed(why.clone()),
-                    })
-                    .collect();
+                return Some(
+                    filters
+                        .iter()
+                        .map(|f| match f {
+                            None => Outcome::Matched(true),
+                            Some(_) => Outcome::Failed(why.clone()),
+                        })
+                        .collect(),
+                );
             }
         };
         filters
             .iter()
             .map(|f| match f {
-                None => Outcome::Matched(true),
-                Some(Filter { logic: Err(why) }) => Outcome::Failed(why.clone()),
+                None => Some(Outcome::Matched(true)),
+                Some(Filter { logic: Err(why) }) => Some(Outcome::Failed(why.clone())),
+                Some(Filter { logic: Ok(_) }) if over() => None,
                 Some(Filter { logic: Ok(logic) }) => {
-                    match ENGINE.evaluate(logic, data, &self.arena) {
+                    Some(match ENGINE.evaluate(logic, data, &self.arena) {
                         Ok(v) => Outcome::Matched(ENGINE.truthy(v)),
                         Err(e) => Outcome::Failed(e.to_string()),
-                    }
+                    })
                 }
             })
             .collect()
@@ -373,6 +402,24 @@ mod tests {
     }
 
     #[test]
+    fn a_spent_budget_stops_the_evaluations() {
+        let f = check(&json!({"==": [{"var": "payload"}, 1]})).unwrap();
+        let doc = Document::new(Some("a"), "1");
+        let many: Vec<Option<&Filter>> = (0..1000).map(|_| Some(&f)).collect();
+        let zero = std::time::Duration::ZERO;
+        // Channels without a filter cost nothing and need no budget.
+        assert_eq!(
+            doc.evaluate_within(&[None, None], Some(zero))
+                .unwrap()
+                .len(),
+            2
+        );
+        // With no time at all, no filter is evaluated.
+        assert!(doc.evaluate_within(&many, Some(zero)).is_none());
+        assert!(doc.evaluate_within(&many, Some(FANOUT_BUDGET)).is_some());
+    }
+
+    #[test]
     fn a_document_is_shared_by_many_filters() {
         let paid = check(&json!({"==": [{"var": "payload.status"}, "paid"]})).unwrap();
         let big = check(&json!({">": [{"var": "payload.amount"}, 10]})).unwrap();
@@ -385,6 +432,59 @@ mod tests {
                 Outcome::Matched(true),
                 Outcome::Matched(false)
             ]
+        );
+    }
+}
+
+/// By-hand measurements for BENCHMARKS.md ("Payload filters on a fan-out"): the worst
+/// evaluations the bounds allow, on a payload of 256 KiB (`api.max_payload_bytes`). Run with
+/// `cargo test -p breakwater-core --lib filters::cost -- --ignored --nocapture`.
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use serde_json::json;
+
+    fn median_ms(filter: &Value, payload: &str) -> f64 {
+        let f = check(filter).expect("within the bounds");
+        let mut times: Vec<f64> = (0..11)
+            .map(|_| {
+                let doc = Document::new(Some("a.b"), payload);
+                let t = std::time::Instant::now();
+                let out = doc.evaluate(&[Some(&f)]);
+                let took = t.elapsed().as_secs_f64() * 1000.0;
+                assert!(!matches!(out[0], Outcome::Failed(_)), "{:?}", out[0]);
+                took
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[5]
+    }
+
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn worst_case_evaluations() {
+        // 50 substring searches for absent needles over one 256 KiB string (252 JSON values).
+        let searches: Vec<Value> = (0..50)
+            .map(|i| json!({"in": [format!("absent-{i}"), {"var": "payload.s"}]}))
+            .collect();
+        let big_string = json!({ "s": "ab".repeat(131_000) }).to_string();
+        println!(
+            "50 x `in` over a 256 KiB string: median {:.1} ms per evaluation",
+            median_ms(&json!({ "or": searches }), &big_string)
+        );
+        // `some` over 40 000 items, a predicate of ~250 values, none matching.
+        let checks: Vec<Value> = (0..49)
+            .map(|i| json!({"==": [{"var": "k"}, format!("v{i}")]}))
+            .collect();
+        let items: Vec<Value> = (0..40_000).map(|i| json!({ "k": i })).collect();
+        let big_array = json!({ "items": items }).to_string();
+        println!(
+            "`some` over 40 000 items with a 49-comparison predicate: median {:.1} ms per evaluation ({} KiB payload)",
+            median_ms(
+                &json!({"some": [{"var": "payload.items"}, {"or": checks}]}),
+                &big_array
+            ),
+            big_array.len() / 1024
         );
     }
 }

@@ -13,7 +13,9 @@
 //! (the document is parsed once; each filter is compiled and evaluated once). A named channel
 //! (`channels`) whose filter does not match gets nothing, like one that does not subscribe. The
 //! per-channel enqueue (`POST /api/v1/channels/{id}/deliveries`) applies no filter: the tenant
-//! addressed that channel itself, as it does past `event_types`.
+//! addressed that channel itself, as it does past `event_types`. The evaluations of one message
+//! have a time budget ([`crate::filters::FANOUT_BUDGET`]); past it the message is refused whole
+//! ([`Error::Invalid`] on `payload`) and the caller's transaction is dropped.
 //!
 //! **One transaction, a bounded number of statements.** [`send`] writes the message, its
 //! deliveries and their jobs with set-based statements whatever the number of channels: the
@@ -216,7 +218,17 @@ pub async fn send(
         let filters: Vec<Option<&crate::filters::Filter>> =
             filters.iter().map(Option::as_ref).collect();
         crate::filters::Document::new(Some(event_type), payload)
-            .evaluate(&filters)
+            .evaluate_within(&filters, Some(crate::filters::FANOUT_BUDGET))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "payload",
+                    format!(
+                        "the channels' filters took longer than {} ms to evaluate on this \
+                         payload; nothing was sent (try a smaller payload or simpler filters)",
+                        crate::filters::FANOUT_BUDGET.as_millis()
+                    ),
+                )
+            })?
             .iter()
             .map(crate::filters::Outcome::matches)
             .collect()
