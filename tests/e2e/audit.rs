@@ -30,6 +30,11 @@ const NOT_AUDITED: &[(&str, &str, &str)] = &[
         "/api/v1/messages",
         "an enqueue (fan-out): the message and delivery rows are their own record",
     ),
+    (
+        "POST",
+        "/api/v1/channels/{id}/filter/test",
+        "a read: evaluates the channel's filter on a sample message; nothing is stored or sent",
+    ),
 ];
 
 /// The audit rows after `after_id` that people wrote (not the circuit breaker's own
@@ -213,10 +218,17 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
                 "rate_limit": "5/s",
                 "failure_threshold": 7,
                 "max_in_flight": 3,
+                "filter": {"==": [{"var": "payload.status"}, "paid"]},
             })),
             operator: false,
             action: "channel.updated",
-            changed: &["url", "rate_limit", "failure_threshold", "max_in_flight"],
+            changed: &[
+                "url",
+                "rate_limit",
+                "failure_threshold",
+                "max_in_flight",
+                "filter",
+            ],
         },
         Case {
             method: "POST",

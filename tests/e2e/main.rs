@@ -8,6 +8,7 @@ mod circuit;
 mod closing;
 mod delivery;
 mod event_types;
+mod filters;
 mod headers;
 mod hosts;
 mod lifecycle;

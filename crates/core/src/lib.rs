@@ -67,6 +67,7 @@ pub mod deliveries;
 pub mod doctor;
 mod error;
 pub mod event_types;
+pub mod filters;
 pub mod hosts;
 pub mod jobs;
 pub mod keys;

@@ -7,6 +7,18 @@
 //! match is one array overlap with the entries that would take the message's type
 //! ([`crate::channels::matching_patterns`]), so a wildcard costs the fan-out nothing more. A message may name `channels`: it then goes only to those of them that subscribe.
 //!
+//! **Payload filters.** A subscribed channel with a `filter` (a JSON Logic rule, see
+//! [`crate::filters`]) gets the message only when the rule is truthy for `{"event_type",
+//! "payload"}`. The filters are read by the same `SELECT … FOR SHARE` that finds the subscribed
+//! channels and evaluated in Rust before the delivery insert, which stays one set-based
+//! statement: a fan-out to 1000 filtered channels is still one request and one transaction
+//! (the document is parsed once; each filter is compiled and evaluated once). A named channel
+//! (`channels`) whose filter does not match gets nothing, like one that does not subscribe. The
+//! per-channel enqueue (`POST /api/v1/channels/{id}/deliveries`) applies no filter: the tenant
+//! addressed that channel itself, as it does past `event_types`. The evaluations of one message
+//! have a time budget ([`crate::filters::FANOUT_BUDGET`]); past it the message is refused whole
+//! ([`Error::Invalid`] on `payload`) and the caller's transaction is dropped.
+//!
 //! **One transaction, a bounded number of statements.** [`send`] writes the message, its
 //! deliveries and their jobs with set-based statements whatever the number of channels: the
 //! message row, one `SELECT … FOR SHARE` of the subscribed channels, one `INSERT … SELECT FROM
@@ -165,10 +177,14 @@ pub async fn send(
 
     // 2. The channels: the named ones of the tenant (to tell a foreign or missing id), or every
     //    subscribed one; locked FOR SHARE in id order (see above), with their circuit state.
-    //    A channel subscribes when its filter holds the type or a wildcard over it.
+    //    A channel subscribes when its filter holds the type or a wildcard over it. Their
+    //    payload filters come with them, under the same lock: a filter changed by a PATCH that
+    //    commits after this read applies from the next message on. (As text: it is compiled
+    //    from its text, never needed as a tree here.)
     let patterns = crate::channels::matching_patterns(event_type);
-    let rows: Vec<(Uuid, crate::circuit::State, bool)> = sqlx::query_as(
-        "SELECT id, circuit_state, (event_types IS NULL OR event_types && $3) AS subscribed
+    let rows: Vec<(Uuid, crate::circuit::State, bool, Option<String>)> = sqlx::query_as(
+        "SELECT id, circuit_state, (event_types IS NULL OR event_types && $3) AS subscribed,
+                filter::text
          FROM channels
          WHERE tenant_id = $1 AND deleted_at IS NULL
            AND ($2::uuid[] IS NULL OR id = ANY ($2))
@@ -194,10 +210,40 @@ pub async fn send(
             ));
         }
     }
+    // The filters of the subscribed channels, evaluated against one parse of the document.
+    let filters: Vec<Option<crate::filters::Filter>> = rows
+        .iter()
+        .map(|(_, _, subscribed, rule)| match rule {
+            Some(rule) if *subscribed => Some(crate::filters::Filter::stored(rule)),
+            _ => None,
+        })
+        .collect();
+    let matched: Vec<bool> = if filters.iter().any(Option::is_some) {
+        let filters: Vec<Option<&crate::filters::Filter>> =
+            filters.iter().map(Option::as_ref).collect();
+        crate::filters::Document::new(Some(event_type), payload)
+            .evaluate_within(&filters, Some(crate::filters::FANOUT_BUDGET))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "payload",
+                    format!(
+                        "the channels' filters took longer than {} ms to evaluate on this \
+                         payload; nothing was sent (try a smaller payload or simpler filters)",
+                        crate::filters::FANOUT_BUDGET.as_millis()
+                    ),
+                )
+            })?
+            .iter()
+            .map(crate::filters::Outcome::matches)
+            .collect()
+    } else {
+        vec![true; rows.len()]
+    };
     let targets: Vec<(Uuid, Status)> = rows
         .iter()
-        .filter(|(_, _, subscribed)| *subscribed)
-        .map(|(channel, state, _)| {
+        .zip(matched)
+        .filter(|((_, _, subscribed, _), matched)| *subscribed && *matched)
+        .map(|((channel, state, _, _), _)| {
             let status = if state.parks_new_deliveries() {
                 Status::Paused
             } else {

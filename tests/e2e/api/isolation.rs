@@ -62,6 +62,24 @@ async fn other_tenants_channel_is_404_and_unchanged(pool: PgPool) {
         404,
     )
     .await;
+    // B cannot try A's payload filter (nor learn whether it has one), nor set one on it.
+    let filter_test = |id: Uuid| format!("/api/v1/channels/{id}/filter/test");
+    let sample = json!({ "event_type": "x.y", "payload": { "n": 1 } });
+    let missing_filter = assert_problem(
+        post(&app, &filter_test(Uuid::now_v7()), Some(&key_b), &sample).await,
+        404,
+    )
+    .await;
+    let foreign_filter = assert_problem(
+        post(&app, &filter_test(channel_a), Some(&key_b), &sample).await,
+        404,
+    )
+    .await;
+    assert_eq!(foreign_filter, missing_filter);
+    let (s, _) = app
+        .patch_channel(&key_b, channel_a, json!({ "filter": { "==": [1, 1] } }))
+        .await;
+    assert_eq!(s, 404);
     assert_eq!(
         count(&app.pool, "deliveries").await,
         0,

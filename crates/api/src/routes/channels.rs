@@ -3,16 +3,20 @@
 //! - this file: the router, and creating, listing, reading and updating a channel;
 //! - `enqueue` (`channels_enqueue.rs`): enqueueing one delivery or a batch to a channel;
 //! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume) and the replay
-//!   of a window of dead deliveries.
+//!   of a window of dead deliveries;
+//! - `filter` (`channels_filter.rs`): testing a channel's payload filter on a sample message.
 
 // Flat sibling files (not a `channels/` directory): the tests read `routes/` as a flat list of
 // route sources.
 #[path = "channels_enqueue.rs"]
 mod enqueue;
+#[path = "channels_filter.rs"]
+mod filter;
 #[path = "channels_manual.rs"]
 mod manual;
 
 pub(crate) use enqueue::*;
+pub(crate) use filter::*;
 pub(crate) use manual::*;
 
 use super::checked_url;
@@ -45,6 +49,10 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
+        )
+        .route(
+            "/api/v1/channels/{id}/filter/test",
+            post(test_filter).layer(DefaultBodyLimit::max(single_limit)),
         )
         .route(
             "/api/v1/channels/{id}/deliveries/batch",

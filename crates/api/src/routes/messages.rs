@@ -72,13 +72,16 @@ pub(crate) struct MessageAccepted {
 ///
 /// `POST /api/v1/messages` (tenant key; optional `Idempotency-Key` header, up to 200 visible
 /// ASCII characters, unique per tenant among messages): 202 with the message id and one delivery
-/// per channel whose `event_types` filter matches (channels without a filter get every type),
+/// per channel whose `event_types` filter matches (channels without a filter get every type)
+/// and whose payload `filter` (JSON Logic over `{event_type, payload}`), if any, is truthy,
 /// limited to `channels` when given. No subscribed channel: 202 with no deliveries. Errors: 422
 /// `schema_violation` when the tenant's event-type catalog gives the type a JSON Schema that
 /// `payload` fails (`errors` names the JSON pointer of each failing part, the first 5), 422 on
 /// `event_type` for a type not in the catalog when the tenant sets
 /// `reject_unknown_event_types`, 422 for a bad field or a `channels` id that is not one of the tenant's channels (field
-/// `channels`; the same for another tenant's id as for a missing one), 413 for a payload over
+/// `channels`; the same for another tenant's id as for a missing one), 422 on `payload` when
+/// the channels' filters take longer than 500 ms in all to evaluate on it (nothing is sent),
+/// 413 for a payload over
 /// `api.max_payload_bytes`, 409 for an idempotency key reused with another request. One
 /// transaction, a bounded number of statements whatever the number of channels; it counts as
 /// one request against the tenant's ingress limit, and as one delivery per channel against its

@@ -108,6 +108,7 @@ pub(crate) async fn spec() -> impl IntoResponse {
         routes::channels::replay_window,
         routes::channels::enqueue_one,
         routes::channels::enqueue_batch,
+        routes::channels::test_filter,
         routes::deliveries::read,
         routes::deliveries::replay,
         routes::audit::list,

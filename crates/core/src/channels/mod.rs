@@ -53,6 +53,11 @@ pub struct Channel {
     /// The event types the channel receives from `POST /api/v1/messages`: exact names or
     /// prefix wildcards such as `invoice.*` (see [`canonical_event_types`]); null = every type.
     pub event_types: Option<Vec<String>>,
+    /// The channel's payload filter: a JSON Logic rule over `{"event_type", "payload"}`
+    /// evaluated when a message fans out (see [`crate::filters`]); null = every message of a
+    /// subscribed type.
+    #[schema(value_type = Option<Object>, example = json!({"==": [{"var": "payload.status"}, "paid"]}))]
+    pub filter: Option<serde_json::Value>,
     /// Until when the signing secret rotated out by the last [`rotate_secret`] still signs each
     /// request (a second signature); in the past once that grace period is over, null when the
     /// secret was never rotated or rotated without a grace period.
@@ -131,7 +136,7 @@ impl Channel {
     }
 }
 
-const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, previous_secret_expires_at, \
+const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, filter, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, headers, auth, operator_hold, created_at, updated_at";
@@ -207,6 +212,15 @@ pub struct NewChannel {
     /// Endpoint authentication added to every request: HTTP Basic, a Bearer token, or OAuth2
     /// client credentials (a token fetched from `token_url`, cached until it expires).
     pub auth: Option<AuthInput>,
+    /// Payload filter: a [JSON Logic](https://jsonlogic.com) rule over `{"event_type": …,
+    /// "payload": …}`; the channel gets a message from `POST /api/v1/messages` only when the
+    /// rule is truthy for it (not applied to `POST /api/v1/channels/{id}/deliveries`, which
+    /// names the channel). At most 4096 bytes, 256 values, 16 levels; the operators of the JSON
+    /// Logic reference that test (`var`, `missing`, `missing_some`, `if`, `==`, `===`, `!=`,
+    /// `!==`, `!`, `!!`, `or`, `and`, `>`, `>=`, `<`, `<=`, `max`, `min`, `+`, `-`, `*`, `/`,
+    /// `%`, `all`, `some`, `none`, `in`, `substr`), iteration not nested. Absent/null = none.
+    #[schema(value_type = Option<Object>, example = json!({"==": [{"var": "payload.status"}, "paid"]}))]
+    pub filter: Option<serde_json::Value>,
     /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit. Set by the
     /// caller, never read from a body.
     #[serde(skip)]
@@ -256,13 +270,16 @@ pub async fn create(
         None => None,
     };
     check_compatible(headers.as_ref(), auth.as_ref())?;
+    if let Some(f) = &new.filter {
+        crate::filters::check(f)?;
+    }
     crate::tenants::hold_live(&mut *conn, tenant_id, crate::tenants::Hold::Share).await?;
     let secret = signing::generate_secret();
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
                                replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
-                               event_types, close_after_successes, headers, auth)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15) RETURNING {COLUMNS}"
+                               event_types, close_after_successes, headers, auth, filter)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -279,6 +296,7 @@ pub async fn create(
     .bind(new.close_after_successes)
     .bind(headers.map(Json))
     .bind(auth.map(Json))
+    .bind(&new.filter)
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
@@ -369,6 +387,10 @@ pub struct ChannelPatch {
     #[serde(default, deserialize_with = "crate::patch::nullable")]
     #[schema(value_type = Option<AuthInput>)]
     pub auth: Option<Option<AuthInput>>,
+    /// Payload filter (same rules as at creation); `null` removes it.
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<Object>, example = json!({"==": [{"var": "event_type"}, "invoice.paid"]}))]
+    pub filter: Option<Option<serde_json::Value>>,
     /// The new URL's host key ([`crate::hosts::host_key`]), set by the caller with `url`; never
     /// read from a body.
     #[serde(skip)]
@@ -396,6 +418,7 @@ pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value
         "close_after_successes": c.close_after_successes,
         "max_in_flight": c.max_in_flight,
         "event_types": c.event_types,
+        "filter": c.filter,
         "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
         "replay_window_ms": c.replay_window_ms,
     })
@@ -423,6 +446,9 @@ pub async fn update(
     check_max_in_flight(patch.max_in_flight.flatten())?;
     crate::circuit::check_close_after_successes(patch.close_after_successes.flatten())?;
     let event_types = canonical_event_types(patch.event_types.clone().flatten().as_deref())?;
+    if let Some(Some(f)) = &patch.filter {
+        crate::filters::check(f)?;
+    }
     let old: Channel = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE"
     ))
@@ -459,6 +485,7 @@ pub async fn update(
             close_after_successes = CASE WHEN $18 THEN $19 ELSE close_after_successes END,
             headers = $20,
             auth = $21,
+            filter = CASE WHEN $22 THEN $23 ELSE filter END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
@@ -486,6 +513,8 @@ pub async fn update(
     .bind(patch.close_after_successes.flatten())
     .bind(headers.map(Json))
     .bind(auth.map(Json))
+    .bind(patch.filter.is_some())
+    .bind(patch.filter.clone().flatten())
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
