@@ -65,6 +65,7 @@ pub mod circuit;
 pub mod clock;
 pub mod deliveries;
 pub mod doctor;
+pub mod endpoint;
 mod error;
 pub mod event_types;
 pub mod filters;

@@ -17,7 +17,6 @@
 //! endpoint by its origin only and never carry the secret or the token.
 
 use crate::http::url_free_error;
-use crate::worker::Worker;
 use breakwater_core::channels::Auth;
 use breakwater_core::targets;
 use std::collections::HashMap;
@@ -55,6 +54,20 @@ fn margin(lifetime: Duration) -> Duration {
     (lifetime / 10).min(Duration::from_secs(60))
 }
 
+/// What a token request needs of the node: the delivery client (its resolver refuses internal
+/// addresses, it follows no redirects), whether internal targets are allowed
+/// (`BREAKWATER_ALLOW_PRIVATE_TARGETS`), and the delivery request timeout (the token request
+/// gets half of it).
+#[derive(Clone, Copy)]
+pub(crate) struct Via<'a> {
+    /// The node's delivery client.
+    pub(crate) client: &'a reqwest::Client,
+    /// Whether internal addresses are allowed targets.
+    pub(crate) allow_private: bool,
+    /// The delivery request timeout.
+    pub(crate) request_timeout: Duration,
+}
+
 impl Tokens {
     /// A token for `channel` with its `auth` (OAuth2): the cached one unless it expired, was
     /// fetched with other settings, or is `rejected` (the token a 401 answered); otherwise a
@@ -62,7 +75,7 @@ impl Tokens {
     /// endpoint <origin>/…: …`).
     pub(crate) async fn get(
         &self,
-        w: &Worker,
+        w: Via<'_>,
         channel: Uuid,
         auth: &Auth,
         rejected: Option<&str>,
@@ -102,7 +115,7 @@ impl Tokens {
 
 /// One token request (module doc): the access token and its lifetime (`expires_in`), or what
 /// went wrong (without the URL).
-async fn fetch(w: &Worker, auth: &Auth) -> Result<(String, Option<Duration>), String> {
+async fn fetch(w: Via<'_>, auth: &Auth) -> Result<(String, Option<Duration>), String> {
     let Auth::OAuth2ClientCredentials {
         token_url,
         client_id,

@@ -215,7 +215,7 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
         }
         Some(Auth::Bearer { token }) => post(w, signed(Some(Authorization::Bearer(token)))).await,
         Some(auth @ Auth::OAuth2ClientCredentials { .. }) => {
-            let token = match w.tokens.get(w, d.channel_id, auth, None).await {
+            let token = match w.tokens.get(w.token_via(), d.channel_id, auth, None).await {
                 Ok(t) => t,
                 Err(e) => return Sent::failed(Observed::Other, e),
             };
@@ -223,7 +223,11 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
             match first {
                 Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
                     drop(r);
-                    let fresh = match w.tokens.get(w, d.channel_id, auth, Some(&token)).await {
+                    let fresh = match w
+                        .tokens
+                        .get(w.token_via(), d.channel_id, auth, Some(&token))
+                        .await
+                    {
                         Ok(t) => t,
                         Err(e) => return Sent::failed(Observed::Other, e),
                     };

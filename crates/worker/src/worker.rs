@@ -52,6 +52,15 @@ pub(crate) fn args<T: JobArgs>(job: &Job) -> Option<T> {
 }
 
 impl Worker {
+    /// What this node's OAuth2 token requests go through ([`crate::oauth2::Via`]).
+    pub(crate) fn token_via(&self) -> crate::oauth2::Via<'_> {
+        crate::oauth2::Via {
+            client: &self.client,
+            allow_private: self.allow_private,
+            request_timeout: self.request_timeout,
+        }
+    }
+
     /// The args of `job` as `T` ([`args`]), or `None` after discarding the job with `reason`
     /// when they do not parse (such a job can never run; the reason stays on its row).
     pub(crate) async fn args_or_discard<T: JobArgs>(

@@ -7,14 +7,14 @@
 //! - `validate`: the range and form checks of a channel's settings;
 //! - `secret`: rotating a channel's signing secret;
 //! - `read`: loading and listing channels (a tenant's and the operator's);
-//! - `endpoint`: the custom headers and endpoint auth added to every request of a channel.
+//! - [`crate::endpoint`] (re-exported here): the custom headers and endpoint auth added to
+//!   every request of a channel.
 
-mod endpoint;
 mod read;
 mod secret;
 mod validate;
 
-pub use endpoint::{
+pub use crate::endpoint::{
     check_compatible, resolve_auth, resolve_headers, view_headers, Auth, AuthInput, Header,
     HeaderInput, HeaderSpec, HeaderView, Headers, MASK, MAX_HEADERS, MAX_HEADER_BYTES,
 };
@@ -27,7 +27,7 @@ use validate::{
     canonical_rate_limit, check_max_in_flight, check_name, check_overrides, check_replay_window,
 };
 
-use crate::{audit, signing, Error, Result};
+use crate::{audit, endpoint, signing, Error, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json;

@@ -45,11 +45,11 @@ pub struct Dispatch {
     /// a success then ends it ([`crate::alerts::rejection_cleared`]); otherwise a success costs
     /// no extra statement.
     pub rejected: bool,
-    /// The channel's custom headers ([`crate::channels::Headers`]), `None` for none; some values
+    /// The channel's custom headers ([`crate::endpoint::Headers`]), `None` for none; some values
     /// are secrets: never log them.
-    pub headers: Option<Json<crate::channels::Headers>>,
-    /// The channel's endpoint auth ([`crate::channels::Auth`]), `None` for none; never log it.
-    pub auth: Option<Json<crate::channels::Auth>>,
+    pub headers: Option<Json<crate::endpoint::Headers>>,
+    /// The channel's endpoint auth ([`crate::endpoint::Auth`]), `None` for none; never log it.
+    pub auth: Option<Json<crate::endpoint::Auth>>,
     /// The database's time of this read, just before the request: the attempt's `started_at`
     /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
     /// clock, see [`crate::clock`]).
