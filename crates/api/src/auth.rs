@@ -179,11 +179,13 @@ pub enum Via {
 /// Whether a portal session with `scope` may make `method` on `path`, or the detail of its 403.
 ///
 /// The portal's routes only, by prefix: `/api/v1/channels…`, `/api/v1/deliveries…`,
-/// `/api/v1/messages…`, and `GET` of `/api/v1/tenant`, `/api/v1/audit` and
-/// `/api/v1/portal/session`. Not API keys, portal
-/// sessions, the alert secret or the tenant's settings: a session is for the tenant's users on
-/// the portal page, not a way to mint a standing credential. A `read` session: `GET` and `HEAD`
-/// only.
+/// `/api/v1/messages…`, and `GET` of `/api/v1/tenant`, `/api/v1/audit`,
+/// `/api/v1/portal/session` and the event-type catalog (`/api/v1/event-types…`: the platform
+/// defines its event types; the portal's users read them to subscribe and to test). Not API
+/// keys, portal sessions, the alert secret or the tenant's settings: a session is for the
+/// tenant's users on the portal page, not a way to mint a standing credential. A `read`
+/// session: `GET` and `HEAD`, and the one `POST` that only reads, a channel's
+/// `…/filter/test`.
 pub(crate) fn portal_may(scope: portal::Scope, method: &Method, path: &str) -> Result<(), String> {
     let under = |prefix: &str| {
         path == prefix
@@ -196,13 +198,18 @@ pub(crate) fn portal_may(scope: portal::Scope, method: &Method, path: &str) -> R
         || (reads && path == "/api/v1/portal/session")
         || under("/api/v1/deliveries")
         || under("/api/v1/messages")
-        || (reads && (path == "/api/v1/tenant" || path == "/api/v1/audit"));
+        || (reads && (path == "/api/v1/tenant" || path == "/api/v1/audit"))
+        || (reads && under("/api/v1/event-types"));
+    // Says whether a payload matches a channel's filter: stores, sends and audits nothing.
+    let read_only_post = method == Method::POST
+        && path.starts_with("/api/v1/channels/")
+        && path.ends_with("/filter/test");
     if !portal_route {
         return Err(
             "a portal session cannot use this route: it needs the tenant's API key".to_string(),
         );
     }
-    if scope == portal::Scope::Read && !reads {
+    if scope == portal::Scope::Read && !reads && !read_only_post {
         return Err("this portal session has the read scope: it cannot change anything".into());
     }
     Ok(())
@@ -299,6 +306,8 @@ mod tests {
             (Method::POST, "/api/v1/messages"),
             (Method::GET, "/api/v1/tenant"),
             (Method::GET, "/api/v1/audit"),
+            (Method::GET, "/api/v1/event-types"),
+            (Method::GET, "/api/v1/event-types/invoice.paid"),
         ] {
             assert!(portal_may(Manage, &method, path).is_ok(), "{method} {path}");
         }
@@ -310,6 +319,9 @@ mod tests {
             (Method::PATCH, "/api/v1/tenant"),
             (Method::GET, "/api/v1/channelsx"),
             (Method::GET, "/api/v1/admin/channels"),
+            (Method::POST, "/api/v1/event-types"),
+            (Method::PATCH, "/api/v1/event-types/invoice.paid"),
+            (Method::DELETE, "/api/v1/event-types/invoice.paid"),
         ] {
             assert!(
                 portal_may(Manage, &method, path).is_err(),
@@ -322,6 +334,8 @@ mod tests {
     fn a_read_session_only_reads() {
         assert!(portal_may(Read, &Method::GET, "/api/v1/channels/x").is_ok());
         assert!(portal_may(Read, &Method::HEAD, "/api/v1/channels/x").is_ok());
+        assert!(portal_may(Read, &Method::POST, "/api/v1/channels/x/filter/test").is_ok());
+        assert!(portal_may(Read, &Method::GET, "/api/v1/event-types/a.b").is_ok());
         for m in [Method::POST, Method::PATCH, Method::DELETE, Method::PUT] {
             let e = portal_may(Read, &m, "/api/v1/channels/x").unwrap_err();
             assert!(e.contains("read scope"), "{e}");

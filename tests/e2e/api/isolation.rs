@@ -210,6 +210,14 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
         .await;
     let message_b = message_b["id"].as_str().unwrap().to_string();
     let (session_b, _) = app.portal_session(tenant_b, "read").await;
+    let (s, v) = app
+        .post(
+            "/api/v1/event-types",
+            &key_b,
+            &json!({ "name": "b.secret", "description": "B's own" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
     app.wait_settled(channel_b).await;
     let before = channel_row(&app.pool, channel_b).await;
     let deliveries_before = count(&app.pool, "deliveries").await;
@@ -250,6 +258,12 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
             format!("/api/v1/tenant/portal-sessions/{session_b}"),
             None,
         ),
+        (
+            "POST",
+            format!("{c}/filter/test"),
+            Some(json!({ "payload": { "secret": "B's data" } })),
+        ),
+        ("GET", "/api/v1/event-types/b.secret".into(), None),
         ("DELETE", c.clone(), None),
     ];
     for scope in ["manage", "read"] {

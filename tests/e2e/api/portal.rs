@@ -174,6 +174,40 @@ async fn a_session_acts_for_its_tenant_within_its_scope(pool: PgPool) {
     assert_eq!(v["name"], "from-portal");
     let (s, _, _) = app.call("GET", "/api/v1/tenant", &read, None).await;
     assert_eq!(s, 200);
+    // It reads the event-type catalog and tries a channel's filter (a POST that only reads),
+    // but cannot change the catalog, which is the platform's, with either scope.
+    let (s, v) = app
+        .post(
+            "/api/v1/event-types",
+            &key,
+            &json!({ "name": "invoice.paid", "example": { "amount": 1 } }),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v, _) = app.call("GET", "/api/v1/event-types", &read, None).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["data"][0]["name"], "invoice.paid", "{v}");
+    let (s, v, _) = app
+        .call(
+            "POST",
+            &format!("/api/v1/channels/{channel}/filter/test"),
+            &read,
+            Some(json!({ "payload": { "amount": 1 }, "event_type": "invoice.paid" })),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["matches"], true, "{v}");
+    for session in [&manage, &read] {
+        let (s, v, _) = app
+            .call(
+                "POST",
+                "/api/v1/event-types",
+                session,
+                Some(json!({ "name": "from.portal" })),
+            )
+            .await;
+        assert_eq!(s, 403, "{v}");
+    }
     for (method, path, body) in [
         (
             "POST",
