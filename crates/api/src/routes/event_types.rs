@@ -54,12 +54,12 @@ pub(crate) struct CreateEventType {
     /// match, at most 64 KiB as JSON; `$ref`s resolve only inside it. Null or absent: any
     /// payload.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     schema: Option<Value>,
     /// An example payload, at most 64 KiB as JSON, valid against `schema` (422
     /// `schema_violation` on `example` otherwise). Null or absent: none.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     example: Option<Value>,
     /// Mark the type deprecated (informational; still accepted). Default false.
     #[serde(default)]
@@ -77,11 +77,11 @@ pub(crate) struct PatchEventType {
     description: Option<Option<String>>,
     /// New JSON Schema (null removes it). The example (new or kept) must be valid against it.
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     schema: Option<Option<Value>>,
     /// New example (null removes it), valid against the schema (new or kept).
     #[serde(default, deserialize_with = "super::nullable")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     example: Option<Option<Value>>,
     /// New deprecated flag (not null).
     #[serde(default, deserialize_with = "super::not_null")]

@@ -54,10 +54,10 @@ pub struct EventType {
     /// What the event means, for a person.
     pub description: Option<String>,
     /// The JSON Schema (draft 2020-12) every payload of this type must match; null = any.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub schema: Option<Value>,
     /// An example payload (valid against `schema`).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub example: Option<Value>,
     /// Whether the type is deprecated (informational: it is still accepted).
     pub deprecated: bool,
