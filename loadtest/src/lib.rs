@@ -33,6 +33,7 @@ pub mod fairness;
 pub mod fetch_bench;
 pub mod isolation;
 pub mod machine;
+pub mod phases;
 pub mod prune;
 pub mod receiver;
 pub mod service;

@@ -121,6 +121,9 @@ pub fn print_summary(report: &Value) {
             report["api_batch_request"]["p99_ms"],
         );
     }
+    for line in crate::phases::summary_lines(&report["latency_phases"], &[("null", "where")]) {
+        println!("{line}");
+    }
     for line in cpu::summary_lines(report) {
         println!("{line}");
     }
@@ -193,6 +196,9 @@ async fn scenario(
         Ok(_) => probe.finish(&pool, &cpu_start).await,
         Err(e) => Err(e),
     };
+    // Where the latency went (the payload carries no phase here: one `null` phase).
+    let ids: Vec<uuid::Uuid> = channels.iter().filter_map(|c| c.1.parse().ok()).collect();
+    let phases = crate::phases::split(&pool, &ids).await;
     pool.close().await;
     let cost = cost?;
     let received_at: Vec<u64> = sink.with(PHASE_THROUGHPUT, |p| {
@@ -295,6 +301,7 @@ async fn scenario(
         "elapsed_s": (secs(t0, last) * 10.0).round() / 10.0,
         "enqueue_s": (secs(t0, enqueue_end) * 10.0).round() / 10.0,
         "latency": latency,
+        "latency_phases": phases,
         "api_batch_request": summarize(&enq.api_hist),
         "open_loop": enq.open.as_ref().map(|s| json!({
             "rate_per_s": o.rate,

@@ -232,6 +232,7 @@ pub(super) fn build(
         "healthy": healthy_sum,
         "baseline": baseline_sum,
         "healthy_p95_over_baseline_p95": ratio,
+        "healthy_phases": seen.healthy_phases,
         "slow": {
             "baseline": slow(sink, PHASE_BASELINE, &m.base),
             "healthy": slow(sink, PHASE_LOADED, &m.loaded),

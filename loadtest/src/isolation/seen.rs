@@ -35,6 +35,8 @@ pub(super) struct Seen {
     pub host_audit: Vec<HostAuditRow>,
     /// [`DeadEndpoint::arrivals`], read after the rows.
     pub arrivals: Vec<u64>,
+    /// Where the healthy channel's latency went, per stream phase ([`crate::phases::split`]).
+    pub healthy_phases: Value,
 }
 
 impl Seen {
@@ -94,6 +96,7 @@ impl Seen {
             }
             _ => Vec::new(),
         };
+        let healthy_phases = crate::phases::split(pool, &[m.healthy_uuid]).await;
         let arrivals = dead.arrivals();
         Ok(Self {
             audit,
@@ -103,6 +106,7 @@ impl Seen {
             circuit_end,
             host_audit,
             arrivals,
+            healthy_phases,
         })
     }
 }

@@ -41,6 +41,10 @@ pub fn print_summary(r: &Value) {
     for line in crate::cpu::summary_lines(r) {
         println!("{line}");
     }
+    let labels = [("0", "warm-up"), ("1", "baseline"), ("2", "healthy")];
+    for line in crate::phases::summary_lines(&r["healthy_phases"], &labels) {
+        println!("{line}");
+    }
     if !r["slow_drain"].is_null() {
         let d = &r["slow_drain"];
         println!(
