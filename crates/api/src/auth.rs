@@ -220,8 +220,13 @@ impl KeyKind for Tenant {
         "this route needs a tenant key; the operator key cannot use it";
 
     async fn own(state: &AppState, parts: &Parts, key: &str) -> Result<Option<Self>, ApiError> {
-        if let Some(t) = tenants::authenticate(state.pool(), key).await? {
-            check_ingress(state, t.tenant_id).await?;
+        // The key and the tenant's ingress limit in one statement.
+        if let Some((t, refused)) =
+            tenants::authenticate_taking(state.pool(), key, ingress_limit(state)).await?
+        {
+            if let Some(wait) = refused {
+                return Err(rate_limited(state, wait));
+            }
             return Ok(Some(Tenant {
                 tenant_id: t.tenant_id,
                 via: Via::Key(t.key_id),
@@ -254,25 +259,34 @@ impl KeyKind for Tenant {
     }
 }
 
-/// Takes one request from tenant `tenant_id`'s ingress limit (`api.ingress_per_second` and
-/// `api.ingress_burst`, for all its keys on every node together,
-/// [`breakwater_core::quotas::take_ingress`]); over it → 429 `rate_limited` with `Retry-After`
-/// (whole seconds, at least 1). Off when `api.ingress_per_second` is 0.
-async fn check_ingress(state: &AppState, tenant_id: uuid::Uuid) -> Result<(), ApiError> {
+/// The tenant ingress limit in force (`api.ingress_per_second` and `api.ingress_burst`, for all
+/// of a tenant's keys on every node together, [`breakwater_core::quotas::take_ingress`]), or
+/// `None` when it is off (`api.ingress_per_second` = 0).
+fn ingress_limit(state: &AppState) -> Option<quotas::Ingress> {
     let cfg = &state.settings().config;
-    if cfg.ingress_per_second == 0 {
-        return Ok(());
-    }
-    let Some(wait) = quotas::take_ingress(
-        state.pool(),
-        tenant_id,
-        cfg.ingress_per_second,
-        cfg.ingress_burst,
-    )
-    .await?
-    else {
+    (cfg.ingress_per_second > 0).then_some(quotas::Ingress {
+        per_second: cfg.ingress_per_second,
+        burst: cfg.ingress_burst,
+    })
+}
+
+/// Takes one request from tenant `tenant_id`'s ingress limit ([`ingress_limit`]); over it → 429
+/// `rate_limited` ([`rate_limited`]). For portal sessions: a tenant key takes its request in the
+/// statement that authenticates it.
+async fn check_ingress(state: &AppState, tenant_id: uuid::Uuid) -> Result<(), ApiError> {
+    let Some(limit) = ingress_limit(state) else {
         return Ok(());
     };
+    match quotas::take_ingress(state.pool(), tenant_id, limit.per_second, limit.burst).await? {
+        Some(wait) => Err(rate_limited(state, wait)),
+        None => Ok(()),
+    }
+}
+
+/// The 429 `rate_limited` of a request over its tenant's ingress limit, with `Retry-After`
+/// (whole seconds, at least 1) after `wait`.
+fn rate_limited(state: &AppState, wait: std::time::Duration) -> ApiError {
+    let cfg = &state.settings().config;
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let mut e = ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
@@ -287,7 +301,7 @@ async fn check_ingress(state: &AppState, tenant_id: uuid::Uuid) -> Result<(), Ap
     );
     e.headers
         .push((header::RETRY_AFTER, secs.max(1).to_string()));
-    Err(e)
+    e
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use crate::{audit, signing, Error, Result, Tier};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
+use std::time::Duration;
 use uuid::Uuid;
 
 impl TryFrom<String> for Tier {
@@ -172,7 +173,24 @@ pub async fn create(
 /// racing at the minute's turn one writes and the others, re-checking the row after its lock,
 /// write nothing.
 pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Option<TenantKey>> {
-    let row: Option<(Uuid, Uuid)> = sqlx::query_as(
+    Ok(authenticate_taking(exec, api_key, None)
+        .await?
+        .map(|(key, _)| key))
+}
+
+/// [`authenticate`], and in the same statement, when `ingress` is given, one request taken from
+/// the key's tenant's ingress limit ([`crate::quotas::take_ingress`], the same upsert): the
+/// second value is `None` when it was taken (or no limit is given), `Some(wait)` when the
+/// request is refused and may be retried after `wait` (at least 1 ms). One round trip per API
+/// request instead of two. Nothing is taken for a key that does not match.
+pub async fn authenticate_taking(
+    exec: impl PgExecutor<'_>,
+    api_key: &str,
+    ingress: Option<crate::quotas::Ingress>,
+) -> Result<Option<(TenantKey, Option<Duration>)>> {
+    // $3 and $4: T and τ in µs, NULL without a limit (then the upsert has no row to take).
+    let (t, tau) = ingress.map(|i| i.params()).unzip();
+    let sql = format!(
         "WITH k AS (
              SELECT tenant_id, id FROM api_keys
              WHERE key_hash = $1 AND revoked_at IS NULL AND tenant_id IS NOT NULL
@@ -181,14 +199,31 @@ pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Op
              FROM k
              WHERE a.id = k.id AND a.revoked_at IS NULL
                AND (a.last_used_at IS NULL OR a.last_used_at < now() - $2::float8 * interval '1 second')
+         ), taken AS (
+             {upsert}
          )
-         SELECT tenant_id, id FROM k",
-    )
-    .bind(token::hash_key(api_key))
-    .bind(token::LAST_USED_RESOLUTION_S as f64)
-    .fetch_optional(exec)
-    .await?;
-    Ok(row.map(|(tenant_id, key_id)| TenantKey { tenant_id, key_id }))
+         SELECT k.tenant_id, k.id,
+                $3::float8 IS NULL OR EXISTS (SELECT 1 FROM taken),
+                (SELECT {wait} FROM tenant_ingress WHERE tenant_id = k.tenant_id)
+         FROM k",
+        upsert = crate::quotas::ingress_upsert(
+            "SELECT tenant_id FROM k WHERE $3::float8 IS NOT NULL",
+            "$3",
+            "$4"
+        ),
+        wait = crate::quotas::ingress_wait_us("$3", "$4"),
+    );
+    let row: Option<(Uuid, Uuid, bool, Option<f64>)> = sqlx::query_as(&sql)
+        .bind(token::hash_key(api_key))
+        .bind(token::LAST_USED_RESOLUTION_S as f64)
+        .bind(t)
+        .bind(tau)
+        .fetch_optional(exec)
+        .await?;
+    Ok(row.map(|(tenant_id, key_id, taken, wait_us)| {
+        let refused = (!taken).then(|| crate::quotas::ingress_wait(wait_us));
+        (TenantKey { tenant_id, key_id }, refused)
+    }))
 }
 
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).

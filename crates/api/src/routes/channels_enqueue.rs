@@ -9,7 +9,7 @@ use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
-use breakwater_core::{circuit, event_types, quotas, tenants};
+use breakwater_core::{event_types, quotas, tenants};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -121,7 +121,11 @@ async fn enqueue(
     list: Option<&str>,
 ) -> Result<Vec<Enqueued>, ApiError> {
     let mut tx = call.begin().await?;
-    let channel = channels::get(&mut *tx, call.tenant_id(), channel_id).await?;
+    // The channel, with its row held (FOR SHARE) until commit: deliveries to an open or paused
+    // circuit start `paused` (their jobs are held by the channel's parked job group), and a
+    // transition waits for this insert, so a release never misses them.
+    let channel = channels::get_locked_for_enqueue(&mut tx, call.tenant_id(), channel_id).await?;
+    let paused = channel.circuit_state.parks_new_deliveries();
     let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     // The tenant's event-type catalog: a schema to match, an unknown type to refuse. Costs
     // nothing for a tenant without a catalog (the row just read says so).
@@ -139,13 +143,6 @@ async fn enqueue(
             None => ApiError::from(e),
         })?;
     }
-    // Hold the channel row (FOR SHARE) until commit: deliveries to an open or paused circuit
-    // start `paused` (their jobs are held by the channel's parked job group), and a transition
-    // waits for this insert, so a release never misses them.
-    // No gate: the channel was deleted while this request waited for its row.
-    let paused = circuit::enqueue_parked(&mut tx, channel.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("channel"))?;
     let out = deliveries::enqueue(
         &mut tx,
         tenant.id,

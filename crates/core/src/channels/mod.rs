@@ -18,7 +18,10 @@ pub use crate::endpoint::{
     check_compatible, resolve_auth, resolve_headers, view_headers, Auth, AuthInput, Header,
     HeaderInput, HeaderSpec, HeaderView, Headers, MASK, MAX_HEADERS, MAX_HEADER_BYTES,
 };
-pub use read::{backlog, check_owned, get, get_any, list, list_all, Backlog, OperatorChannel};
+pub use read::{
+    backlog, check_owned, get, get_any, get_locked_for_enqueue, list, list_all, Backlog,
+    OperatorChannel,
+};
 pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
 pub use validate::{
     canonical_event_types, matching_patterns, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN,

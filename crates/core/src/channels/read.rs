@@ -59,6 +59,27 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
     .ok_or(Error::NotFound("channel"))
 }
 
+/// [`get`], with the channel's row locked `FOR SHARE` until the caller's transaction ends: the
+/// one read of an enqueue. The lock is [`crate::circuit::enqueue_parked`]'s (a transition waits
+/// for the enqueue's insert, so a release never misses its deliveries), and the channel it
+/// returns is read under it, so `circuit_state.parks_new_deliveries()` is the enqueue's
+/// park-or-not decision. [`Error::NotFound`] for a missing, deleted (also while this waited for
+/// the lock) or another tenant's channel. One round trip instead of two.
+pub async fn get_locked_for_enqueue(
+    tx: &mut sqlx::PgConnection,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Channel> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR SHARE"
+    ))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("channel"))
+}
+
 /// Checks that `tenant_id` owns channel `id`, deleted or not (a deleted channel's audit log
 /// stays readable). Another tenant's channel is [`Error::NotFound`], exactly like a missing one.
 pub async fn check_owned(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result<()> {
