@@ -9,6 +9,36 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use uuid::Uuid;
 
+/// Every test's set-up: a service on `pool` and one tenant, `acme`: (app, tenant id, key).
+async fn acme(pool: &PgPool) -> (TestApp, Uuid, String) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    (app, tenant, key)
+}
+
+/// A channel of `key`'s tenant, delivering to the receiver's endpoint `name`, that takes
+/// `event_types` (exact names or wildcards).
+async fn subscribed(app: &TestApp, key: &str, name: &str, event_types: Value) -> Uuid {
+    app.channel_with(key, name, json!({ "event_types": event_types }))
+        .await
+}
+
+/// `POST path` (an enqueue or `/api/v1/messages`) of one `{event_type, payload}`.
+async fn send(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    event_type: &str,
+    payload: Value,
+) -> (u16, Value) {
+    app.post(
+        path,
+        key,
+        &json!({ "event_type": event_type, "payload": payload }),
+    )
+    .await
+}
+
 /// A realistic schema for `invoice.paid`.
 fn invoice_schema() -> Value {
     json!({
@@ -67,8 +97,7 @@ async fn catalog_audits(pool: &PgPool, tenant: Uuid) -> Vec<String> {
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (tenant, key) = app.tenant("acme", "default").await;
+    let (app, tenant, key) = acme(&pool).await;
     for name in ["order.created", "invoice.paid", "invoice.voided"] {
         register(&app, &key, name, json!({"type": "object"})).await;
     }
@@ -180,8 +209,7 @@ async fn the_catalog_is_crud_paged_by_name_and_audited_once_per_change(pool: PgP
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn bad_names_schemas_and_examples_are_422_naming_the_field(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (tenant, key) = app.tenant("acme", "default").await;
+    let (app, tenant, key) = acme(&pool).await;
     let post = |body: Value| {
         let app = &app;
         let key = key.clone();
@@ -244,23 +272,14 @@ async fn bad_names_schemas_and_examples_are_422_naming_the_field(pool: PgPool) {
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let billing = app
-        .channel_with(&key, "billing", json!({ "event_types": ["invoice.*"] }))
-        .await;
+    let (app, _, key) = acme(&pool).await;
+    let billing = subscribed(&app, &key, "billing", json!(["invoice.*"])).await;
     register(&app, &key, "invoice.paid", invoice_schema()).await;
     let bad = json!({"invoice_id": "", "amount": -1, "currency": "EUR", "lines": [{"qty": "x"}]});
     let enqueue = format!("/api/v1/channels/{billing}/deliveries");
 
     // One delivery: 422 naming each failing part by JSON pointer.
-    let (s, v) = app
-        .post(
-            &enqueue,
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": bad }),
-        )
-        .await;
+    let (s, v) = send(&app, &key, &enqueue, "invoice.paid", bad.clone()).await;
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["code"], "schema_violation");
     assert_eq!(v["field"], "payload");
@@ -283,13 +302,7 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
     assert_eq!(s, 422, "{v}");
     assert_eq!(v["field"], "deliveries[1].payload", "{v}");
     // A message: 422 too, before any channel is touched.
-    let (s, v) = app
-        .post(
-            "/api/v1/messages",
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": bad }),
-        )
-        .await;
+    let (s, v) = send(&app, &key, "/api/v1/messages", "invoice.paid", bad).await;
     assert_eq!(
         (s, v["code"].as_str()),
         (422, Some("schema_violation")),
@@ -303,21 +316,16 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
     assert_eq!(rows, 0, "nothing refused was enqueued");
 
     // Valid ones go through and are delivered: one direct, one fanned out.
-    let (s, v) = app
-        .post(
-            &enqueue,
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": good_invoice() }),
-        )
-        .await;
+    let (s, v) = send(&app, &key, &enqueue, "invoice.paid", good_invoice()).await;
     assert_eq!(s, 202, "{v}");
-    let (s, v) = app
-        .post(
-            "/api/v1/messages",
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": good_invoice() }),
-        )
-        .await;
+    let (s, v) = send(
+        &app,
+        &key,
+        "/api/v1/messages",
+        "invoice.paid",
+        good_invoice(),
+    )
+    .await;
     assert_eq!(s, 202, "{v}");
     assert_eq!(v["deliveries"].as_array().unwrap().len(), 1, "{v}");
     app.wait_received("billing", 2, Duration::from_secs(10))
@@ -338,44 +346,32 @@ async fn a_schema_is_checked_on_enqueue_and_on_fan_out(pool: PgPool) {
         )
         .await;
     assert_eq!(s, 200, "{v}");
-    let (s, v) = app
-        .post(
-            &enqueue,
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": good_invoice() }),
-        )
-        .await;
+    let (s, v) = send(&app, &key, &enqueue, "invoice.paid", good_invoice()).await;
     assert_eq!(
         (s, v["code"].as_str()),
         (422, Some("schema_violation")),
         "{v}"
     );
-    let (s, v) = app
-        .post(
-            &enqueue,
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": {"note": "ok", "amount": "x"} }),
-        )
-        .await;
+    let (s, v) = send(
+        &app,
+        &key,
+        &enqueue,
+        "invoice.paid",
+        json!({"note": "ok", "amount": "x"}),
+    )
+    .await;
     assert_eq!(s, 202, "{v}");
     // Deleted from the catalog: the type is unknown again, accepted by default.
     let (s, _, _) = app.delete("/api/v1/event-types/invoice.paid", &key).await;
     assert_eq!(s, 204);
-    let (s, v) = app
-        .post(
-            &enqueue,
-            &key,
-            &json!({ "event_type": "invoice.paid", "payload": 1 }),
-        )
-        .await;
+    let (s, v) = send(&app, &key, &enqueue, "invoice.paid", json!(1)).await;
     assert_eq!(s, 202, "{v}");
     app.stop().await;
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn unknown_types_are_refused_only_when_the_tenant_says_so(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (tenant, key) = app.tenant("acme", "default").await;
+    let (app, tenant, key) = acme(&pool).await;
     let channel = app.channel(&key, "ep").await;
     let enqueue = format!("/api/v1/channels/{channel}/deliveries");
     let event = |t: &str| json!({ "event_type": t, "payload": {"n": 1} });
@@ -439,14 +435,9 @@ async fn unknown_types_are_refused_only_when_the_tenant_says_so(pool: PgPool) {
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_wildcard_takes_the_types_under_its_prefix_only(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
-    let wild = app
-        .channel_with(&key, "wild", json!({ "event_types": ["invoice.*"] }))
-        .await;
-    let exact = app
-        .channel_with(&key, "exact", json!({ "event_types": ["invoice"] }))
-        .await;
+    let (app, _, key) = acme(&pool).await;
+    let wild = subscribed(&app, &key, "wild", json!(["invoice.*"])).await;
+    let exact = subscribed(&app, &key, "exact", json!(["invoice"])).await;
     let deliveries_of = |v: &Value| -> BTreeSet<String> {
         v["deliveries"]
             .as_array()
@@ -527,8 +518,7 @@ async fn a_wildcard_takes_the_types_under_its_prefix_only(pool: PgPool) {
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn the_catalog_shows_the_channels_that_take_a_type(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let (_, key) = app.tenant("acme", "default").await;
+    let (app, _, key) = acme(&pool).await;
     let (_, other_key) = app.tenant("globex", "default").await;
     let wild = app
         .named_channel(&key, "wild", json!({ "event_types": ["invoice.*"] }))

@@ -19,7 +19,7 @@ const BASIC_USER_1: &str = "Basic dXNlci0xOnBhNTV3b3Jk";
 const CLIENT_1_BASIC: &str = "Basic Y2xpZW50LTE6czNjcjN0JTJC";
 
 /// The value of header `name` in request `r`, if any.
-fn header(r: &breakwater::receiver::Received, name: &str) -> Option<String> {
+pub(crate) fn header(r: &breakwater::receiver::Received, name: &str) -> Option<String> {
     r.headers.get(name).map(|v| v.to_str().unwrap().to_string())
 }
 

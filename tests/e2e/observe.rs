@@ -358,6 +358,8 @@ async fn admin_page_is_served_without_a_key_and_holds_no_data(pool: PgPool) {
     for (path, ty) in [
         ("/admin/admin.js", "text/javascript"),
         ("/admin/admin.css", "text/css"),
+        ("/assets/common.js", "text/javascript"),
+        ("/assets/common.css", "text/css"),
     ] {
         let r = app
             .http

@@ -62,6 +62,8 @@ fn document_follows_the_house_rules() {
         "/admin",
         "/admin/admin.js",
         "/admin/admin.css",
+        "/assets/common.js",
+        "/assets/common.css",
         "/portal",
         "/portal/portal.js",
         "/portal/portal.css",

@@ -47,7 +47,7 @@
     },
   ];
 
-  const $ = (id) => document.getElementById(id);
+  const { $, el, toast, allPages } = window.Breakwater; // common.js
   let key = sessionStorage.getItem(KEY_STORE);
   let timer = null;
   let skewMs = 0; // server clock minus this browser's clock, from the Date header
@@ -60,21 +60,6 @@
   let prevHostStates = new Map();
 
   // ---- helpers ------------------------------------------------------------------------------
-
-  function el(tag, props, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(props || {})) {
-      if (k === "class") e.className = v;
-      else if (k === "dataset") Object.assign(e.dataset, v);
-      else if (k === "text") e.textContent = v;
-      else if (k === "title") e.title = v;
-      else e.setAttribute(k, v);
-    }
-    for (const c of children) {
-      if (c != null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return e;
-  }
 
   function serverNow() {
     return Date.now() + skewMs;
@@ -110,15 +95,6 @@
     } catch {
       return "";
     }
-  }
-
-  function toast(text, bad) {
-    const t = $("toast");
-    t.textContent = text;
-    t.classList.toggle("bad", !!bad);
-    t.hidden = false;
-    clearTimeout(toast.timer);
-    toast.timer = setTimeout(() => { t.hidden = true; }, 5000);
   }
 
   class Unauthorized extends Error {}
@@ -198,16 +174,7 @@
   }
 
   async function listChannels() {
-    let all = [];
-    let after = null;
-    for (let page = 0; page < MAX_CHANNEL_PAGES; page++) {
-      const q = after ? `&after=${encodeURIComponent(after)}` : "";
-      const r = await api(`/api/v1/admin/channels?limit=1000${q}`);
-      all = all.concat(r.data);
-      after = r.next_cursor;
-      if (!after) return { all, more: false };
-    }
-    return { all, more: true };
+    return allPages(api, "/api/v1/admin/channels?limit=1000", MAX_CHANNEL_PAGES);
   }
 
   async function refresh() {

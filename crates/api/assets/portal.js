@@ -12,7 +12,14 @@
 (() => {
   const TOKEN_STORE = "breakwater.portalToken";
   const POLL_MS = 2000;
-  const $ = (id) => document.getElementById(id);
+  const { $, el, toast, allPages } = window.Breakwater; // common.js
+  // Rows per page of the channel list, and most pages read (the API's cursor paging). A
+  // `?page_size=N` on the page's URL (1-1000) sets the page size, for tests.
+  const PAGE_SIZE = (() => {
+    const n = Number(new URLSearchParams(location.search).get("page_size"));
+    return Number.isInteger(n) && n >= 1 && n <= 1000 ? n : 1000;
+  })();
+  const MAX_PAGES = 20;
 
   // ---- the token --------------------------------------------------------------------------
   let token = null;
@@ -37,35 +44,13 @@
 
   let session = null; // { id, scope, expires_at }
   let channels = [];
+  let catalog = []; // the tenant's event types: { name, description, example, deprecated, ... }
+  let storedHeaders = {}; // the open channel's headers as read: name -> { value, sensitive }
   let current = null; // the channel open in the channel view (its id)
   let selectedDelivery = null;
   let timer = null;
 
   // ---- helpers ----------------------------------------------------------------------------
-  function el(tag, props, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(props || {})) {
-      if (k === "class") e.className = v;
-      else if (k === "dataset") Object.assign(e.dataset, v);
-      else if (k === "text") e.textContent = v;
-      else if (k === "title") e.title = v;
-      else e.setAttribute(k, v);
-    }
-    for (const c of children) {
-      if (c != null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return e;
-  }
-
-  function toast(text, bad) {
-    const t = $("toast");
-    t.textContent = text;
-    t.classList.toggle("bad", !!bad);
-    t.hidden = false;
-    clearTimeout(toast.timer);
-    toast.timer = setTimeout(() => { t.hidden = true; }, bad ? 8000 : 4000);
-  }
-
   class ApiError extends Error {
     constructor(status, body) {
       super((body && (body.detail || body.title)) || `HTTP ${status}`);
@@ -161,8 +146,10 @@
 
   // ---- the channel list -------------------------------------------------------------------
   async function loadChannels() {
-    const page = await api("GET", "/api/v1/channels?limit=1000");
-    channels = page.data || [];
+    const { all, more } = await allPages((path) => api("GET", path), `/api/v1/channels?limit=${PAGE_SIZE}`, MAX_PAGES);
+    channels = all;
+    $("channels-more").hidden = !more;
+    $("channels-more").textContent = more ? `Showing the first ${all.length} endpoints.` : "";
     const tbody = $("channels").querySelector("tbody");
     tbody.replaceChildren(...channels.map((c) => {
       const state = c.circuit_state;
@@ -181,6 +168,7 @@
   // ---- one channel ------------------------------------------------------------------------
   async function openChannel(id) {
     current = id;
+    await loadCatalog().catch(fail);
     selectedDelivery = null;
     $("attempts").hidden = true;
     $("rotated").hidden = true;
@@ -223,11 +211,179 @@
     if (fillForm) {
       $("edit-url").value = c.url;
       $("edit-name").value = c.name || "";
-      $("edit-event-types").value = c.event_types ? c.event_types.join(", ") : "";
+      fillEventTypes(c.event_types);
       $("edit-rate-limit").value = c.rate_limit || "";
       $("edit-max-in-flight").value = c.max_in_flight == null ? "" : c.max_in_flight;
+      fillHeaders(c.headers || {});
+      fillAuth(c.auth);
+      $("edit-filter").value = c.filter == null ? "" : compactJson(c.filter);
+      $("filter-test-result").hidden = true;
     }
     return c;
+  }
+
+  // ---- the event-type catalog -------------------------------------------------------------
+  // GET /api/v1/event-types, paged. A failure leaves the catalog empty: the page still works
+  // with typed names.
+  async function loadCatalog() {
+    const { all } = await allPages((path) => api("GET", path), "/api/v1/event-types?limit=1000", MAX_PAGES);
+    catalog = all;
+    $("catalog-names").replaceChildren(...catalog.map((t) => el("option", { value: t.name })));
+    const pick = $("test-catalog");
+    const chosen = pick.value;
+    pick.replaceChildren(el("option", { value: "" }, "(type your own)"),
+      ...catalog.map((t) => el("option", { value: t.name },
+        `${t.name}${t.example == null ? " (no example)" : ""}${t.deprecated ? " (deprecated)" : ""}`)));
+    if (catalog.some((t) => t.name === chosen)) pick.value = chosen;
+  }
+
+  // The choices of the event-type picker: every catalog name and, for each dotted prefix, its
+  // wildcard (`invoice.*`), in name order.
+  function typeChoices() {
+    const names = new Set();
+    for (const t of catalog) {
+      names.add(t.name);
+      const dot = t.name.lastIndexOf(".");
+      if (dot > 0) names.add(`${t.name.slice(0, dot)}.*`);
+    }
+    return [...names].sort();
+  }
+
+  function fillEventTypes(types) {
+    const chosen = new Set(types || []);
+    const choices = typeChoices();
+    const deprecated = new Set(catalog.filter((t) => t.deprecated).map((t) => t.name));
+    $("edit-types").replaceChildren(...choices.map((name) => {
+      const box = el("input", { type: "checkbox", value: name, class: "type-choice" });
+      box.checked = chosen.has(name);
+      return el("label", { class: "check", title: name.endsWith(".*") ? `every type under ${name.slice(0, -1)}` : "" },
+        box, el("span", { class: deprecated.has(name) ? "deprecated" : "", text: name }));
+    }));
+    $("edit-types").hidden = choices.length === 0;
+    $("edit-event-types").value = [...chosen].filter((n) => !choices.includes(n)).join(", ");
+  }
+
+  // null (every type) when nothing is ticked or typed.
+  function eventTypesChosen() {
+    const ticked = [...document.querySelectorAll("#edit-types input.type-choice:checked")].map((b) => b.value);
+    const typed = eventTypesIn($("edit-event-types")) || [];
+    const all = [...new Set([...ticked, ...typed])];
+    return all.length ? all : null;
+  }
+
+  // ---- custom headers ---------------------------------------------------------------------
+  // A sensitive header's value is never put in the page: its row shows "set", and an empty
+  // value keeps the stored one (`{"sensitive": true}` in the PATCH).
+  function headerRow(name, view) {
+    const stored = !!(view && view.sensitive);
+    const value = el("input", {
+      type: stored ? "password" : "text", class: "header-value", spellcheck: "false",
+      autocomplete: "new-password", placeholder: stored ? "set: leave empty to keep" : "value",
+    });
+    if (view && !view.sensitive) value.value = view.value;
+    const sensitive = el("input", { type: "checkbox", class: "header-sensitive" });
+    sensitive.checked = stored;
+    sensitive.addEventListener("change", () => { value.type = sensitive.checked ? "password" : "text"; });
+    const nameInput = el("input", { type: "text", class: "header-name", spellcheck: "false", placeholder: "X-Header-Name" });
+    nameInput.value = name || "";
+    return el("div", { class: "header-row", dataset: { stored: stored ? "sensitive" : "" } },
+      nameInput,
+      el("span", { class: "header-value-cell" }, value, stored ? el("span", { class: "set", text: "set" }) : null),
+      el("label", { class: "check" }, sensitive, "sensitive"),
+      el("button", { type: "button", class: "quiet remove-header", title: "Remove this header" }, "Remove"));
+  }
+
+  function fillHeaders(headers) {
+    storedHeaders = headers;
+    $("edit-headers").replaceChildren(...Object.entries(headers).map(([n, v]) => headerRow(n, v)));
+  }
+
+  // The `headers` of a PATCH (all of them, replacing the stored ones); throws on a row that
+  // cannot be sent.
+  function headersChosen() {
+    const out = {};
+    for (const row of document.querySelectorAll("#edit-headers .header-row")) {
+      const name = row.querySelector(".header-name").value.trim();
+      const value = row.querySelector(".header-value").value;
+      const sensitive = row.querySelector(".header-sensitive").checked;
+      if (!name) {
+        if (value) throw new Error("A header has a value but no name.");
+        continue;
+      }
+      if (!sensitive) out[name] = value;
+      else if (value) out[name] = { value, sensitive: true };
+      else if (storedHeaders[name] && storedHeaders[name].sensitive) out[name] = { sensitive: true };
+      else throw new Error(`Header ${name}: a sensitive header needs a value.`);
+    }
+    return out;
+  }
+
+  // ---- endpoint authentication ------------------------------------------------------------
+  let storedAuth = null; // the auth as read: secrets masked, never shown
+
+  function showAuthFields() {
+    const type = $("auth-type").value;
+    for (const box of document.querySelectorAll("#edit-auth-field .auth-fields")) {
+      box.hidden = box.dataset.auth !== type;
+    }
+    // "set" only beside the stored secret of the stored type (and, for OAuth2, the same token URL).
+    for (const mark of document.querySelectorAll("#edit-auth-field [data-secret-set]")) {
+      mark.hidden = !(storedAuth && storedAuth.type === mark.dataset.secretSet && mark.dataset.secretSet === type
+        && (type !== "oauth2_client_credentials" || $("auth-token-url").value.trim() === storedAuth.token_url));
+    }
+  }
+
+  function fillAuth(auth) {
+    storedAuth = auth || null;
+    const a = auth || {};
+    $("auth-type").value = a.type || "";
+    $("auth-username").value = a.username || "";
+    $("auth-token-url").value = a.token_url || "";
+    $("auth-client-id").value = a.client_id || "";
+    $("auth-scope").value = a.scope || "";
+    for (const id of ["auth-password", "auth-token", "auth-client-secret"]) {
+      $(id).value = "";
+      $(id).placeholder = "";
+    }
+    const secretInput = { basic: "auth-password", bearer: "auth-token", oauth2_client_credentials: "auth-client-secret" }[a.type];
+    if (secretInput) $(secretInput).placeholder = "set: leave empty to keep";
+    showAuthFields();
+  }
+
+  // The `auth` of a PATCH: null for none; a secret left empty is left out (the API keeps it).
+  function authChosen() {
+    const type = $("auth-type").value;
+    const secret = (id) => ($(id).value ? $(id).value : undefined);
+    switch (type) {
+      case "": return null;
+      case "basic": return { type, username: $("auth-username").value, password: secret("auth-password") };
+      case "bearer": return { type, token: secret("auth-token") };
+      default: return {
+        type,
+        token_url: $("auth-token-url").value.trim(),
+        client_id: $("auth-client-id").value,
+        client_secret: secret("auth-client-secret"),
+        scope: $("auth-scope").value.trim() || undefined,
+      };
+    }
+  }
+
+  // ---- the payload filter -----------------------------------------------------------------
+  // JSON on one line when short, indented otherwise.
+  function compactJson(v) {
+    const line = JSON.stringify(v);
+    return line.length <= 100 ? line : JSON.stringify(v, null, 2);
+  }
+
+  // The filter field as JSON (null when empty); throws with the parser's reason.
+  function filterChosen() {
+    const text = $("edit-filter").value.trim();
+    if (!text) return null;
+    try { return JSON.parse(text); } catch (e) { throw new Error(`The filter is not JSON: ${e.message}`); }
+  }
+
+  function clearSecrets() {
+    for (const input of document.querySelectorAll("#edit-form input[type=password]")) input.value = "";
   }
 
   function deliveryQuery() {
@@ -339,16 +495,67 @@
     });
     $("edit-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
-      const body = {
-        url: $("edit-url").value.trim(),
-        name: $("edit-name").value.trim() || null,
-        event_types: eventTypesIn($("edit-event-types")),
-        rate_limit: $("edit-rate-limit").value.trim() || null,
-        max_in_flight: numberIn($("edit-max-in-flight")),
-      };
+      let body;
+      try {
+        body = {
+          url: $("edit-url").value.trim(),
+          name: $("edit-name").value.trim() || null,
+          event_types: eventTypesChosen(),
+          rate_limit: $("edit-rate-limit").value.trim() || null,
+          max_in_flight: numberIn($("edit-max-in-flight")),
+          headers: headersChosen(),
+          auth: authChosen(),
+          filter: filterChosen(),
+        };
+      } catch (e) {
+        toast(e.message, true);
+        return;
+      }
       api("PATCH", `/api/v1/channels/${current}`, body)
-        .then(() => { toast("Saved."); return loadChannel(true); })
+        .then(() => { clearSecrets(); toast("Saved."); return loadChannel(true); })
         .catch(fail);
+    });
+    $("add-header").addEventListener("click", () => {
+      $("edit-headers").append(headerRow("", null));
+    });
+    $("edit-headers").addEventListener("click", (ev) => {
+      const remove = ev.target.closest(".remove-header");
+      if (remove) remove.closest(".header-row").remove();
+    });
+    $("auth-type").addEventListener("change", showAuthFields);
+    $("auth-token-url").addEventListener("input", showAuthFields);
+    $("filter-test-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const out = $("filter-test-result");
+      let payload;
+      try { payload = JSON.parse($("filter-test-payload").value); } catch (e) {
+        toast(`The sample payload is not JSON: ${e.message}`, true);
+        return;
+      }
+      const body = { payload };
+      const type = $("filter-test-event-type").value.trim();
+      if (type) body.event_type = type;
+      api("POST", `/api/v1/channels/${current}/filter/test`, body).then((r) => {
+        out.hidden = false;
+        out.dataset.matches = String(r.matches);
+        out.textContent = !r.has_filter
+          ? "This endpoint has no saved filter: every message matches."
+          : r.matches
+            ? "Matches: this message would be delivered to this endpoint."
+            : `Does not match: this message would not be delivered${r.error ? ` (${r.error})` : ""}.`;
+      }).catch((e) => {
+        out.hidden = false;
+        out.dataset.matches = "error";
+        out.textContent = e instanceof ApiError ? `Refused (${e.status}): ${e.message}` : String(e);
+      });
+    });
+    $("test-catalog").addEventListener("change", () => {
+      const t = catalog.find((x) => x.name === $("test-catalog").value);
+      if (!t) return;
+      $("test-event-type").value = t.name;
+      $("test-payload").value = t.example == null ? "{}" : JSON.stringify(t.example, null, 2);
+      $("filter-test-event-type").value = t.name;
+      if (t.example != null) $("filter-test-payload").value = JSON.stringify(t.example, null, 2);
     });
     for (const action of ["pause", "resume"]) {
       $(action).addEventListener("click", () => {
@@ -439,6 +646,7 @@
     }
     $("app").hidden = false;
     await loadChannels().catch(fail);
+    await loadCatalog().catch(fail);
     timer = setInterval(refresh, POLL_MS);
   }
 

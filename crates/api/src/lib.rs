@@ -218,6 +218,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::queues::router())
         .merge(metrics)
         .merge(routes::admin::router())
+        .merge(routes::assets::router())
         .merge(routes::portal_sessions::router())
         .merge(routes::portal::router())
         .fallback(|| async { error::ApiError::not_found("route") })

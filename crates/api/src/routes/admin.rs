@@ -1,5 +1,6 @@
 //! `GET /admin`: the operator's live page (HTML, one script, one stylesheet, all embedded in the
-//! binary: no build step, no CDN).
+//! binary: no build step, no CDN; the skeleton, script and style it shares with the portal are
+//! [`super::assets`]).
 //!
 //! The page itself is public and holds no data: it asks for the operator key, keeps it in the
 //! tab's `sessionStorage` (never in a URL or a cookie), and reads and acts only through the
@@ -11,12 +12,19 @@
 //! tenant controls (names) can only ever be shown as text.
 
 use crate::AppState;
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderValue;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 
-const HTML: &str = include_str!("../../assets/admin.html");
+/// The page: its body in the pages' shared skeleton ([`super::assets::page`]).
+static HTML: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    super::assets::page(
+        "Breakwater · operator",
+        "admin",
+        include_str!("../../assets/admin.html"),
+    )
+});
 const JS: &str = include_str!("../../assets/admin.js");
 const CSS: &str = include_str!("../../assets/admin.css");
 
@@ -34,7 +42,7 @@ pub fn router() -> Router<AppState> {
 
 asset_route!(
     /// The operator's live page.
-    page = "/admin", "admin page", "admin_page", "The page.", "text/html", HTML, asset
+    page = "/admin", "admin page", "admin_page", "The page.", "text/html", HTML.as_str(), asset
 );
 asset_route!(
     /// The admin page's script.
@@ -48,16 +56,5 @@ asset_route!(
 );
 
 fn asset(_: &AppState, content_type: &'static str, body: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_SECURITY_POLICY, CSP),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::REFERRER_POLICY, "no-referrer"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body,
-    )
-        .into_response()
+    super::assets::respond(content_type, body, HeaderValue::from_static(CSP), true)
 }

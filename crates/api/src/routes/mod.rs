@@ -24,6 +24,7 @@ macro_rules! asset_route {
 }
 
 pub mod admin;
+pub mod assets;
 pub mod audit;
 pub mod channels;
 pub mod deliveries;

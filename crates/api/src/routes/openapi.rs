@@ -91,6 +91,8 @@ pub(crate) async fn spec() -> impl IntoResponse {
         routes::admin::page,
         routes::admin::script,
         routes::admin::stylesheet,
+        routes::assets::script,
+        routes::assets::stylesheet,
         routes::tenants::create,
         routes::tenants::operator_list,
         routes::tenants::operator_read,
@@ -185,6 +187,8 @@ pub(crate) async fn spec() -> impl IntoResponse {
             no key to load it, the page reads its session token from the URL's fragment)."),
         (name = "admin page", description = "The operator's live page (HTML, script and style; \
             no key to load it, the page asks for the operator key)."),
+        (name = "pages", description = "The script and style the admin page and the portal \
+            share (no key to load them)."),
     ),
 )]
 pub struct ApiDoc;

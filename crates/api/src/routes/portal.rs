@@ -1,5 +1,6 @@
 //! `GET /portal`: the tenant portal page (HTML, one script, one stylesheet, embedded in the
-//! binary like the admin page, [`super::admin`]: no build step, no CDN).
+//! binary like the admin page, [`super::admin`]: no build step, no CDN; the skeleton, script and
+//! style both pages share are [`super::assets`]).
 //!
 //! The page is public and holds no data. It is opened with a portal session's URL
 //! (`/portal#token=bwp_…`, [`super::portal_sessions`]): the script takes the token from the
@@ -13,12 +14,19 @@
 //! embed the portal in its own dashboard.
 
 use crate::AppState;
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderValue;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 
-const HTML: &str = include_str!("../../assets/portal.html");
+/// The page: its body in the pages' shared skeleton ([`super::assets::page`]).
+static HTML: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    super::assets::page(
+        "Webhooks · portal",
+        "portal",
+        include_str!("../../assets/portal.html"),
+    )
+});
 const JS: &str = include_str!("../../assets/portal.js");
 const CSS: &str = include_str!("../../assets/portal.css");
 
@@ -64,7 +72,7 @@ pub fn router() -> Router<AppState> {
 
 asset_route!(
     /// The tenant portal page (open it with a portal session's `url`).
-    page = "/portal", "portal page", "portal_page", "The page.", "text/html", HTML, asset
+    page = "/portal", "portal page", "portal_page", "The page.", "text/html", HTML.as_str(), asset
 );
 asset_route!(
     /// The portal page's script.
@@ -82,23 +90,7 @@ fn asset(state: &AppState, content_type: &'static str, body: &'static str) -> Re
     // Checked at start-up; a value that still cannot be a header falls back to no framing.
     let csp = HeaderValue::try_from(csp)
         .unwrap_or_else(|_| HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"));
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CONTENT_SECURITY_POLICY, csp),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-            (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response()
+    super::assets::respond(content_type, body, csp, false)
 }
 
 #[cfg(test)]
