@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates both typed clients from the committed OpenAPI document (docs/openapi.json):
 #
-#   clients/typescript/src/schema.d.ts   openapi-typescript (npm, pinned in package-lock.json)
+#   clients/typescript/src/schema.ts     openapi-typescript (npm, pinned in package-lock.json)
 #   clients/python/breakwater-client/    openapi-python-client (PyPI, pinned in
 #                                        clients/python/requirements-generate.txt), formatted by
 #                                        the pinned ruff
@@ -25,7 +25,7 @@ SPEC="$PWD/docs/openapi.json"
 
 # TypeScript: the types; src/index.ts (hand-written) wraps them with openapi-fetch.
 clients_npm_ci
-(cd clients/typescript && node_modules/.bin/openapi-typescript "$SPEC" --output src/schema.d.ts >/dev/null)
+(cd clients/typescript && node_modules/.bin/openapi-typescript "$SPEC" --output src/schema.ts >/dev/null)
 
 # Python: the whole package, in its own directory (the generator replaces it).
 GEN_VENV="$(clients_venv generate clients/python/requirements-generate.txt)"
