@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -115,8 +116,14 @@ def until(probe: Callable[[], T | None], seconds: float) -> T | None:
 
 
 def verify(received: Received, secret: str, payload: Any) -> None:
-    """Checks a received request with Standard Webhooks: signed with `secret`, body `payload`."""
-    assert Webhook(secret).verify(received.body, received.headers) == payload
+    """Checks a received request with Standard Webhooks: signed with `secret`, its body the
+    envelope `{"type": "invoice.paid", "timestamp", "data": payload}` (README, "What a receiver
+    gets")."""
+    verified = Webhook(secret).verify(received.body, received.headers)
+    assert sorted(verified) == ["data", "timestamp", "type"]
+    assert verified["type"] == "invoice.paid"
+    datetime.fromisoformat(verified["timestamp"])
+    assert verified["data"] == payload
     assert received.headers["content-type"] == "application/json"
 
 

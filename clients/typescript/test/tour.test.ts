@@ -106,10 +106,16 @@ async function sendMessage(eventType: string, payload: unknown, idempotencyKey?:
   return sent.data;
 }
 
-/** Checks a received request with Standard Webhooks: signed with `secret`, body `payload`. */
+/**
+ * Checks a received request with Standard Webhooks: signed with `secret`, its body the envelope
+ * `{type: "invoice.paid", timestamp, data: payload}` (README, "What a receiver gets").
+ */
 function verify(received: Received, secret: string, payload: unknown): void {
-  const verified = new Webhook(secret).verify(received.body, received.headers);
-  assert.deepEqual(verified, payload);
+  const verified = new Webhook(secret).verify(received.body, received.headers) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(verified).sort(), ["data", "timestamp", "type"]);
+  assert.equal(verified.type, "invoice.paid");
+  assert.ok(!Number.isNaN(Date.parse(String(verified.timestamp))), `timestamp ${String(verified.timestamp)}`);
+  assert.deepEqual(verified.data, payload);
   assert.equal(received.headers["content-type"], "application/json");
 }
 
