@@ -23,16 +23,17 @@ clients_npm_ci() {
 
 clients_venv() {
   local name="$1" requirements="$2" version venv want
-  version="$("$BW_CLIENTS_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  version="$("$BW_CLIENTS_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" || return 1
   venv="$BW_CLIENTS_CACHE/venv-$name-py$version"
   want="$(sha256sum "$requirements" | cut -d' ' -f1)"
   if [ "$(cat "$venv/.bw-requirements-sha256" 2>/dev/null)" != "$want" ]; then
     echo "installing $requirements into $venv (Python $version)…" >&2
-    rm -rf "$venv"
-    mkdir -p "$BW_CLIENTS_CACHE"
-    "$BW_CLIENTS_PYTHON" -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
-    echo "$want" >"$venv/.bw-requirements-sha256"
+    # Called inside $(…), where `set -e` does not reach: each step returns on failure, so a
+    # failed install leaves no stamp (and the caller's assignment fails).
+    rm -rf "$venv" && mkdir -p "$BW_CLIENTS_CACHE" || return 1
+    "$BW_CLIENTS_PYTHON" -m venv "$venv" || return 1
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2 || return 1
+    echo "$want" >"$venv/.bw-requirements-sha256" || return 1
   fi
   echo "$venv"
 }
