@@ -54,66 +54,15 @@ if ! "$VENV/bin/st" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; the
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-# Postgres: as scripts/test.sh, start the local cluster if it is not running.
-if [ -z "${DATABASE_URL:-}" ]; then
-  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-  if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
-    echo "starting postgresql…"
-    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start
-    for _ in $(seq 1 60); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
-  fi
-  export DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres
-fi
-ADMIN_URL="$DATABASE_URL"
-
-# 2. The binary and a fresh database.
-cargo build --quiet -p breakwater
-BIN="$CARGO_TARGET_DIR/debug/breakwater"
-DB="breakwater_schemathesis_$(python3 -c 'import secrets; print(secrets.token_hex(6))')"
-DB_URL="$(python3 - "$ADMIN_URL" "$DB" <<'EOF'
-import sys, urllib.parse
-u = urllib.parse.urlsplit(sys.argv[1])
-print(urllib.parse.urlunsplit(u._replace(path="/" + sys.argv[2])))
-EOF
-)"
-WORK="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-  status=$?
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  psql -q "$ADMIN_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-  if [ "$status" != 0 ] && [ -f "$WORK/server.log" ]; then
-    echo "--- last lines of the server's log ($WORK/server.log) ---"
-    tail -n 40 "$WORK/server.log"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT INT TERM
-psql -q "$ADMIN_URL" -c "CREATE DATABASE $DB" >/dev/null
-
-# 3. The API, on a free loopback port.
-PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-API="http://127.0.0.1:$PORT"
-OPERATOR_KEY="$(python3 -c 'import secrets; print("op_" + secrets.token_hex(16))')"
-DATABASE_URL="$DB_URL" \
-  BREAKWATER_LISTEN="127.0.0.1:$PORT" \
-  BREAKWATER_OPERATOR_KEY="$OPERATOR_KEY" \
-  BREAKWATER_ALLOW_PRIVATE_TARGETS=true \
-  BREAKWATER_API__INGRESS_PER_SECOND=0 \
-  RUST_LOG="${RUST_LOG:-warn}" \
-  "$BIN" serve --role api >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 120); do
-  curl -fsS "$API/readyz" >/dev/null 2>&1 && break
-  kill -0 "$SERVER_PID" 2>/dev/null || { echo "breakwater serve exited"; exit 1; }
-  sleep 0.5
-done
-curl -fsS "$API/readyz" >/dev/null
+# 2.–3. Postgres, the binary, a fresh database and the API on a free loopback port, removed on
+#    exit (scripts/scratch-service.sh).
+# shellcheck source=scripts/scratch-service.sh
+source scripts/scratch-service.sh
+scratch_service_start api breakwater_schemathesis
+API="$BW_API"
+OPERATOR_KEY="$BW_OPERATOR_KEY"
+DB="$BW_DB"
+WORK="$BW_WORK"
 
 # 4. A tenant and its key, then the run.
 TENANT_KEY="$(curl -fsS -X POST "$API/api/v1/tenants" \

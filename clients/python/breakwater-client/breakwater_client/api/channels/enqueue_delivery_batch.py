@@ -1,0 +1,248 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.batch_accepted import BatchAccepted
+from ...models.enqueue_batch import EnqueueBatch
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    id: UUID,
+    *,
+    body: EnqueueBatch,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/channels/{id}/deliveries/batch".format(
+            id=quote(str(id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> BatchAccepted | Problem | None:
+    if response.status_code == 202:
+        response_202 = BatchAccepted.from_dict(response.json())
+
+        return response_202
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[BatchAccepted | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EnqueueBatch,
+) -> Response[BatchAccepted | Problem]:
+    """Enqueues up to 1000 deliveries to the channel in one transaction.
+
+     202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+    invalid item refuses the whole batch (422 naming the item), and so does a batch whose new
+    deliveries would take the tenant over its `deliveries_per_second` or `deliveries_per_day`
+    quota (429 `quota_exceeded`; every new delivery counts).
+
+    Args:
+        id (UUID):
+        body (EnqueueBatch): Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[BatchAccepted | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EnqueueBatch,
+) -> BatchAccepted | Problem | None:
+    """Enqueues up to 1000 deliveries to the channel in one transaction.
+
+     202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+    invalid item refuses the whole batch (422 naming the item), and so does a batch whose new
+    deliveries would take the tenant over its `deliveries_per_second` or `deliveries_per_day`
+    quota (429 `quota_exceeded`; every new delivery counts).
+
+    Args:
+        id (UUID):
+        body (EnqueueBatch): Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        BatchAccepted | Problem
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EnqueueBatch,
+) -> Response[BatchAccepted | Problem]:
+    """Enqueues up to 1000 deliveries to the channel in one transaction.
+
+     202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+    invalid item refuses the whole batch (422 naming the item), and so does a batch whose new
+    deliveries would take the tenant over its `deliveries_per_second` or `deliveries_per_day`
+    quota (429 `quota_exceeded`; every new delivery counts).
+
+    Args:
+        id (UUID):
+        body (EnqueueBatch): Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[BatchAccepted | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: EnqueueBatch,
+) -> BatchAccepted | Problem | None:
+    """Enqueues up to 1000 deliveries to the channel in one transaction.
+
+     202 with one `{id, status, idempotent_replay}` per input, in order. All or nothing: one
+    invalid item refuses the whole batch (422 naming the item), and so does a batch whose new
+    deliveries would take the tenant over its `deliveries_per_second` or `deliveries_per_day`
+    quota (429 `quota_exceeded`; every new delivery counts).
+
+    Args:
+        id (UUID):
+        body (EnqueueBatch): Body of `POST /api/v1/channels/{id}/deliveries/batch`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        BatchAccepted | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,179 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.host_circuit import HostCircuit
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    host: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/admin/hosts/{host}".format(
+            host=quote(str(host), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> HostCircuit | Problem | None:
+    if response.status_code == 200:
+        response_200 = HostCircuit.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[HostCircuit | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    host: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[HostCircuit | Problem]:
+    """Reads one host circuit.
+
+    Args:
+        host (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[HostCircuit | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        host=host,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    host: str,
+    *,
+    client: AuthenticatedClient,
+) -> HostCircuit | Problem | None:
+    """Reads one host circuit.
+
+    Args:
+        host (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        HostCircuit | Problem
+    """
+
+    return sync_detailed(
+        host=host,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    host: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[HostCircuit | Problem]:
+    """Reads one host circuit.
+
+    Args:
+        host (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[HostCircuit | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        host=host,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    host: str,
+    *,
+    client: AuthenticatedClient,
+) -> HostCircuit | Problem | None:
+    """Reads one host circuit.
+
+    Args:
+        host (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        HostCircuit | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            host=host,
+            client=client,
+        )
+    ).parsed

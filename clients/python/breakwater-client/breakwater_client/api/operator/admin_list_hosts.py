@@ -1,0 +1,221 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.host_circuit_state import HostCircuitState
+from ...models.page_host_circuit import PageHostCircuit
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    state: HostCircuitState | Unset = UNSET,
+    after: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_state: str | Unset = UNSET
+    if not isinstance(state, Unset):
+        json_state = state.value
+
+    params["state"] = json_state
+
+    params["after"] = after
+
+    params["limit"] = limit
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/admin/hosts",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> PageHostCircuit | Problem | None:
+    if response.status_code == 200:
+        response_200 = PageHostCircuit.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[PageHostCircuit | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    state: HostCircuitState | Unset = UNSET,
+    after: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> Response[PageHostCircuit | Problem]:
+    """Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
+
+    Args:
+        state (HostCircuitState | Unset): A host circuit state (`host_circuits.state`).
+        after (str | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PageHostCircuit | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        state=state,
+        after=after,
+        limit=limit,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    state: HostCircuitState | Unset = UNSET,
+    after: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> PageHostCircuit | Problem | None:
+    """Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
+
+    Args:
+        state (HostCircuitState | Unset): A host circuit state (`host_circuits.state`).
+        after (str | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PageHostCircuit | Problem
+    """
+
+    return sync_detailed(
+        client=client,
+        state=state,
+        after=after,
+        limit=limit,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    state: HostCircuitState | Unset = UNSET,
+    after: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> Response[PageHostCircuit | Problem]:
+    """Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
+
+    Args:
+        state (HostCircuitState | Unset): A host circuit state (`host_circuits.state`).
+        after (str | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PageHostCircuit | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        state=state,
+        after=after,
+        limit=limit,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    state: HostCircuitState | Unset = UNSET,
+    after: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+) -> PageHostCircuit | Problem | None:
+    """Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
+
+    Args:
+        state (HostCircuitState | Unset): A host circuit state (`host_circuits.state`).
+        after (str | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PageHostCircuit | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            state=state,
+            after=after,
+            limit=limit,
+        )
+    ).parsed

@@ -1,0 +1,238 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.create_key import CreateKey
+from ...models.created_key import CreatedKey
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    id: UUID,
+    *,
+    body: CreateKey | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/tenants/{id}/keys".format(
+            id=quote(str(id), safe=""),
+        ),
+    }
+
+    if not isinstance(body, Unset):
+        _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> CreatedKey | Problem | None:
+    if response.status_code == 201:
+        response_201 = CreatedKey.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[CreatedKey | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: CreateKey | Unset = UNSET,
+) -> Response[CreatedKey | Problem]:
+    """Creates an API key for a tenant; the key is shown once.
+
+     `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
+    missing or deleted tenant; 409 `quota_exceeded` when it already holds its `active_keys` quota
+    of unrevoked keys.
+
+    Args:
+        id (UUID):
+        body (CreateKey | Unset): Body of `POST …/keys`: an optional label (no body: no label).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CreatedKey | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: CreateKey | Unset = UNSET,
+) -> CreatedKey | Problem | None:
+    """Creates an API key for a tenant; the key is shown once.
+
+     `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
+    missing or deleted tenant; 409 `quota_exceeded` when it already holds its `active_keys` quota
+    of unrevoked keys.
+
+    Args:
+        id (UUID):
+        body (CreateKey | Unset): Body of `POST …/keys`: an optional label (no body: no label).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CreatedKey | Problem
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: CreateKey | Unset = UNSET,
+) -> Response[CreatedKey | Problem]:
+    """Creates an API key for a tenant; the key is shown once.
+
+     `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
+    missing or deleted tenant; 409 `quota_exceeded` when it already holds its `active_keys` quota
+    of unrevoked keys.
+
+    Args:
+        id (UUID):
+        body (CreateKey | Unset): Body of `POST …/keys`: an optional label (no body: no label).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CreatedKey | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: CreateKey | Unset = UNSET,
+) -> CreatedKey | Problem | None:
+    """Creates an API key for a tenant; the key is shown once.
+
+     `POST /api/v1/tenants/{id}/keys {name?}` (operator): 201 with the key, shown once. 404 for a
+    missing or deleted tenant; 409 `quota_exceeded` when it already holds its `active_keys` quota
+    of unrevoked keys.
+
+    Args:
+        id (UUID):
+        body (CreateKey | Unset): Body of `POST …/keys`: an optional label (no body: no label).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CreatedKey | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,196 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.event_type_view import EventTypeView
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    id: UUID,
+    name: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/tenants/{id}/event-types/{name}".format(
+            id=quote(str(id), safe=""),
+            name=quote(str(name), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> EventTypeView | Problem | None:
+    if response.status_code == 200:
+        response_200 = EventTypeView.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[EventTypeView | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[EventTypeView | Problem]:
+    """Reads one of a tenant's event types (operator), with the channels that take it.
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EventTypeView | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        name=name,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient,
+) -> EventTypeView | Problem | None:
+    """Reads one of a tenant's event types (operator), with the channels that take it.
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EventTypeView | Problem
+    """
+
+    return sync_detailed(
+        id=id,
+        name=name,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[EventTypeView | Problem]:
+    """Reads one of a tenant's event types (operator), with the channels that take it.
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EventTypeView | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        name=name,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient,
+) -> EventTypeView | Problem | None:
+    """Reads one of a tenant's event types (operator), with the channels that take it.
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EventTypeView | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            name=name,
+            client=client,
+        )
+    ).parsed
