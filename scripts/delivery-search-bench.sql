@@ -152,10 +152,10 @@ FROM bench b, pg_temp.summary(pg_temp.search_sql(:'tenant', b.q)) s ORDER BY b.n
 BEGIN;
 INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, status, created_at)
 SELECT gen_random_uuid(), c.tenant_id, c.id, 'type.' || i % 50, '{}', 'pending',
-       timestamptz '2026-12-05' + i * interval '1 millisecond'
+       timestamptz '2026-12-06' + i * interval '1 millisecond'
 FROM generate_series(1, 100000) i JOIN c_map c ON c.tenant_n = 1 AND c.n = i % 20;
 UPDATE deliveries SET status = 'delivering', updated_at = now()
-WHERE created_at >= '2026-12-05';
+WHERE created_at >= '2026-12-06';
 ROLLBACK;
 \timing off
 DROP INDEX deliveries_tenant_list_idx, deliveries_tenant_status_idx, deliveries_tenant_type_idx;
@@ -164,9 +164,9 @@ DROP INDEX deliveries_tenant_list_idx, deliveries_tenant_status_idx, deliveries_
 BEGIN;
 INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, status, created_at)
 SELECT gen_random_uuid(), c.tenant_id, c.id, 'type.' || i % 50, '{}', 'pending',
-       timestamptz '2026-12-05' + i * interval '1 millisecond'
+       timestamptz '2026-12-06' + i * interval '1 millisecond'
 FROM generate_series(1, 100000) i JOIN c_map c ON c.tenant_n = 1 AND c.n = i % 20;
 UPDATE deliveries SET status = 'delivering', updated_at = now()
-WHERE created_at >= '2026-12-05';
+WHERE created_at >= '2026-12-06';
 ROLLBACK;
 \timing off
