@@ -34,13 +34,14 @@ async fn deliver_type(app: &TestApp, key: &str, channel: Uuid, event_type: &str)
     v["id"].as_str().unwrap().parse().unwrap()
 }
 
-/// The ids of a JSON array of ids (or of objects with an `id`).
+/// The ids of a JSON array of ids (or of objects with an `id` or a `delivery_id`).
 fn ids(v: &Value) -> Vec<Uuid> {
     v.as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
         .iter()
         .map(|x| {
-            let s = x.as_str().or_else(|| x["id"].as_str()).unwrap();
+            let s = x.as_str().or_else(|| x["id"].as_str());
+            let s = s.or_else(|| x["delivery_id"].as_str()).unwrap();
             s.parse().unwrap()
         })
         .collect()
@@ -68,7 +69,11 @@ async fn a_resent_delivered_or_dead_delivery_arrives_again_with_the_same_webhook
     // Delivered, then resent: a second request with the same webhook-id, a fresh signature.
     let delivered = app.deliver(&key, channel, json!({ "order": 1 })).await;
     app.wait_delivery(delivered, "delivered", WAIT).await;
-    let v = assert_ok(post(&app, &resend_path(delivered), Some(&key), &json!({})).await, 202).await;
+    let v = assert_ok(
+        post(&app, &resend_path(delivered), Some(&key), &json!({})).await,
+        202,
+    )
+    .await;
     assert_eq!(v["id"], json!(delivered));
     assert!(
         ["pending", "delivering", "delivered"].contains(&v["status"].as_str().unwrap()),
@@ -102,10 +107,17 @@ async fn a_resent_delivered_or_dead_delivery_arrives_again_with_the_same_webhook
     let dead = app.deliver(&key, channel, json!({ "order": 2 })).await;
     app.wait_delivery(dead, "dead", WAIT).await;
     app.receiver.set("ok", Behavior::Status(200, None));
-    assert_ok(post(&app, &resend_path(dead), Some(&key), &json!({})).await, 202).await;
+    assert_ok(
+        post(&app, &resend_path(dead), Some(&key), &json!({})).await,
+        202,
+    )
+    .await;
     app.wait_received("ok", 4, WAIT).await;
     app.wait_delivery(dead, "delivered", WAIT).await;
-    assert_eq!(&signed_webhook_ids(&app, "ok")[2..], [dead.to_string(), dead.to_string()]);
+    assert_eq!(
+        &signed_webhook_ids(&app, "ok")[2..],
+        [dead.to_string(), dead.to_string()]
+    );
 
     // A delivery of a message carries the message's id, on a resend too.
     let (s, m) = app
@@ -117,21 +129,38 @@ async fn a_resent_delivered_or_dead_delivery_arrives_again_with_the_same_webhook
         .await;
     assert_eq!(s, 202, "{m}");
     let message: Uuid = m["id"].as_str().unwrap().parse().unwrap();
-    let of_message: Uuid = m["deliveries"][0]["id"].as_str().unwrap().parse().unwrap();
+    let of_message: Uuid = m["deliveries"][0]["delivery_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     app.wait_delivery(of_message, "delivered", WAIT).await;
-    assert_ok(post(&app, &resend_path(of_message), Some(&key), &json!({})).await, 202).await;
+    assert_ok(
+        post(&app, &resend_path(of_message), Some(&key), &json!({})).await,
+        202,
+    )
+    .await;
     app.wait_received("ok", 6, WAIT).await;
     app.wait_delivery(of_message, "delivered", WAIT).await;
-    assert_eq!(&signed_webhook_ids(&app, "ok")[4..], [message.to_string(), message.to_string()]);
-    assert_eq!(audit_count(&app.pool, channel, &["delivery.resent"]).await, 3);
+    assert_eq!(
+        &signed_webhook_ids(&app, "ok")[4..],
+        [message.to_string(), message.to_string()]
+    );
+    assert_eq!(
+        audit_count(&app.pool, channel, &["delivery.resent"]).await,
+        3
+    );
 
     // A purged payload cannot be resent: 409 naming why.
     let (s, _, _) = app
         .delete(&format!("/api/v1/deliveries/{delivered}/payload"), &key)
         .await;
     assert_eq!(s, 204);
-    let p = assert_problem(post(&app, &resend_path(delivered), Some(&key), &json!({})).await, 409)
-        .await;
+    let p = assert_problem(
+        post(&app, &resend_path(delivered), Some(&key), &json!({})).await,
+        409,
+    )
+    .await;
     assert_eq!(p["code"], "payload_purged", "{p}");
 
     // A portal session with the manage scope may resend (the portal is the customer's own
@@ -144,7 +173,11 @@ async fn a_resent_delivered_or_dead_delivery_arrives_again_with_the_same_webhook
     .await;
     assert_eq!(p["code"], "forbidden");
     let (_, manage_token) = app.portal_session(tenant, "manage").await;
-    assert_ok(post(&app, &resend_path(dead), Some(&manage_token), &json!({})).await, 202).await;
+    assert_ok(
+        post(&app, &resend_path(dead), Some(&manage_token), &json!({})).await,
+        202,
+    )
+    .await;
     app.wait_received("ok", 7, WAIT).await;
     app.wait_delivery(dead, "delivered", WAIT).await;
     app.stop().await;
@@ -161,20 +194,36 @@ async fn a_resend_to_a_paused_channel_is_parked_until_it_resumes_and_a_live_one_
     app.wait_received("ok", 1, WAIT).await;
 
     app.pause(&key, channel).await;
-    let v = assert_ok(post(&app, &resend_path(id), Some(&key), &json!({})).await, 202).await;
-    assert_eq!(v["status"], "paused", "a resend to a paused channel is parked: {v}");
-    let parked = breakwater_queue::parked_count(&app.pool, channel).await.unwrap();
+    let v = assert_ok(
+        post(&app, &resend_path(id), Some(&key), &json!({})).await,
+        202,
+    )
+    .await;
+    assert_eq!(
+        v["status"], "paused",
+        "a resend to a paused channel is parked: {v}"
+    );
+    let parked = breakwater_queue::parked_count(&app.pool, channel)
+        .await
+        .unwrap();
     assert_eq!(parked, 1, "its new job waits in the parked group");
 
     // A delivery that is not final (this one is parked) cannot be resent: 409.
-    let p = assert_problem(post(&app, &resend_path(id), Some(&key), &json!({})).await, 409).await;
+    let p = assert_problem(
+        post(&app, &resend_path(id), Some(&key), &json!({})).await,
+        409,
+    )
+    .await;
     assert_eq!(p["code"], "not_final", "{p}");
     assert_eq!(app.receiver.count("ok"), 1, "nothing was sent while paused");
 
     app.resume(&key, channel).await;
     app.wait_received("ok", 2, WAIT).await;
     app.wait_delivery(id, "delivered", WAIT).await;
-    assert_eq!(signed_webhook_ids(&app, "ok"), [id.to_string(), id.to_string()]);
+    assert_eq!(
+        signed_webhook_ids(&app, "ok"),
+        [id.to_string(), id.to_string()]
+    );
 
     // Unknown delivery: 404; a path id that is not a UUID: 400.
     assert_problem(
@@ -183,7 +232,13 @@ async fn a_resend_to_a_paused_channel_is_parked_until_it_resumes_and_a_live_one_
     )
     .await;
     assert_problem(
-        post(&app, "/api/v1/deliveries/nope/resend", Some(&key), &json!({})).await,
+        post(
+            &app,
+            "/api/v1/deliveries/nope/resend",
+            Some(&key),
+            &json!({}),
+        )
+        .await,
         400,
     )
     .await;
@@ -206,8 +261,13 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
     app.pause(&key, channel).await;
     let since = "2020-01-01T00:00:00Z";
     let dry = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &json!({ "since": since, "dry_run": true }))
-            .await,
+        post(
+            &app,
+            &recover_path(channel),
+            Some(&key),
+            &json!({ "since": since, "dry_run": true }),
+        )
+        .await,
         200,
     )
     .await;
@@ -215,11 +275,24 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
     assert_eq!(dry["count"], 5, "{dry}");
     assert_eq!(ids(&dry["ids"]), dead, "oldest first");
     assert_eq!(dry["parked"], true);
-    assert_eq!(app.delivery_status(dead[0]).await, "dead", "a dry run changes nothing");
-    assert_eq!(audit_count(&app.pool, channel, &["deliveries.recovered"]).await, 0);
+    assert_eq!(
+        app.delivery_status(dead[0]).await,
+        "dead",
+        "a dry run changes nothing"
+    );
+    assert_eq!(
+        audit_count(&app.pool, channel, &["deliveries.recovered"]).await,
+        0
+    );
 
     let first = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &json!({ "since": since })).await,
+        post(
+            &app,
+            &recover_path(channel),
+            Some(&key),
+            &json!({ "since": since }),
+        )
+        .await,
         200,
     )
     .await;
@@ -231,26 +304,44 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
 
     // Again while they are parked: nothing more goes.
     let second = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &json!({ "since": since })).await,
+        post(
+            &app,
+            &recover_path(channel),
+            Some(&key),
+            &json!({ "since": since }),
+        )
+        .await,
         200,
     )
     .await;
     assert_eq!(second["count"], 0, "{second}");
     let dry = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &json!({ "since": since, "dry_run": true }))
-            .await,
+        post(
+            &app,
+            &recover_path(channel),
+            Some(&key),
+            &json!({ "since": since, "dry_run": true }),
+        )
+        .await,
         200,
     )
     .await;
     assert_eq!(dry["count"], 0);
-    assert_eq!(audit_count(&app.pool, channel, &["deliveries.recovered"]).await, 2);
+    assert_eq!(
+        audit_count(&app.pool, channel, &["deliveries.recovered"]).await,
+        2
+    );
 
     app.receiver.set("down", Behavior::Status(200, None));
     app.resume(&key, channel).await;
     app.wait_deliveries(channel, "delivered", 5, WAIT).await;
     app.wait_settled(channel).await;
     let got = signed_webhook_ids(&app, "down");
-    assert_eq!(got.len(), 10, "each dead delivery once before and once recovered");
+    assert_eq!(
+        got.len(),
+        10,
+        "each dead delivery once before and once recovered"
+    );
     for id in &dead {
         let n = got.iter().filter(|w| **w == id.to_string()).count();
         assert_eq!(n, 2, "{id} arrived {n} times");
@@ -273,7 +364,11 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
     app.pause(&key, channel).await;
     let created = |v: Value| v["created_at"].as_str().unwrap().to_string();
     let d4_at = created(
-        assert_ok(get(&app, &format!("/api/v1/deliveries/{d4}"), Some(&key)).await, 200).await,
+        assert_ok(
+            get(&app, &format!("/api/v1/deliveries/{d4}"), Some(&key)).await,
+            200,
+        )
+        .await,
     );
 
     let since = "2020-01-01T00:00:00Z";
@@ -286,7 +381,11 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
                 body["since"] = json!(since);
             }
             body["dry_run"] = json!(true);
-            let v = assert_ok(post(app, &recover_path(channel), Some(key), &body).await, 200).await;
+            let v = assert_ok(
+                post(app, &recover_path(channel), Some(key), &body).await,
+                200,
+            )
+            .await;
             ids(&v["ids"])
         }
     };
@@ -296,23 +395,52 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
         dry(json!({ "status": ["delivered", "dead"], "event_types": ["a.x"] })).await,
         [d1, d3, d5]
     );
-    assert_eq!(dry(json!({ "until": d4_at })).await, [d3], "until is exclusive");
-    assert_eq!(dry(json!({ "since": d4_at })).await, [d4, d5], "since is inclusive");
+    assert_eq!(
+        dry(json!({ "until": d4_at })).await,
+        [d3],
+        "until is exclusive"
+    );
+    assert_eq!(
+        dry(json!({ "since": d4_at })).await,
+        [d4, d5],
+        "since is inclusive"
+    );
 
     // Bounded: one per call, then the cursor continues.
     let body = json!({ "since": since, "event_types": ["a.x"], "limit": 1 });
-    let one = assert_ok(post(&app, &recover_path(channel), Some(&key), &body).await, 200).await;
+    let one = assert_ok(
+        post(&app, &recover_path(channel), Some(&key), &body).await,
+        200,
+    )
+    .await;
     assert_eq!(ids(&one["ids"]), [d3], "{one}");
-    let cursor = one["next_cursor"].as_str().expect("more to come").to_string();
+    let cursor = one["next_cursor"]
+        .as_str()
+        .expect("more to come")
+        .to_string();
     let mut next = body.clone();
     next["after"] = json!(cursor);
-    let two = assert_ok(post(&app, &recover_path(channel), Some(&key), &next).await, 200).await;
+    let two = assert_ok(
+        post(&app, &recover_path(channel), Some(&key), &next).await,
+        200,
+    )
+    .await;
     assert_eq!(ids(&two["ids"]), [d5], "{two}");
     assert_eq!(two["next_cursor"], Value::Null);
     // From the start again: those two are on their way, d4 is of another type.
-    let again = assert_ok(post(&app, &recover_path(channel), Some(&key), &body).await, 200).await;
+    let again = assert_ok(
+        post(&app, &recover_path(channel), Some(&key), &body).await,
+        200,
+    )
+    .await;
     assert_eq!(again["count"], 0, "{again}");
-    for (id, status) in [(d1, "delivered"), (d2, "delivered"), (d3, "paused"), (d4, "dead"), (d5, "paused")] {
+    for (id, status) in [
+        (d1, "delivered"),
+        (d2, "delivered"),
+        (d3, "paused"),
+        (d4, "dead"),
+        (d5, "paused"),
+    ] {
         assert_eq!(app.delivery_status(id).await, status, "{id}");
     }
 
@@ -320,13 +448,22 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
     let path = recover_path(channel);
     for (body, field) in [
         (json!({}), "since"),
-        (json!({ "since": "2026-12-05T10:00:00Z", "until": "2026-12-05T09:00:00Z" }), "since"),
+        (
+            json!({ "since": "2026-12-05T10:00:00Z", "until": "2026-12-05T09:00:00Z" }),
+            "since",
+        ),
         (json!({ "since": since, "status": ["pending"] }), "status"),
         (json!({ "since": since, "status": ["nope"] }), "status"),
         (json!({ "since": since, "status": [] }), "status"),
         (json!({ "since": since, "event_types": [] }), "event_types"),
-        (json!({ "since": since, "event_types": vec!["a.x"; 101] }), "event_types"),
-        (json!({ "since": since, "event_types": ["with space"] }), "event_types"),
+        (
+            json!({ "since": since, "event_types": vec!["a.x"; 101] }),
+            "event_types",
+        ),
+        (
+            json!({ "since": since, "event_types": ["with space"] }),
+            "event_types",
+        ),
         (json!({ "since": since, "limit": 0 }), "limit"),
         (json!({ "since": since, "limit": 1001 }), "limit"),
         (json!({ "since": since, "after": "garbage" }), "after"),
@@ -334,7 +471,10 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
     ] {
         assert_invalid(post(&app, &path, Some(&key), &body).await, field).await;
     }
-    assert_eq!(audit_count(&app.pool, channel, &["deliveries.recovered"]).await, 3);
+    assert_eq!(
+        audit_count(&app.pool, channel, &["deliveries.recovered"]).await,
+        3
+    );
     app.stop().await;
 }
 
@@ -357,7 +497,11 @@ async fn search_finds_a_tenants_deliveries_by_each_filter_and_pages(pool: PgPool
     let parked = deliver_type(&app, &key, two, "b.y").await;
     all.push(parked);
     let (s, m) = app
-        .post("/api/v1/messages", &key, &json!({ "event_type": "c.z", "payload": {} }))
+        .post(
+            "/api/v1/messages",
+            &key,
+            &json!({ "event_type": "c.z", "payload": {} }),
+        )
         .await;
     assert_eq!(s, 202, "{m}");
     let message = m["id"].as_str().unwrap().to_string();
@@ -368,9 +512,15 @@ async fn search_finds_a_tenants_deliveries_by_each_filter_and_pages(pool: PgPool
         let app = &app;
         let key = &key;
         async move {
-            let v = assert_ok(get(app, &format!("/api/v1/deliveries{query}"), Some(key)).await, 200)
-                .await;
-            (ids(&v["data"]), v["next_cursor"].as_str().map(str::to_string))
+            let v = assert_ok(
+                get(app, &format!("/api/v1/deliveries{query}"), Some(key)).await,
+                200,
+            )
+            .await;
+            (
+                ids(&v["data"]),
+                v["next_cursor"].as_str().map(str::to_string),
+            )
         }
     };
     // Everything, newest first, paged two at a time without gaps or repeats.
@@ -395,7 +545,11 @@ async fn search_finds_a_tenants_deliveries_by_each_filter_and_pages(pool: PgPool
     let mut expected = all.clone();
     expected.reverse();
     assert_eq!(
-        everything.iter().filter(|id| !of_message.contains(id)).copied().collect::<Vec<_>>(),
+        everything
+            .iter()
+            .filter(|id| !of_message.contains(id))
+            .copied()
+            .collect::<Vec<_>>(),
         expected,
         "newest first"
     );
@@ -403,25 +557,45 @@ async fn search_finds_a_tenants_deliveries_by_each_filter_and_pages(pool: PgPool
     let (by_type, _) = search("?event_type=a.x".into()).await;
     assert_eq!(by_type, all[..3].iter().rev().copied().collect::<Vec<_>>());
     let (by_channel, _) = search(format!("?channel_id={two}&event_type=b.y")).await;
-    assert_eq!(by_channel, all[3..].iter().rev().copied().collect::<Vec<_>>());
+    assert_eq!(
+        by_channel,
+        all[3..].iter().rev().copied().collect::<Vec<_>>()
+    );
     let (by_status, _) = search("?status=paused".into()).await;
     assert!(by_status.contains(&parked), "{by_status:?}");
-    assert!(by_status.iter().all(|id| *id == parked || of_message.contains(id)));
+    assert!(by_status
+        .iter()
+        .all(|id| *id == parked || of_message.contains(id)));
     let (by_message, _) = search(format!("?message_id={message}")).await;
-    assert_eq!(by_message.iter().copied().collect::<BTreeSet<_>>(), of_message);
-    let (none, _) = search(format!("?message_id={message}&channel_id={}", Uuid::now_v7())).await;
+    assert_eq!(
+        by_message.iter().copied().collect::<BTreeSet<_>>(),
+        of_message
+    );
+    let (none, _) = search(format!(
+        "?message_id={message}&channel_id={}",
+        Uuid::now_v7()
+    ))
+    .await;
     assert!(none.is_empty());
     // since (inclusive) and until (exclusive) on when they were accepted.
     let at = |id: Uuid| {
         let app = &app;
         let key = &key;
         async move {
-            let v = assert_ok(get(app, &format!("/api/v1/deliveries/{id}"), Some(key)).await, 200)
-                .await;
+            let v = assert_ok(
+                get(app, &format!("/api/v1/deliveries/{id}"), Some(key)).await,
+                200,
+            )
+            .await;
             v["created_at"].as_str().unwrap().replace('+', "%2B")
         }
     };
-    let (window, _) = search(format!("?since={}&until={}", at(all[1]).await, at(all[3]).await)).await;
+    let (window, _) = search(format!(
+        "?since={}&until={}",
+        at(all[1]).await,
+        at(all[3]).await
+    ))
+    .await;
     assert_eq!(window, [all[2], all[1]]);
 
     for (query, field) in [
@@ -430,12 +604,18 @@ async fn search_finds_a_tenants_deliveries_by_each_filter_and_pages(pool: PgPool
         ("?channel_id=nope", "channel_id"),
         ("?message_id=nope", "message_id"),
         ("?since=yesterday", "since"),
-        ("?since=2026-12-05T10:00:00Z&until=2026-12-05T09:00:00Z", "since"),
+        (
+            "?since=2026-12-05T10:00:00Z&until=2026-12-05T09:00:00Z",
+            "since",
+        ),
         ("?limit=0", "limit"),
         ("?after=garbage", "after"),
     ] {
-        assert_invalid(get(&app, &format!("/api/v1/deliveries{query}"), Some(&key)).await, field)
-            .await;
+        assert_invalid(
+            get(&app, &format!("/api/v1/deliveries{query}"), Some(&key)).await,
+            field,
+        )
+        .await;
     }
     app.stop().await;
 }

@@ -182,11 +182,17 @@ async fn other_tenants_delivery_is_404(pool: PgPool) {
         404,
     )
     .await;
-    let foreign = assert_problem(post(&app, &resend(delivery), Some(&key_b), &json!({})).await, 404)
-        .await;
+    let foreign = assert_problem(
+        post(&app, &resend(delivery), Some(&key_b), &json!({})).await,
+        404,
+    )
+    .await;
     assert_eq!(foreign, missing);
     let recover = json!({ "since": "2020-01-01T00:00:00Z", "status": ["delivered"] });
-    for body in [recover.clone(), json!({ "since": "2020-01-01T00:00:00Z", "dry_run": true })] {
+    for body in [
+        recover.clone(),
+        json!({ "since": "2020-01-01T00:00:00Z", "dry_run": true }),
+    ] {
         assert_problem(
             post(
                 &app,

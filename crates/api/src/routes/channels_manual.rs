@@ -321,7 +321,7 @@ fn recover_statuses(raw: Option<&[String]>) -> Result<Vec<deliveries::Status>, A
     }
     let mut out = Vec::new();
     for s in raw {
-        let status = super::list_filter::<Status>("status", Some(s))?.expect("given");
+        let status = crate::routes::list_filter::<Status>("status", Some(s))?.expect("given");
         if !status.is_final() {
             return Err(ApiError::invalid(
                 "status",
@@ -402,12 +402,14 @@ pub(crate) async fn recover(
     };
     let after = match body.after.as_deref() {
         None | Some("") => None,
-        Some(c) => Some(crate::page::decode::<deliveries::ListKey>(c).ok_or_else(|| {
-            ApiError::invalid(
-                "after",
-                "is not a recover cursor (pass back the previous call's next_cursor)",
-            )
-        })?),
+        Some(c) => Some(
+            crate::page::decode::<deliveries::ListKey>(c).ok_or_else(|| {
+                ApiError::invalid(
+                    "after",
+                    "is not a recover cursor (pass back the previous call's next_cursor)",
+                )
+            })?,
+        ),
     };
     let filter = deliveries::RecoverFilter {
         tenant_id: call.tenant_id(),
@@ -438,7 +440,13 @@ pub(crate) async fn recover(
             let r = deliveries::recover(&mut tx, &filter, parked, max_attempts, limit).await?;
             (r, parked)
         }
-        None => (deliveries::Recovered { ids: Vec::new(), next: None }, false),
+        None => (
+            deliveries::Recovered {
+                ids: Vec::new(),
+                next: None,
+            },
+            false,
+        ),
     };
     let next_cursor = recovered.next.map(|k| crate::page::encode(&k));
     audit::record(

@@ -283,9 +283,8 @@ pub(crate) async fn resend(
     Path(id): Path<Uuid>,
 ) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
     let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
-    let conflict = |code, detail: String| {
-        ApiError::new(axum::http::StatusCode::CONFLICT, code, detail)
-    };
+    let conflict =
+        |code, detail: String| ApiError::new(axum::http::StatusCode::CONFLICT, code, detail);
     let status = delivery.summary.status;
     if !status.is_final() {
         return Err(conflict(
@@ -406,8 +405,9 @@ pub(crate) async fn search(
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
     let status = list_filter::<deliveries::Status>("status", q.status.as_deref())?;
     if let Some(t) = q.event_type.as_deref() {
-        deliveries::check_event_type(t)
-            .map_err(|_| ApiError::invalid("event_type", "must be 1 to 200 visible ASCII characters"))?;
+        deliveries::check_event_type(t).map_err(|_| {
+            ApiError::invalid("event_type", "must be 1 to 200 visible ASCII characters")
+        })?;
     }
     let since = instant("since", q.since.as_deref())?;
     let until = instant("until", q.until.as_deref())?;

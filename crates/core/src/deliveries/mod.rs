@@ -22,11 +22,11 @@ pub use attempt::{
     begin_attempt, cancel_orphan, record_attempt, record_successes, status_after, AttemptRecord,
     Dispatch, Endpoint, Recorded, Success, SuccessRecorded,
 };
+pub use read::search;
 pub use read::{
     attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
     ListFilter, ListKey, SearchFilter, StatusCounts, DELIVERY_SELECT,
 };
-pub use read::search;
 pub use recover::{
     preview as recover_preview, recover, RecoverFilter, Recovered, MAX_RECOVER,
     MAX_RECOVER_EVENT_TYPES, PREVIEW_IDS,
