@@ -21,6 +21,16 @@ fn recover_path(channel: Uuid) -> String {
     format!("/api/v1/channels/{channel}/recover")
 }
 
+/// `POST /api/v1/channels/{channel}/recover` with `body` as `key`; asserts 200 and returns the
+/// answer.
+async fn recover(app: &TestApp, key: &str, channel: Uuid, body: &Value) -> Value {
+    assert_ok(
+        post(app, &recover_path(channel), Some(key), body).await,
+        200,
+    )
+    .await
+}
+
 /// Enqueues one delivery of `event_type` to `channel`; returns its id.
 async fn deliver_type(app: &TestApp, key: &str, channel: Uuid, event_type: &str) -> Uuid {
     let (s, v) = app
@@ -260,15 +270,11 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
     // Paused, so the recovered deliveries stay on their way while we recover again.
     app.pause(&key, channel).await;
     let since = "2020-01-01T00:00:00Z";
-    let dry = assert_ok(
-        post(
-            &app,
-            &recover_path(channel),
-            Some(&key),
-            &json!({ "since": since, "dry_run": true }),
-        )
-        .await,
-        200,
+    let dry = recover(
+        &app,
+        &key,
+        channel,
+        &json!({ "since": since, "dry_run": true }),
     )
     .await;
     assert_eq!(dry["dry_run"], true);
@@ -285,17 +291,7 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
         0
     );
 
-    let first = assert_ok(
-        post(
-            &app,
-            &recover_path(channel),
-            Some(&key),
-            &json!({ "since": since }),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let first = recover(&app, &key, channel, &json!({ "since": since })).await;
     assert_eq!(first["count"], 5, "{first}");
     assert_eq!(ids(&first["ids"]), dead);
     assert_eq!(first["parked"], true);
@@ -303,27 +299,13 @@ async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
     app.wait_deliveries(channel, "paused", 5, WAIT).await;
 
     // Again while they are parked: nothing more goes.
-    let second = assert_ok(
-        post(
-            &app,
-            &recover_path(channel),
-            Some(&key),
-            &json!({ "since": since }),
-        )
-        .await,
-        200,
-    )
-    .await;
+    let second = recover(&app, &key, channel, &json!({ "since": since })).await;
     assert_eq!(second["count"], 0, "{second}");
-    let dry = assert_ok(
-        post(
-            &app,
-            &recover_path(channel),
-            Some(&key),
-            &json!({ "since": since, "dry_run": true }),
-        )
-        .await,
-        200,
+    let dry = recover(
+        &app,
+        &key,
+        channel,
+        &json!({ "since": since, "dry_run": true }),
     )
     .await;
     assert_eq!(dry["count"], 0);
@@ -381,12 +363,7 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
                 body["since"] = json!(since);
             }
             body["dry_run"] = json!(true);
-            let v = assert_ok(
-                post(app, &recover_path(channel), Some(key), &body).await,
-                200,
-            )
-            .await;
-            ids(&v["ids"])
+            ids(&recover(app, key, channel, &body).await["ids"])
         }
     };
     assert_eq!(dry(json!({})).await, [d3, d4, d5], "default: the dead ones");
@@ -408,11 +385,7 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
 
     // Bounded: one per call, then the cursor continues.
     let body = json!({ "since": since, "event_types": ["a.x"], "limit": 1 });
-    let one = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &body).await,
-        200,
-    )
-    .await;
+    let one = recover(&app, &key, channel, &body).await;
     assert_eq!(ids(&one["ids"]), [d3], "{one}");
     let cursor = one["next_cursor"]
         .as_str()
@@ -420,19 +393,11 @@ async fn recover_keeps_to_its_filters_and_continues_with_its_cursor(pool: PgPool
         .to_string();
     let mut next = body.clone();
     next["after"] = json!(cursor);
-    let two = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &next).await,
-        200,
-    )
-    .await;
+    let two = recover(&app, &key, channel, &next).await;
     assert_eq!(ids(&two["ids"]), [d5], "{two}");
     assert_eq!(two["next_cursor"], Value::Null);
     // From the start again: those two are on their way, d4 is of another type.
-    let again = assert_ok(
-        post(&app, &recover_path(channel), Some(&key), &body).await,
-        200,
-    )
-    .await;
+    let again = recover(&app, &key, channel, &body).await;
     assert_eq!(again["count"], 0, "{again}");
     for (id, status) in [
         (d1, "delivered"),
