@@ -99,6 +99,9 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
     let purgeable = app.deliver(&key, channel, json!({"n": 3})).await;
     app.wait_delivery(purgeable, "delivered", Duration::from_secs(10))
         .await;
+    let resendable = app.deliver(&key, channel, json!({"n": 4})).await;
+    app.wait_delivery(resendable, "delivered", Duration::from_secs(10))
+        .await;
     let key_id = |v: Value| v["id"].as_str().unwrap().to_string();
     let spare = key_id(app.create_key(&key, json!({"name": "spare"})).await);
     let (s, spare_op) = app
@@ -278,6 +281,26 @@ async fn every_state_changing_call_writes_exactly_one_audit_row(pool: PgPool) {
             body: Some(json!({})),
             operator: false,
             action: "deliveries.replayed",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/deliveries/{id}/resend",
+            path: format!("/api/v1/deliveries/{resendable}/resend"),
+            key: key.clone(),
+            body: None,
+            operator: false,
+            action: "delivery.resent",
+            changed: &[],
+        },
+        Case {
+            method: "POST",
+            route: "/api/v1/channels/{id}/recover",
+            path: format!("/api/v1/channels/{dead_channel}/recover"),
+            key: key.clone(),
+            body: Some(json!({"since": "2020-01-01T00:00:00Z"})),
+            operator: false,
+            action: "deliveries.recovered",
             changed: &[],
         },
         Case {

@@ -172,6 +172,50 @@ async fn other_tenants_delivery_is_404(pool: PgPool) {
     );
     assert!(!foreign.to_string().contains("A's data"));
 
+    // B can neither resend A's delivery nor recover A's channel (404 like a missing one), and
+    // B's search finds none of A's deliveries, even naming A's channel.
+    app.wait_delivery(delivery, "delivered", std::time::Duration::from_secs(10))
+        .await;
+    let resend = |id: Uuid| format!("/api/v1/deliveries/{id}/resend");
+    let missing = assert_problem(
+        post(&app, &resend(Uuid::now_v7()), Some(&key_b), &json!({})).await,
+        404,
+    )
+    .await;
+    let foreign = assert_problem(
+        post(&app, &resend(delivery), Some(&key_b), &json!({})).await,
+        404,
+    )
+    .await;
+    assert_eq!(foreign, missing);
+    let recover = json!({ "since": "2020-01-01T00:00:00Z", "status": ["delivered"] });
+    for body in [
+        recover.clone(),
+        json!({ "since": "2020-01-01T00:00:00Z", "dry_run": true }),
+    ] {
+        assert_problem(
+            post(
+                &app,
+                &format!("/api/v1/channels/{channel_a}/recover"),
+                Some(&key_b),
+                &body,
+            )
+            .await,
+            404,
+        )
+        .await;
+    }
+    for query in [String::new(), format!("?channel_id={channel_a}")] {
+        let page = assert_ok(
+            get(&app, &format!("/api/v1/deliveries{query}"), Some(&key_b)).await,
+            200,
+        )
+        .await;
+        assert_eq!(page["data"], json!([]), "{page}");
+    }
+    assert_eq!(app.delivery_status(delivery).await, "delivered");
+    assert_eq!(app.receiver.count("a"), 1, "nothing was sent again");
+
     // Still A's, with the data A sent.
     let (owner, payload): (Uuid, String) =
         sqlx::query_as("SELECT tenant_id, payload FROM deliveries WHERE id = $1")
@@ -245,6 +289,12 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
         ),
         ("GET", d.clone(), None),
         ("POST", format!("{d}/replay"), None),
+        ("POST", format!("{d}/resend"), None),
+        (
+            "POST",
+            format!("{c}/recover"),
+            Some(json!({ "since": "2020-01-01T00:00:00Z", "status": ["delivered"] })),
+        ),
         ("POST", format!("{d}/cancel"), None),
         ("DELETE", format!("{d}/payload"), None),
         ("GET", format!("/api/v1/messages/{message_b}"), None),
@@ -284,6 +334,18 @@ async fn a_portal_session_never_reaches_another_tenants_objects(pool: PgPool) {
         let (s, v, _) = app.call("GET", "/api/v1/channels", &token, None).await;
         assert_eq!(s, 200);
         assert_eq!(v["data"], json!([]), "{v}");
+        // Nor any of B's deliveries in a search, even naming B's channel or message.
+        for query in [
+            String::new(),
+            format!("?channel_id={channel_b}"),
+            format!("?message_id={message_b}"),
+        ] {
+            let (s, v, _) = app
+                .call("GET", &format!("/api/v1/deliveries{query}"), &token, None)
+                .await;
+            assert_eq!(s, 200, "{v}");
+            assert_eq!(v["data"], json!([]), "{scope} search {query}: {v}");
+        }
     }
     // The operator's revocation names the tenant: B's session under A's id is 404.
     let (s, _, _) = app

@@ -2,8 +2,8 @@
 //!
 //! - this file: the router, and creating, listing, reading and updating a channel;
 //! - `enqueue` (`channels_enqueue.rs`): enqueueing one delivery or a batch to a channel;
-//! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume) and the replay
-//!   of a window of dead deliveries;
+//! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume), the replay
+//!   of a window of dead deliveries and the recover of final deliveries since a time;
 //! - `filter` (`channels_filter.rs`): testing a channel's payload filter on a sample message.
 
 // Flat sibling files (not a `channels/` directory): the tests read `routes/` as a flat list of
@@ -46,6 +46,7 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         .route("/api/v1/channels/{id}/pause", post(pause))
         .route("/api/v1/channels/{id}/resume", post(resume))
         .route("/api/v1/channels/{id}/replay", post(replay_window))
+        .route("/api/v1/channels/{id}/recover", post(recover))
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),

@@ -1,5 +1,6 @@
-//! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay, and
-//! a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`).
+//! Tenant routes for deliveries: `GET /api/v1/deliveries/{id}` with its attempts, replay and
+//! resend, a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`) and the
+//! tenant-wide search (`GET /api/v1/deliveries`).
 
 use super::list_filter;
 use crate::call::TenantCall;
@@ -20,7 +21,12 @@ use uuid::Uuid;
 
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/deliveries", get(search))
         .route("/api/v1/deliveries/{id}", get(read))
+        .route(
+            "/api/v1/deliveries/{id}/resend",
+            axum::routing::post(resend),
+        )
         .route(
             "/api/v1/deliveries/{id}/replay",
             axum::routing::post(replay),
@@ -108,7 +114,7 @@ pub(crate) async fn list(
 
 /// A list's time bound `field`: absent → `None`; an RFC 3339 instant in years 1 to 9999 (what
 /// Postgres and the replay window accept alike), else 422 naming `field`.
-fn instant(
+pub(crate) fn instant(
     field: &'static str,
     raw: Option<&str>,
 ) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
@@ -246,4 +252,181 @@ pub(crate) async fn replay(
         axum::http::StatusCode::ACCEPTED,
         axum::Json(DeliveryView::load(&call, id).await?),
     ))
+}
+
+/// Resends one final delivery.
+///
+/// A new attempt series of a `delivered`, `dead` or `cancelled` delivery whose payload still
+/// exists: it goes back to `pending` (or `paused`, parked, when its channel's circuit is open or
+/// paused: it is sent when the channel resumes or its probe closes the circuit) with a fresh set
+/// of attempts. It keeps its id, attempt log and `webhook-id` (the delivery id, or its
+/// message's id): Standard Webhooks has `webhook-id` identify the message, so a receiver that
+/// deduplicates by it sees the message it already has (README, "Resend and recover"). 202 with
+/// the delivery; 409 `not_final` for a delivery still on its way, `payload_purged` once its
+/// payload was purged, `conflict` when its channel was deleted. Audited as `delivery.resent`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/deliveries/{id}/resend",
+    tag = "deliveries",
+    operation_id = "resend_delivery",
+    params(("id" = Uuid, Path, description = "Delivery id.")),
+    responses(
+        (status = 202, description = "Resent (pending, or paused when the channel parks it); \
+            the delivery as it is now.", body = DeliveryView),
+        Conflict,
+        ById<TenantAuth>,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn resend(
+    call: TenantCall,
+    Path(id): Path<Uuid>,
+) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
+    let delivery = deliveries::get(call.state.pool(), call.tenant_id(), id).await?;
+    let conflict =
+        |code, detail: String| ApiError::new(axum::http::StatusCode::CONFLICT, code, detail);
+    let status = delivery.summary.status;
+    if !status.is_final() {
+        return Err(conflict(
+            "not_final",
+            format!(
+                "delivery is {status}; only a final delivery (delivered, dead or cancelled) can \
+                 be resent, this one is still on its way"
+            ),
+        ));
+    }
+    if delivery.payload_purged_at.is_some() {
+        return Err(conflict(
+            "payload_purged",
+            "its payload was purged; there is nothing left to resend".to_string(),
+        ));
+    }
+    let channel_id = delivery.summary.channel_id;
+    let mut tx = call.begin_audited().await?;
+    // Parked or not as an enqueue to its channel; `None`: the channel was deleted.
+    let Some(parked) = circuit::enqueue_parked(&mut tx, channel_id).await? else {
+        return Err(conflict(
+            "conflict",
+            "its channel was deleted; nothing can be sent to it".to_string(),
+        ));
+    };
+    let max_attempts = call.state.settings().max_attempts;
+    if !deliveries::resend(&mut tx, call.tenant_id(), id, parked, max_attempts).await? {
+        // Read above as final with a payload: a concurrent resend, replay or purge won.
+        return Err(conflict(
+            "conflict",
+            "the delivery changed meanwhile (resent, replayed or purged); read it again"
+                .to_string(),
+        ));
+    }
+    audit::record(
+        &mut *tx,
+        &audit::Entry {
+            details: serde_json::json!({ "delivery_id": id, "was": status, "parked": parked }),
+            ..audit::Entry::channel(
+                call.tenant_id(),
+                channel_id,
+                call.actor(),
+                "delivery.resent",
+            )
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        axum::http::StatusCode::ACCEPTED,
+        axum::Json(DeliveryView::load(&call, id).await?),
+    ))
+}
+
+/// `?event_type=&status=&channel_id=&message_id=&since=&until=` of the tenant-wide delivery
+/// search (paging: [`PageQuery`]).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct SearchQuery {
+    /// Only deliveries with this status.
+    #[param(value_type = Option<breakwater_core::deliveries::Status>)]
+    status: Option<String>,
+    /// Only deliveries of this event type (exact match; 1 to 200 visible ASCII characters).
+    #[param(min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
+    event_type: Option<String>,
+    /// Only deliveries to this channel (another tenant's: an empty page).
+    #[param(value_type = Option<Uuid>)]
+    channel_id: Option<String>,
+    /// Only deliveries of this message (`POST /api/v1/messages`; another tenant's: an empty
+    /// page).
+    #[param(value_type = Option<Uuid>)]
+    message_id: Option<String>,
+    /// Only deliveries accepted at or after this instant (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    since: Option<String>,
+    /// Only deliveries accepted before this instant (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
+    until: Option<String>,
+    #[serde(flatten)]
+    #[param(ignore)]
+    page: PageQuery,
+}
+
+/// A query's id `field`: absent → `None`; a UUID, else 422 naming `field`.
+fn query_id(field: &'static str, raw: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+    raw.map(|r| {
+        r.trim()
+            .parse::<Uuid>()
+            .map_err(|_| ApiError::invalid(field, "must be a UUID"))
+    })
+    .transpose()
+}
+
+/// Searches the tenant's deliveries on every channel, newest first, without payloads.
+///
+/// `GET /api/v1/deliveries?event_type=&status=&channel_id=&message_id=&since=&until=&after=&limit=`:
+/// the calling tenant's deliveries, newest first by `(created_at, id)`, paged by cursor as every
+/// list; each parameter narrows it, `since` (inclusive) and `until` (exclusive) bound when they
+/// were accepted. Each combination is an index range (BENCHMARKS.md, "Delivery search at 1 M
+/// rows"). Another tenant's channel or message id finds nothing (an empty page, not a 404: a
+/// search names no object). An unknown `status`, a bad `event_type`, id or instant, or `since`
+/// after `until` → 422.
+#[utoipa::path(
+    get,
+    path = "/api/v1/deliveries",
+    tag = "deliveries",
+    operation_id = "search_deliveries",
+    params(SearchQuery, PageQuery),
+    responses(
+        (status = 200, description = "A page of deliveries.", body = Page<DeliverySummary>),
+        WithQuery<TenantAuth>,
+    ),
+    security(("tenant_key" = [])),
+)]
+pub(crate) async fn search(
+    call: TenantCall,
+    Query(q): Query<SearchQuery>,
+) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
+    let status = list_filter::<deliveries::Status>("status", q.status.as_deref())?;
+    if let Some(t) = q.event_type.as_deref() {
+        deliveries::check_event_type(t).map_err(|_| {
+            ApiError::invalid("event_type", "must be 1 to 200 visible ASCII characters")
+        })?;
+    }
+    let since = instant("since", q.since.as_deref())?;
+    let until = instant("until", q.until.as_deref())?;
+    if let (Some(s), Some(u)) = (since, until) {
+        if s > u {
+            return Err(ApiError::invalid("since", "must not be after `until`"));
+        }
+    }
+    let filter = deliveries::SearchFilter {
+        status,
+        event_type: q.event_type.as_deref(),
+        channel_id: query_id("channel_id", q.channel_id.as_deref())?,
+        message_id: query_id("message_id", q.message_id.as_deref())?,
+        since,
+        until,
+    };
+    let keyset = q.page.keyset::<deliveries::ListKey>(Order::NewestFirst)?;
+    let rows = deliveries::search(call.state.pool(), call.tenant_id(), &filter, &keyset).await?;
+    Ok(axum::Json(Page::new(rows, &keyset, |d| {
+        (d.created_at, d.id)
+    })))
 }

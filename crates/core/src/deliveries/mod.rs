@@ -6,11 +6,13 @@
 //! - `read`: a delivery, its attempts and a channel's list, as the API shows them, and
 //!   deliveries counted by status;
 //! - `attempt`: what a worker reads before an attempt and writes after it;
-//! - `replay`: re-enqueueing dead deliveries.
+//! - `replay`: re-enqueueing dead deliveries and resending a final one;
+//! - `recover`: resending a channel's final deliveries since a time, in bounded steps.
 
 mod attempt;
 mod payload;
 mod read;
+mod recover;
 mod replay;
 pub mod status;
 
@@ -20,11 +22,16 @@ pub use attempt::{
     begin_attempt, cancel_orphan, record_attempt, record_successes, status_after, AttemptRecord,
     Dispatch, Endpoint, Recorded, Success, SuccessRecorded,
 };
+pub use read::search;
 pub use read::{
     attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
-    ListFilter, ListKey, StatusCounts, DELIVERY_SELECT,
+    ListFilter, ListKey, SearchFilter, StatusCounts, DELIVERY_SELECT,
 };
-pub use replay::{replay, ReplaySelector, MAX_REPLAY};
+pub use recover::{
+    preview as recover_preview, recover, RecoverFilter, Recovered, MAX_RECOVER,
+    MAX_RECOVER_EVENT_TYPES, PREVIEW_IDS,
+};
+pub use replay::{replay, resend, ReplaySelector, MAX_REPLAY};
 pub use status::Status;
 
 use crate::{Error, Result, Tier, JOB_DELIVER};
