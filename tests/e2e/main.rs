@@ -20,3 +20,4 @@ mod openapi;
 mod operate;
 mod portal_browser;
 mod quotas;
+mod retry_policy;

@@ -37,7 +37,8 @@ pub enum ReplaySelector {
 pub const MAX_REPLAY: i64 = 10_000;
 
 /// Re-enqueues dead deliveries (dead letters) of one channel: each goes back to `pending` with a
-/// fresh job on its tenant's tier queue (`max_attempts` attempts), or to `paused` when `parked`:
+/// fresh job on its tenant's tier queue (the attempts of the retry policy it was accepted with,
+/// else `max_attempts`), or to `paused` when `parked`:
 /// the caller's decision for the channel, as for an enqueue ([`crate::circuit::enqueue_parked`],
 /// which holds the channel's gate until the caller commits, so a transition waits for these
 /// jobs). Only `dead` deliveries move whose payload was not purged and whose channel was not deleted,
@@ -84,7 +85,7 @@ pub async fn replay(
         UPDATE deliveries d SET status = $7, updated_at = now()
         FROM picked, tenants t
         WHERE d.id = picked.id AND t.id = d.tenant_id
-        RETURNING d.id, d.channel_id, t.tier
+        RETURNING d.id, d.channel_id, t.tier, (d.retry_policy->>'max_attempts')::int AS max_attempts
         "#,
         tenant_id,
         delivery_id,
@@ -96,15 +97,16 @@ pub async fn replay(
     )
     .fetch_all(&mut *tx)
     .await?;
-    let rows: Vec<(Uuid, Uuid, String)> = rows
+    // A replayed delivery keeps the retry policy it was accepted with ([`crate::retry_policy`]).
+    let rows: Vec<(Uuid, Uuid, String, Option<i32>)> = rows
         .into_iter()
-        .map(|r| (r.id, r.channel_id, r.tier))
+        .map(|r| (r.id, r.channel_id, r.tier, r.max_attempts))
         .collect();
     let jobs: Vec<NewJob> = rows
         .iter()
-        .map(|(id, channel, tier)| {
+        .map(|(id, channel, tier, own)| {
             let tier: Tier = tier.parse().unwrap_or_default();
-            delivery_job(tier, *channel, *id, max_attempts)
+            delivery_job(tier, *channel, *id, own.unwrap_or(max_attempts))
         })
         .collect();
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
