@@ -580,7 +580,9 @@ mod tests {
             codes(&i),
             [
                 "rate_limit_below_health_minimum",
-                "rate_limit_slower_than_health_window"
+                "rate_limit_slower_than_health_window",
+                // 20 is also above the 12 attempts.
+                "attempts_below_threshold"
             ]
         );
         // Fewer attempts than the threshold; a cooldown above its cap.

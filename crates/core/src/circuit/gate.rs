@@ -2,6 +2,7 @@
 //! the pure admission decision, and the probe-role claim of [`admit`].
 
 use super::*;
+use crate::retry_policy::RetryPolicy;
 
 /// What the worker reads of a channel before it touches a delivery (no payload, no secret).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -275,7 +276,7 @@ pub async fn admit_and_begin(
                b.rejected AS "rejected?", b.started_at AS "started_at?",
                b.headers AS "headers?: sqlx::types::Json<crate::channels::Headers>",
                b.auth AS "auth?: sqlx::types::Json<crate::channels::Auth>",
-               b.retry_policy AS "retry_policy?: sqlx::types::Json<crate::retry_policy::RetryPolicy>"
+               b.retry_policy AS "retry_policy?: sqlx::types::Json<RetryPolicy>"
         FROM gate g LEFT JOIN begun b ON true
         "#,
         channel_id,
