@@ -50,7 +50,11 @@ async fn a_policy_round_trips_and_out_of_bounds_values_are_422(pool: PgPool) {
         "request_timeout_ms": 10000
     });
     let created = app
-        .create_channel(&key, &app.receiver.url("a"), json!({ "retry_policy": policy }))
+        .create_channel(
+            &key,
+            &app.receiver.url("a"),
+            json!({ "retry_policy": policy }),
+        )
         .await;
     assert_eq!(created["retry_policy"], policy);
     let ch: Uuid = created["id"].as_str().unwrap().parse().unwrap();
@@ -73,7 +77,10 @@ async fn a_policy_round_trips_and_out_of_bounds_values_are_422(pool: PgPool) {
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["retry_policy"], exp);
-    assert_eq!(v["retry_policy_in_force"]["source"]["max_attempts"], "config");
+    assert_eq!(
+        v["retry_policy_in_force"]["source"]["max_attempts"],
+        "config"
+    );
     assert_eq!(v["retry_policy_in_force"]["max_attempts"], 3); // test_settings
     let (_, v) = app
         .patch_channel(
@@ -90,13 +97,34 @@ async fn a_policy_round_trips_and_out_of_bounds_values_are_422(pool: PgPool) {
     for (body, field) in [
         (json!({"max_attempts": 0}), "retry_policy.max_attempts"),
         (json!({"max_attempts": 101}), "retry_policy.max_attempts"),
-        (json!({"request_timeout_ms": 50}), "retry_policy.request_timeout_ms"),
-        (json!({"request_timeout_ms": 120001}), "retry_policy.request_timeout_ms"),
-        (json!({"backoff": {"kind": "schedule", "delays_ms": []}}), "retry_policy.backoff.delays_ms"),
-        (json!({"backoff": {"kind": "schedule", "delays_ms": [200, 99]}}), "retry_policy.backoff.delays_ms"),
-        (json!({"backoff": {"kind": "exponential", "base_ms": 50, "factor": 2, "cap_ms": 1000}}), "retry_policy.backoff.base_ms"),
-        (json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 11, "cap_ms": 5000}}), "retry_policy.backoff.factor"),
-        (json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2, "cap_ms": 900}}), "retry_policy.backoff.cap_ms"),
+        (
+            json!({"request_timeout_ms": 50}),
+            "retry_policy.request_timeout_ms",
+        ),
+        (
+            json!({"request_timeout_ms": 120001}),
+            "retry_policy.request_timeout_ms",
+        ),
+        (
+            json!({"backoff": {"kind": "schedule", "delays_ms": []}}),
+            "retry_policy.backoff.delays_ms",
+        ),
+        (
+            json!({"backoff": {"kind": "schedule", "delays_ms": [200, 99]}}),
+            "retry_policy.backoff.delays_ms",
+        ),
+        (
+            json!({"backoff": {"kind": "exponential", "base_ms": 50, "factor": 2, "cap_ms": 1000}}),
+            "retry_policy.backoff.base_ms",
+        ),
+        (
+            json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 11, "cap_ms": 5000}}),
+            "retry_policy.backoff.factor",
+        ),
+        (
+            json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2, "cap_ms": 900}}),
+            "retry_policy.backoff.cap_ms",
+        ),
     ] {
         assert_invalid(
             patch_raw(&app, &path, &key, json!({ "retry_policy": body })).await,
@@ -119,7 +147,13 @@ async fn a_policy_round_trips_and_out_of_bounds_values_are_422(pool: PgPool) {
 
     // The tenant's default is checked the same way, and `null` clears a channel's own.
     assert_invalid(
-        patch_raw(&app, "/api/v1/tenant", &key, json!({"retry_policy": {"max_attempts": 0}})).await,
+        patch_raw(
+            &app,
+            "/api/v1/tenant",
+            &key,
+            json!({"retry_policy": {"max_attempts": 0}}),
+        )
+        .await,
         "retry_policy.max_attempts",
     )
     .await;
@@ -214,16 +248,20 @@ async fn the_tenant_default_applies_where_the_channel_sets_nothing(pool: PgPool)
     let own = app
         .channel_with(&key, "dead-b", json!({"retry_policy": {"max_attempts": 1}}))
         .await;
-    let (_, v) = app
-        .get(&format!("/api/v1/channels/{inherits}"), &key)
-        .await;
+    let (_, v) = app.get(&format!("/api/v1/channels/{inherits}"), &key).await;
     let f = &v["retry_policy_in_force"];
-    assert_eq!((f["max_attempts"].clone(), f["request_timeout_ms"].clone()), (json!(2), json!(1500)));
+    assert_eq!(
+        (f["max_attempts"].clone(), f["request_timeout_ms"].clone()),
+        (json!(2), json!(1500))
+    );
     assert_eq!(f["source"]["max_attempts"], "tenant");
     assert_eq!(f["source"]["backoff"], "config");
     let (_, v) = app.get(&format!("/api/v1/channels/{own}"), &key).await;
     let f = &v["retry_policy_in_force"];
-    assert_eq!((f["max_attempts"].clone(), f["request_timeout_ms"].clone()), (json!(1), json!(1500)));
+    assert_eq!(
+        (f["max_attempts"].clone(), f["request_timeout_ms"].clone()),
+        (json!(1), json!(1500))
+    );
     assert_eq!(f["source"]["request_timeout_ms"], "tenant");
 
     app.receiver.set("dead-a", Behavior::Status(500, None));
@@ -235,7 +273,11 @@ async fn the_tenant_default_applies_where_the_channel_sets_nothing(pool: PgPool)
     app.wait_delivery(a, "dead", Duration::from_secs(10)).await;
     app.wait_delivery(b, "dead", Duration::from_secs(10)).await;
     assert_eq!(app.receiver.count("dead-a"), 2, "the tenant's 2 attempts");
-    assert_eq!(app.receiver.count("dead-b"), 1, "the channel's own 1 attempt");
+    assert_eq!(
+        app.receiver.count("dead-b"),
+        1,
+        "the channel's own 1 attempt"
+    );
     app.stop().await;
 }
 
@@ -276,7 +318,11 @@ async fn a_change_applies_to_deliveries_accepted_after_it(pool: PgPool) {
             .filter(|r| r.webhook_id.as_deref() == Some(&id.to_string()))
             .count()
     };
-    assert_eq!(tries(before), 1, "accepted before the change: its old policy");
+    assert_eq!(
+        tries(before),
+        1,
+        "accepted before the change: its old policy"
+    );
     assert_eq!(tries(after), 3, "accepted after: the new one");
     app.stop().await;
 }
@@ -418,7 +464,10 @@ async fn the_explanation_answers_from_the_settings_and_warns(pool: PgPool) {
     .await;
     assert_eq!(
         codes(&e),
-        ["schedule_outlives_retention", "rate_limit_below_health_minimum"]
+        [
+            "schedule_outlives_retention",
+            "rate_limit_below_health_minimum"
+        ]
     );
     app.stop().await;
 }

@@ -292,11 +292,7 @@ pub fn in_force(
     tenant: Option<&RetryPolicy>,
     service: &ServiceRetry,
 ) -> PolicyInForce {
-    fn pick<T>(
-        c: Option<T>,
-        t: Option<T>,
-        config: impl FnOnce() -> T,
-    ) -> (T, PolicySource) {
+    fn pick<T>(c: Option<T>, t: Option<T>, config: impl FnOnce() -> T) -> (T, PolicySource) {
         match (c, t) {
             (Some(v), _) => (v, PolicySource::Channel),
             (None, Some(v)) => (v, PolicySource::Tenant),
@@ -376,7 +372,9 @@ mod tests {
             serde_json::to_value(&p).unwrap(),
             json!({"max_attempts": 3, "backoff": {"kind": "schedule", "delays_ms": [200, 400]}})
         );
-        let e = parse(json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2.0, "cap_ms": 5000}, "request_timeout_ms": 3000}));
+        let e = parse(
+            json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2.0, "cap_ms": 5000}, "request_timeout_ms": 3000}),
+        );
         let e = e.checked().unwrap().unwrap();
         assert_eq!(e.max_attempts, None);
         let b = e.backoff.unwrap();
@@ -403,8 +401,14 @@ mod tests {
             Err(Error::Invalid { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        assert_eq!(field(json!({"max_attempts": 0})), "retry_policy.max_attempts");
-        assert_eq!(field(json!({"max_attempts": 101})), "retry_policy.max_attempts");
+        assert_eq!(
+            field(json!({"max_attempts": 0})),
+            "retry_policy.max_attempts"
+        );
+        assert_eq!(
+            field(json!({"max_attempts": 101})),
+            "retry_policy.max_attempts"
+        );
         assert_eq!(
             field(json!({"request_timeout_ms": 99})),
             "retry_policy.request_timeout_ms"
@@ -422,15 +426,21 @@ mod tests {
             "retry_policy.backoff.delays_ms"
         );
         assert_eq!(
-            field(json!({"backoff": {"kind": "exponential", "base_ms": 10, "factor": 2.0, "cap_ms": 1000}})),
+            field(
+                json!({"backoff": {"kind": "exponential", "base_ms": 10, "factor": 2.0, "cap_ms": 1000}})
+            ),
             "retry_policy.backoff.base_ms"
         );
         assert_eq!(
-            field(json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 0.5, "cap_ms": 1000}})),
+            field(
+                json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 0.5, "cap_ms": 1000}})
+            ),
             "retry_policy.backoff.factor"
         );
         assert_eq!(
-            field(json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2.0, "cap_ms": 999}})),
+            field(
+                json!({"backoff": {"kind": "exponential", "base_ms": 1000, "factor": 2.0, "cap_ms": 999}})
+            ),
             "retry_policy.backoff.cap_ms"
         );
     }
@@ -441,15 +451,26 @@ mod tests {
         let none = in_force(None, None, &service);
         assert_eq!(none.max_attempts, 12);
         assert_eq!(none.request_timeout_ms, 15_000);
-        assert_eq!(none.backoff, BackoffPolicy::from_config(&Backoff::default()));
+        assert_eq!(
+            none.backoff,
+            BackoffPolicy::from_config(&Backoff::default())
+        );
         assert_eq!(none.source.backoff, PolicySource::Config);
         let tenant = parse(json!({"max_attempts": 4, "request_timeout_ms": 5000}));
         let channel = parse(json!({"request_timeout_ms": 700}));
         let p = in_force(Some(&channel), Some(&tenant), &service);
         assert_eq!((p.max_attempts, p.request_timeout_ms), (4, 700));
         assert_eq!(
-            (p.source.max_attempts, p.source.request_timeout_ms, p.source.backoff),
-            (PolicySource::Tenant, PolicySource::Channel, PolicySource::Config)
+            (
+                p.source.max_attempts,
+                p.source.request_timeout_ms,
+                p.source.backoff
+            ),
+            (
+                PolicySource::Tenant,
+                PolicySource::Channel,
+                PolicySource::Config
+            )
         );
         // The copy a delivery is accepted with merges the same way.
         let m = RetryPolicy::merged(Some(&channel), Some(&tenant)).unwrap();
@@ -472,8 +493,14 @@ mod tests {
             ..Backoff::default()
         };
         let p = parse(json!({"backoff": {"kind": "schedule", "delays_ms": [200, 400]}}));
-        assert_eq!(retry_delay(Some(&p), 1, &service), Duration::from_millis(200));
-        assert_eq!(retry_delay(Some(&p), 2, &service), Duration::from_millis(400));
+        assert_eq!(
+            retry_delay(Some(&p), 1, &service),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            retry_delay(Some(&p), 2, &service),
+            Duration::from_millis(400)
+        );
         assert_eq!(retry_delay(None, 1, &service), Duration::from_secs(10));
         let jittery = Backoff {
             jitter: 0.2,

@@ -88,7 +88,11 @@ async fn other_tenants_channel_is_404_and_unchanged(pool: PgPool) {
         assert_problem(get(&app, &explain(channel_a), Some(&key_b)).await, 404).await;
     assert_eq!(foreign_explain, missing_explain);
     let (s, _) = app
-        .patch_channel(&key_b, channel_a, json!({ "retry_policy": { "max_attempts": 1 } }))
+        .patch_channel(
+            &key_b,
+            channel_a,
+            json!({ "retry_policy": { "max_attempts": 1 } }),
+        )
         .await;
     assert_eq!(s, 404);
     assert_eq!(

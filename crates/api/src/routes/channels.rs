@@ -52,7 +52,10 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         .route("/api/v1/channels/{id}/pause", post(pause))
         .route("/api/v1/channels/{id}/resume", post(resume))
         .route("/api/v1/channels/{id}/replay", post(replay_window))
-        .route("/api/v1/channels/{id}/circuit/explain", get(explain_circuit))
+        .route(
+            "/api/v1/channels/{id}/circuit/explain",
+            get(explain_circuit),
+        )
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),

@@ -6,8 +6,8 @@ use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::Path;
 use crate::responses::{ById, TenantAuth};
-use breakwater_core::circuit::{self, ExplainInput, Explanation};
 use breakwater_core::channels;
+use breakwater_core::circuit::{self, ExplainInput, Explanation};
 use breakwater_core::ratelimit::RateLimit;
 use uuid::Uuid;
 

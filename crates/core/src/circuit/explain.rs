@@ -222,7 +222,12 @@ pub fn requests_before_open(
 /// When the probes of a circuit that keeps failing them go, ms after the opening: the first
 /// after `cooldown_ms`, each next one `min(cooldown_ms × 2^k, max_cooldown_ms)` after the k-th
 /// failed probe (`probe_failed`), until `horizon_ms` (at most `max` of them).
-pub fn probe_times(cooldown_ms: i64, max_cooldown_ms: i64, horizon_ms: i64, max: usize) -> Vec<i64> {
+pub fn probe_times(
+    cooldown_ms: i64,
+    max_cooldown_ms: i64,
+    horizon_ms: i64,
+    max: usize,
+) -> Vec<i64> {
     let mut out = Vec::new();
     let mut t = cooldown_ms.max(1);
     let mut k = 0u32;
@@ -260,8 +265,13 @@ pub fn explain(i: &ExplainInput) -> Explanation {
         ceiling,
         c.decrease_factor,
     );
-    let (at_most, _) =
-        requests_before_open(threshold, ceiling as f64, c.floor, ceiling, c.decrease_factor);
+    let (at_most, _) = requests_before_open(
+        threshold,
+        ceiling as f64,
+        c.floor,
+        ceiling,
+        c.decrease_factor,
+    );
     let timeout = i.policy.request_timeout_ms;
     // The rate limit spaces the requests: the last of `requests` goes at least this long after
     // the first.
@@ -300,7 +310,8 @@ pub fn explain(i: &ExplainInput) -> Explanation {
 
     let max_cooldown = i.circuit.max_cooldown_ms;
     let probes_at_ms = probe_times(i.cooldown_ms, max_cooldown, i64::MAX, 12);
-    let probes_first_hour = probe_times(i.cooldown_ms, max_cooldown, 3_600_000, 10_000).len() as u32;
+    let probes_first_hour =
+        probe_times(i.cooldown_ms, max_cooldown, 3_600_000, 10_000).len() as u32;
     let while_open = WhileOpen {
         first_probe_after_ms: i.cooldown_ms,
         growth_factor: 2.0,
