@@ -21,3 +21,4 @@ mod operate;
 mod portal_browser;
 mod quotas;
 mod recover;
+mod retry_policy;

@@ -138,6 +138,13 @@ pub struct AppSettings {
     pub channel_limits: breakwater_queue::GroupLimits,
     /// Host circuit settings (granularity of channel keys, defaults shown in the host list).
     pub hosts: breakwater_core::hosts::HostsConfig,
+    /// The service configuration's retry policy (`worker.max_attempts`, `worker.backoff_*`,
+    /// `worker.request_timeout_ms`): what a channel's policy in force falls back to.
+    pub retry: breakwater_core::retry_policy::ServiceRetry,
+    /// `worker.connect_timeout_ms` (for the breaker's explanation).
+    pub connect_timeout_ms: u64,
+    /// `retention.deliveries_days` (for the breaker's explanation; 0 = kept for ever).
+    pub retention_days: u32,
 }
 
 struct Inner {

@@ -245,9 +245,10 @@ async fn repair_stranded(
     max_attempts: i32,
 ) -> Result<bool> {
     // Re-check under the delivery's row lock.
-    let row: Option<(Uuid, String, bool)> = sqlx::query_as(&format!(
+    let row: Option<(Uuid, String, bool, Option<i32>)> = sqlx::query_as(&format!(
         "SELECT d.channel_id, t.tier,
-                EXISTS (SELECT 1 FROM channels c WHERE c.id = d.channel_id AND c.deleted_at IS NOT NULL)
+                EXISTS (SELECT 1 FROM channels c WHERE c.id = d.channel_id AND c.deleted_at IS NOT NULL),
+                (d.retry_policy->>'max_attempts')::int
          FROM deliveries d JOIN tenants t ON t.id = d.tenant_id
          WHERE d.id = $1 AND {}
          FOR UPDATE OF d",
@@ -256,7 +257,7 @@ async fn repair_stranded(
     .bind(delivery_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((channel_id, tier, channel_deleted)) = row else {
+    let Some((channel_id, tier, channel_deleted, own_attempts)) = row else {
         return Ok(false);
     };
     if channel_deleted {
@@ -280,7 +281,9 @@ async fn repair_stranded(
         .await?;
     } else {
         let tier: crate::Tier = tier.parse()?;
-        let job = crate::deliveries::delivery_job(tier, channel_id, delivery_id, max_attempts);
+        // The attempts of the retry policy the delivery was accepted with, if it set them.
+        let attempts = own_attempts.unwrap_or(max_attempts);
+        let job = crate::deliveries::delivery_job(tier, channel_id, delivery_id, attempts);
         breakwater_queue::enqueue(&mut *tx, &job).await?;
         sqlx::query(
             "UPDATE deliveries SET status = CASE WHEN status = 'delivering' THEN 'pending' ELSE status END,

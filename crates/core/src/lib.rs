@@ -83,6 +83,7 @@ pub mod portal;
 pub mod quotas;
 pub mod ratelimit;
 pub mod retention;
+pub mod retry_policy;
 pub mod signing;
 pub mod targets;
 pub mod tenants;

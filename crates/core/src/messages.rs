@@ -265,10 +265,17 @@ pub async fn send(
     let ids: Vec<Uuid> = targets.iter().map(|_| Uuid::now_v7()).collect();
     let channel_ids: Vec<Uuid> = targets.iter().map(|t| t.0).collect();
     let statuses: Vec<&str> = targets.iter().map(|t| t.1.as_str()).collect();
-    sqlx::query!(
-        "INSERT INTO deliveries (id, tenant_id, channel_id, message_id, event_type, payload, status)
-         SELECT id, $2, channel_id, $3, $4, NULL, status
-         FROM unnest($1::uuid[], $5::uuid[], $6::text[]) AS t(id, channel_id, status)",
+    //    Each copies its retry policy from the tenant's default and its channel's own (the
+    //    channel's fields win, [`crate::retry_policy`]): a change applies to later messages.
+    let own_attempts: std::collections::HashMap<Uuid, Option<i32>> = sqlx::query!(
+        r#"INSERT INTO deliveries (id, tenant_id, channel_id, message_id, event_type, payload, status,
+                                 retry_policy)
+         SELECT t.id, $2, t.channel_id, $3, $4, NULL, t.status,
+                nullif(coalesce(tn.retry_policy, '{}') || coalesce(c.retry_policy, '{}'), '{}'::jsonb)
+         FROM unnest($1::uuid[], $5::uuid[], $6::text[]) AS t(id, channel_id, status)
+         LEFT JOIN channels c ON c.id = t.channel_id
+         LEFT JOIN tenants tn ON tn.id = $2
+         RETURNING id, (retry_policy->>'max_attempts')::int AS max_attempts"#,
         &ids,
         tenant_id,
         id,
@@ -276,14 +283,21 @@ pub async fn send(
         &channel_ids,
         &statuses as &[&str],
     )
-    .execute(&mut *tx)
-    .await?;
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.max_attempts))
+    .collect();
 
-    // 4. Their jobs, one statement (plus the wake-up): tier queue, channel group, unique key.
+    // 4. Their jobs, one statement (plus the wake-up): tier queue, channel group, unique key;
+    //    the policy's attempts, else `max_attempts`.
     let jobs: Vec<_> = ids
         .iter()
         .zip(&channel_ids)
-        .map(|(d, c)| delivery_job(tier, *c, *d, max_attempts))
+        .map(|(d, c)| {
+            let attempts = own_attempts.get(d).copied().flatten();
+            delivery_job(tier, *c, *d, attempts.unwrap_or(max_attempts))
+        })
         .collect();
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
 

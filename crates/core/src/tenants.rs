@@ -66,6 +66,10 @@ pub struct Tenant {
     /// Whether an enqueue or a message whose event type is not in the tenant's catalog
     /// ([`crate::event_types`]) is refused (422 on `event_type`); default false: accepted.
     pub reject_unknown_event_types: bool,
+    /// The default retry policy of the tenant's channels ([`crate::retry_policy`]): each field
+    /// a channel leaves unset comes from here, else from the service configuration; null = none.
+    #[sqlx(json(nullable))]
+    pub retry_policy: Option<crate::retry_policy::RetryPolicy>,
     /// The tenant's catalog version: 0 while it never had a catalogued event type, bumped by
     /// every change of its catalog (internal: keys the compiled-schema cache,
     /// [`crate::event_types::Cache`]).
@@ -130,7 +134,7 @@ pub async fn create(
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
     )
     .bind(Uuid::now_v7())
     .bind(name)
@@ -229,7 +233,7 @@ pub async fn authenticate_taking(
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
     sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
     )
         .bind(id)
         .fetch_optional(exec)
@@ -244,7 +248,7 @@ pub async fn list(
     page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<Tenant>> {
     let sql = format!(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
         page.seek("id", 2),
         page.order_by("id"),
     );
@@ -282,6 +286,9 @@ pub struct TenantPatch {
     pub alert_on_manual: Option<bool>,
     /// New `reject_unknown_event_types` (the tenant may change it itself).
     pub reject_unknown_event_types: Option<bool>,
+    /// New default retry policy of the tenant's channels, or removal (`Some(None)`); the tenant
+    /// may change it itself. Checked here ([`crate::retry_policy::RetryPolicy::checked`]).
+    pub retry_policy: Option<Option<crate::retry_policy::RetryPolicy>>,
 }
 
 /// A tenant's settings as the audit log shows them: the alert URL as
@@ -293,6 +300,7 @@ fn audited_settings(t: &Tenant) -> serde_json::Value {
         "alert_url": t.alert_url.as_deref().map(audit::url_summary),
         "alert_on_manual": t.alert_on_manual,
         "reject_unknown_event_types": t.reject_unknown_event_types,
+        "retry_policy": t.retry_policy,
     })
 }
 
@@ -314,9 +322,13 @@ pub async fn update(
         .as_deref()
         .map(crate::names::display_name)
         .transpose()?;
+    let retry_policy = match &patch.retry_policy {
+        Some(Some(p)) => p.clone().checked()?,
+        _ => None,
+    };
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at FROM tenants
+        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants
          WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
     )
     .bind(id)
@@ -329,9 +341,10 @@ pub async fn update(
             name = coalesce($4, name),
             alert_on_manual = coalesce($5, alert_on_manual),
             reject_unknown_event_types = coalesce($6, reject_unknown_event_types),
+            retry_policy = CASE WHEN $7 THEN $8 ELSE retry_policy END,
             updated_at = now()
          WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
     )
     .bind(id)
     .bind(patch.alert_url.is_some())
@@ -339,6 +352,8 @@ pub async fn update(
     .bind(name)
     .bind(patch.alert_on_manual)
     .bind(patch.reject_unknown_event_types)
+    .bind(patch.retry_policy.is_some())
+    .bind(retry_policy.map(sqlx::types::Json))
     .fetch_one(&mut *tx)
     .await?;
     let mut jobs_moved = None;
@@ -404,7 +419,7 @@ async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(T
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, event_catalog_version, created_at",
+         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
     )
     .bind(id)
     .bind(tier.as_str())

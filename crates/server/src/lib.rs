@@ -142,6 +142,13 @@ pub async fn start_node(
                 circuit: settings.circuit.clone(),
                 channel_limits: settings.worker.channel_limits(),
                 hosts: settings.hosts.clone(),
+                retry: breakwater_core::retry_policy::ServiceRetry {
+                    max_attempts: settings.worker.max_attempts,
+                    backoff: settings.worker.backoff(),
+                    request_timeout: Duration::from_millis(settings.worker.request_timeout_ms),
+                },
+                connect_timeout_ms: settings.worker.connect_timeout_ms,
+                retention_days: settings.retention.deliveries_days,
             },
         )
         .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()));

@@ -333,7 +333,8 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         Class::Permanent => Feedback::Neutral,
     };
     breakwater_queue::adapt_limit(&mut *tx, at.d.channel_id, feedback, &w.limits).await?;
-    if !finish_job(w, job, &mut tx, &error_text, &after).await? {
+    let policy = at.d.retry_policy.as_ref().map(|p| &p.0);
+    if !finish_job(w, job, &mut tx, &error_text, &after, policy).await? {
         tracing::warn!(delivery_id = %at.d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
         tx.rollback().await?;
         return Ok(());
@@ -451,15 +452,18 @@ async fn cancelled_in_flight(
 }
 
 /// Finishes the job by the delivery's status: delivered completes it, dead discards it (a
-/// permanent failure, or the last attempt), failed or paused retries it after the backoff, or
-/// the `Retry-After` if longer (a paused one's retry then waits in the parked group). Returns
-/// whether the job's claim still held and the queue agreed; `false` means roll back.
+/// permanent failure, or the last attempt), failed or paused retries it after the backoff (the
+/// retry policy the delivery was accepted with, `policy`, else `worker.backoff_*`:
+/// [`breakwater_core::retry_policy::retry_delay`]), or the `Retry-After` if longer (a paused
+/// one's retry then waits in the parked group). Returns whether the job's claim still held and
+/// the queue agreed; `false` means roll back.
 async fn finish_job(
     w: &Worker,
     job: &Job,
     tx: &mut PgConnection,
     error_text: &str,
     after: &AfterAttempt,
+    policy: Option<&breakwater_core::retry_policy::RetryPolicy>,
 ) -> Result<bool> {
     Ok(match after.status {
         Status::Delivered => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
@@ -467,9 +471,7 @@ async fn finish_job(
             breakwater_queue::discard(&mut *tx, job.id, job.claim_token, error_text).await?
         }
         _ => {
-            let delay = w
-                .backoff
-                .delay(job.attempt)
+            let delay = breakwater_core::retry_policy::retry_delay(policy, job.attempt, &w.backoff)
                 .max(after.retry_after.unwrap_or_default());
             let retried =
                 breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, error_text)

@@ -132,10 +132,14 @@ pub async fn run_node(
             heartbeat_interval: Duration::from_millis(cfg.heartbeat_interval_ms),
             promote_interval: Duration::from_millis(cfg.promote_interval_ms),
             rescue_after: Duration::from_millis(cfg.rescue_after_ms),
-            // The longest a run may take: its request, a shutdown's grace, and a rescue period
-            // for recording the result.
+            // The longest a run may take: its request (the longest a channel's retry policy
+            // may set, if longer than the configuration's), a shutdown's grace, and a rescue
+            // period for recording the result.
             max_run: Duration::from_millis(
-                cfg.request_timeout_ms + cfg.shutdown_grace_ms + cfg.rescue_after_ms,
+                cfg.request_timeout_ms
+                    .max(breakwater_core::retry_policy::MAX_TIMEOUT_MS as u64)
+                    + cfg.shutdown_grace_ms
+                    + cfg.rescue_after_ms,
             ),
             rescue_interval: Duration::from_millis(cfg.rescue_interval_ms),
             retention: Duration::from_millis(cfg.job_retention_ms),

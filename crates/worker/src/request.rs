@@ -180,13 +180,18 @@ pub(crate) async fn post(w: &Worker, req: Signed<'_>) -> Result<reqwest::Respons
 /// `webhook-signature` carries `v1,<current>` and, during a secret rotation's grace period,
 /// `v1,<previous>` after it. Reads the status, `Retry-After` and the first `excerpt_bytes` of
 /// the body. A redirect is not followed (the client's policy is `none`); the answer is recorded
-/// with where it pointed ([`redirect_note`]). All of it within `worker.request_timeout_ms` of
-/// this node's running time ([`crate::stall::StallWatch::run_for`]): a response that arrived
-/// while the node stood still is read when it wakes.
+/// with where it pointed ([`redirect_note`]). All of it within the delivery's request timeout
+/// (its retry policy's `request_timeout_ms`, else `worker.request_timeout_ms`;
+/// [`breakwater_core::retry_policy::request_timeout`]) of this node's running time
+/// ([`crate::stall::StallWatch::run_for`]): a response that arrived while the node stood still
+/// is read when it wakes, and the limit the stall judgement compares with ([`Sent::limit`]) is
+/// this delivery's own.
 pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
-    match w.stall.run_for(w.request_timeout, exchange(w, d)).await {
+    let policy = d.retry_policy.as_ref().map(|p| &p.0);
+    let timeout = breakwater_core::retry_policy::request_timeout(policy, w.request_timeout);
+    match w.stall.run_for(timeout, exchange(w, d)).await {
         Ok(sent) => sent,
-        Err(waited) => Sent::timed_out(&d.url, w.request_timeout, waited),
+        Err(waited) => Sent::timed_out(&d.url, timeout, waited),
     }
 }
 

@@ -80,6 +80,21 @@ async fn other_tenants_channel_is_404_and_unchanged(pool: PgPool) {
         .patch_channel(&key_b, channel_a, json!({ "filter": { "==": [1, 1] } }))
         .await;
     assert_eq!(s, 404);
+    // B cannot read A's breaker explanation (nor learn A's settings), nor set A's retry policy.
+    let explain = |id: Uuid| format!("/api/v1/channels/{id}/circuit/explain");
+    let missing_explain =
+        assert_problem(get(&app, &explain(Uuid::now_v7()), Some(&key_b)).await, 404).await;
+    let foreign_explain =
+        assert_problem(get(&app, &explain(channel_a), Some(&key_b)).await, 404).await;
+    assert_eq!(foreign_explain, missing_explain);
+    let (s, _) = app
+        .patch_channel(
+            &key_b,
+            channel_a,
+            json!({ "retry_policy": { "max_attempts": 1 } }),
+        )
+        .await;
+    assert_eq!(s, 404);
     assert_eq!(
         count(&app.pool, "deliveries").await,
         0,

@@ -4,18 +4,23 @@
 //! - `enqueue` (`channels_enqueue.rs`): enqueueing one delivery or a batch to a channel;
 //! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume), the replay
 //!   of a window of dead deliveries and the recover of final deliveries since a time;
-//! - `filter` (`channels_filter.rs`): testing a channel's payload filter on a sample message.
+//! - `filter` (`channels_filter.rs`): testing a channel's payload filter on a sample message;
+//! - `explain` (`channels_explain.rs`): what the channel's breaker and retry policy will do to a
+//!   dead endpoint, from its settings alone.
 
 // Flat sibling files (not a `channels/` directory): the tests read `routes/` as a flat list of
 // route sources.
 #[path = "channels_enqueue.rs"]
 mod enqueue;
+#[path = "channels_explain.rs"]
+mod explain;
 #[path = "channels_filter.rs"]
 mod filter;
 #[path = "channels_manual.rs"]
 mod manual;
 
 pub(crate) use enqueue::*;
+pub(crate) use explain::*;
 pub(crate) use filter::*;
 pub(crate) use manual::*;
 
@@ -32,6 +37,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
 use breakwater_core::page::Order;
+use breakwater_core::retry_policy::{self, PolicyInForce};
 use breakwater_core::{circuit, hosts, quotas};
 use serde::Serialize;
 use uuid::Uuid;
@@ -47,6 +53,10 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         .route("/api/v1/channels/{id}/resume", post(resume))
         .route("/api/v1/channels/{id}/replay", post(replay_window))
         .route("/api/v1/channels/{id}/recover", post(recover))
+        .route(
+            "/api/v1/channels/{id}/circuit/explain",
+            get(explain_circuit),
+        )
         .route(
             "/api/v1/channels/{id}/deliveries",
             post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
@@ -157,6 +167,11 @@ pub(crate) struct ChannelView {
     /// The state of its host circuit (shared with every channel on `host_key`): `closed` |
     /// `open` | `half_open`; null when the channel has no host key.
     host_circuit_state: Option<hosts::State>,
+    /// The retry policy the channel's new deliveries are accepted with: each field the
+    /// channel's own (`retry_policy`), else its tenant's default, else the service
+    /// configuration's, with where each comes from. Deliveries already accepted keep the policy
+    /// they were accepted with.
+    retry_policy_in_force: PolicyInForce,
 }
 
 /// The channel's cluster-wide concurrency, as the scheduler sees it now.
@@ -254,12 +269,28 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         ceiling,
     };
     let host_circuit_state = hosts::state_of(state.pool(), channel.host_key.as_deref()).await?;
+    let retry_policy_in_force = policy_in_force(state, &channel).await?;
     Ok(ChannelView {
         channel,
         circuit,
         concurrency,
         host_circuit_state,
+        retry_policy_in_force,
     })
+}
+
+/// The retry policy in force for `channel`: its own, its tenant's default (read now), the
+/// service configuration ([`retry_policy::in_force`]).
+pub(crate) async fn policy_in_force(
+    state: &AppState,
+    channel: &Channel,
+) -> Result<PolicyInForce, ApiError> {
+    let tenant = breakwater_core::tenants::get(state.pool(), channel.tenant_id).await?;
+    Ok(retry_policy::in_force(
+        channel.retry_policy.as_ref(),
+        tenant.retry_policy.as_ref(),
+        &state.settings().retry,
+    ))
 }
 
 /// Reads a channel: its settings, its circuit and its concurrency.

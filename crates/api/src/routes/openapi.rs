@@ -112,6 +112,7 @@ pub(crate) async fn spec() -> impl IntoResponse {
         routes::channels::enqueue_one,
         routes::channels::enqueue_batch,
         routes::channels::test_filter,
+        routes::channels::explain_circuit,
         routes::deliveries::read,
         routes::deliveries::replay,
         routes::deliveries::resend,

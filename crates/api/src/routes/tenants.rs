@@ -127,6 +127,13 @@ pub(crate) struct OperatorPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = bool)]
     reject_unknown_event_types: Option<bool>,
+    /// The default retry policy of the tenant's channels (`max_attempts`, `backoff`,
+    /// `request_timeout_ms`, each optional; see `RetryPolicy`): a field a channel leaves unset
+    /// comes from here, else from the service configuration. Applies to deliveries accepted
+    /// after the change. `null` removes it.
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<breakwater_core::retry_policy::RetryPolicy>)]
+    retry_policy: Option<Option<breakwater_core::retry_policy::RetryPolicy>>,
 }
 
 /// A tenant with the quotas in force for it.
@@ -257,8 +264,8 @@ pub(crate) async fn operator_read(
     Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-/// quotas.
+/// Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+/// default `retry_policy` or quotas.
 ///
 /// `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
 /// `null` = back to the cluster default) applies from the tenant's next request; lowering a
@@ -296,6 +303,7 @@ pub(crate) async fn operator_update(
         tier,
         alert_on_manual: body.alert_on_manual,
         reject_unknown_event_types: body.reject_unknown_event_types,
+        retry_policy: body.retry_policy,
     };
     let mut view = update(&call, id, &patch, body.quotas.as_ref()).await?;
     view.tenant = view.tenant.for_operator();
@@ -356,6 +364,13 @@ pub(crate) struct SelfPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = bool)]
     reject_unknown_event_types: Option<bool>,
+    /// The default retry policy of the tenant's channels (`max_attempts`, `backoff`,
+    /// `request_timeout_ms`, each optional; see `RetryPolicy`): a field a channel leaves unset
+    /// comes from here, else from the service configuration. Applies to deliveries accepted
+    /// after the change. `null` removes it.
+    #[serde(default, deserialize_with = "super::nullable")]
+    #[schema(value_type = Option<breakwater_core::retry_policy::RetryPolicy>)]
+    retry_policy: Option<Option<breakwater_core::retry_policy::RetryPolicy>>,
 }
 
 /// Reads the calling tenant and its quotas (which only the operator can change).
@@ -375,7 +390,8 @@ pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<TenantQuota
     Ok(axum::Json(with_quotas(&call.state, tenant).await?))
 }
 
-/// Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+/// Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+/// the default `retry_policy` of its channels.
 /// Not its quotas: a body with
 /// `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 #[utoipa::path(
@@ -401,6 +417,7 @@ pub(crate) async fn self_update(
         alert_url,
         alert_on_manual: body.alert_on_manual,
         reject_unknown_event_types: body.reject_unknown_event_types,
+        retry_policy: body.retry_policy,
         ..Default::default()
     };
     let view = update(&call, call.tenant_id(), &patch, None).await?;

@@ -119,6 +119,11 @@ pub struct Channel {
     #[serde(serialize_with = "endpoint::serialize_auth")]
     #[schema(value_type = Option<Auth>)]
     pub auth: Option<Auth>,
+    /// The channel's own retry policy ([`crate::retry_policy`]: `max_attempts`, `backoff`,
+    /// `request_timeout_ms`, each optional); null = none of its own.
+    #[sqlx(json(nullable))]
+    #[schema(value_type = Option<crate::retry_policy::RetryPolicy>)]
+    pub retry_policy: Option<crate::retry_policy::RetryPolicy>,
     /// Whether an operator holds the circuit (an operator's pause or force-open): the tenant's
     /// pause and resume are refused (409) until an operator resumes or closes it, or a probe
     /// closes it ([`crate::circuit::apply_manual`]).
@@ -142,7 +147,7 @@ impl Channel {
 const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, filter, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
     consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
-    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, headers, auth, operator_hold, created_at, updated_at";
+    circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, headers, auth, retry_policy, operator_hold, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -224,6 +229,11 @@ pub struct NewChannel {
     /// `%`, `all`, `some`, `none`, `in`, `substr`), iteration not nested. Absent/null = none.
     #[schema(value_type = Option<Object>, example = json!({"==": [{"var": "payload.status"}, "paid"]}))]
     pub filter: Option<serde_json::Value>,
+    /// The channel's own retry policy: any of `max_attempts` (1–100), `backoff` (`{"kind":
+    /// "exponential", "base_ms", "factor", "cap_ms"}` or `{"kind": "schedule", "delays_ms":
+    /// [...]}`) and `request_timeout_ms` (100–120000); a field left out comes from the tenant's
+    /// default, else the service configuration. Applies to deliveries accepted after it is set.
+    pub retry_policy: Option<crate::retry_policy::RetryPolicy>,
     /// The URL's host key ([`crate::hosts::host_key`]); `None` = no host circuit. Set by the
     /// caller, never read from a body.
     #[serde(skip)]
@@ -260,6 +270,10 @@ pub async fn create(
 ) -> Result<CreatedChannel> {
     let name = check_name(new.name.as_deref())?;
     check_overrides(new.failure_threshold, new.cooldown_ms)?;
+    let retry_policy = match &new.retry_policy {
+        Some(p) => p.clone().checked()?,
+        None => None,
+    };
     crate::circuit::check_close_after_successes(new.close_after_successes)?;
     check_max_in_flight(new.max_in_flight)?;
     check_replay_window(new.replay_window_ms)?;
@@ -281,8 +295,8 @@ pub async fn create(
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
                                replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
-                               event_types, close_after_successes, headers, auth, filter)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
+                               event_types, close_after_successes, headers, auth, filter, retry_policy)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -300,6 +314,7 @@ pub async fn create(
     .bind(headers.map(Json))
     .bind(auth.map(Json))
     .bind(&new.filter)
+    .bind(retry_policy.map(Json))
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
@@ -394,6 +409,12 @@ pub struct ChannelPatch {
     #[serde(default, deserialize_with = "crate::patch::nullable")]
     #[schema(value_type = Option<Object>, example = json!({"==": [{"var": "event_type"}, "invoice.paid"]}))]
     pub filter: Option<Option<serde_json::Value>>,
+    /// The channel's own retry policy (same rules as at creation), replacing it whole; `null`
+    /// removes it (the tenant's default, else the service configuration, then applies). Applies
+    /// to deliveries accepted after the change.
+    #[serde(default, deserialize_with = "crate::patch::nullable")]
+    #[schema(value_type = Option<crate::retry_policy::RetryPolicy>)]
+    pub retry_policy: Option<Option<crate::retry_policy::RetryPolicy>>,
     /// The new URL's host key ([`crate::hosts::host_key`]), set by the caller with `url`; never
     /// read from a body.
     #[serde(skip)]
@@ -424,6 +445,7 @@ pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value
         "filter": c.filter,
         "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
         "replay_window_ms": c.replay_window_ms,
+        "retry_policy": c.retry_policy,
     })
 }
 
@@ -452,6 +474,10 @@ pub async fn update(
     if let Some(Some(f)) = &patch.filter {
         crate::filters::check(f)?;
     }
+    let retry_policy = match &patch.retry_policy {
+        Some(Some(p)) => p.clone().checked()?,
+        _ => None,
+    };
     let old: Channel = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR NO KEY UPDATE"
     ))
@@ -489,6 +515,7 @@ pub async fn update(
             headers = $20,
             auth = $21,
             filter = CASE WHEN $22 THEN $23 ELSE filter END,
+            retry_policy = CASE WHEN $24 THEN $25 ELSE retry_policy END,
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
@@ -518,6 +545,8 @@ pub async fn update(
     .bind(auth.map(Json))
     .bind(patch.filter.is_some())
     .bind(patch.filter.clone().flatten())
+    .bind(patch.retry_policy.is_some())
+    .bind(retry_policy.map(Json))
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;

@@ -2,6 +2,7 @@
 //! the pure admission decision, and the probe-role claim of [`admit`].
 
 use super::*;
+use crate::retry_policy::RetryPolicy;
 
 /// What the worker reads of a channel before it touches a delivery (no payload, no secret).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -263,7 +264,7 @@ pub async fn admit_and_begin(
                       CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_signing_secret END
                           AS previous_signing_secret,
                       c.rejected_since IS NOT NULL AS rejected,
-                      c.headers, c.auth,
+                      c.headers, c.auth, d.retry_policy,
                       now() AS started_at
         )
         SELECT g.plain AS "plain!", g.consecutive_failures AS "consecutive_failures!",
@@ -274,7 +275,8 @@ pub async fn admit_and_begin(
                b.previous_signing_secret AS "previous_signing_secret?",
                b.rejected AS "rejected?", b.started_at AS "started_at?",
                b.headers AS "headers?: sqlx::types::Json<crate::channels::Headers>",
-               b.auth AS "auth?: sqlx::types::Json<crate::channels::Auth>"
+               b.auth AS "auth?: sqlx::types::Json<crate::channels::Auth>",
+               b.retry_policy AS "retry_policy?: sqlx::types::Json<RetryPolicy>"
         FROM gate g LEFT JOIN begun b ON true
         "#,
         channel_id,
@@ -312,6 +314,7 @@ pub async fn admit_and_begin(
         rejected: r.rejected.unwrap_or_default(),
         headers: r.headers,
         auth: r.auth,
+        retry_policy: r.retry_policy,
         started_at: r.started_at.unwrap_or_default(),
     };
     Ok(Begun::Send {

@@ -102,6 +102,7 @@ macro_rules! returning_transition_sql {
 
 mod attempt;
 mod config;
+mod explain;
 mod gate;
 mod health;
 mod manual;
@@ -113,6 +114,7 @@ mod transitions;
 
 pub use attempt::*;
 pub use config::*;
+pub use explain::*;
 pub use gate::*;
 pub use health::*;
 pub use manual::*;

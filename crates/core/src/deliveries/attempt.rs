@@ -50,6 +50,10 @@ pub struct Dispatch {
     pub headers: Option<Json<crate::endpoint::Headers>>,
     /// The channel's endpoint auth ([`crate::endpoint::Auth`]), `None` for none; never log it.
     pub auth: Option<Json<crate::endpoint::Auth>>,
+    /// The retry policy the delivery was accepted with (`deliveries.retry_policy`, see
+    /// [`crate::retry_policy`]): its request timeout and, after a failure, its backoff; `None`
+    /// for the service configuration's.
+    pub retry_policy: Option<Json<crate::retry_policy::RetryPolicy>>,
     /// The database's time of this read, just before the request: the attempt's `started_at`
     /// (compared with `now()` and `circuit_changed_at` by the health check, so on the database
     /// clock, see [`crate::clock`]).
@@ -80,6 +84,7 @@ pub async fn begin_attempt(
                   c.rejected_since IS NOT NULL AS "rejected!",
                   c.headers AS "headers?: Json<crate::channels::Headers>",
                   c.auth AS "auth?: Json<crate::channels::Auth>",
+                  d.retry_policy AS "retry_policy?: Json<crate::retry_policy::RetryPolicy>",
                   now() AS "started_at!"
         "#,
         delivery_id,

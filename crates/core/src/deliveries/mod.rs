@@ -135,6 +135,10 @@ pub struct Enqueued {
 /// another channel, or for another event type or payload, is an [`Error::ItemConflict`] naming
 /// the item (field `idempotency_key`).
 ///
+/// Each delivery gets a copy of the retry policy in force from its tenant and channel
+/// ([`crate::retry_policy`]); its job gets that policy's `max_attempts`, else `max_attempts`
+/// (`worker.max_attempts`).
+///
 /// With `paused` (for a channel whose circuit is open or paused) the deliveries start `paused`.
 /// Their jobs need no parking of their own: the channel's job group is parked, so the fetch does
 /// not take them until it is released. The caller holds the channel row (see
@@ -165,13 +169,23 @@ pub async fn enqueue(
     } else {
         Status::Pending
     };
-    let inserted: Vec<Uuid> = sqlx::query_scalar!(
+    // The retry policy is copied from the tenant's default and the channel's own (the channel's
+    // fields win, [`crate::retry_policy`]), in this statement: a policy change applies to the
+    // deliveries accepted after it. Its `max_attempts` (if set) is the job's.
+    let inserted = sqlx::query!(
         r#"
-        INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key, status)
-        SELECT id, $2, $3, event_type, payload, key, $7
+        INSERT INTO deliveries (id, tenant_id, channel_id, event_type, payload, idempotency_key, status,
+                                retry_policy)
+        SELECT t.id, $2, $3, t.event_type, t.payload, t.key, $7, p.policy
         FROM unnest($1::uuid[], $4::text[], $5::text[], $6::text[]) AS t(id, event_type, payload, key)
+        LEFT JOIN LATERAL (
+            SELECT nullif(coalesce(tn.retry_policy, '{}') || coalesce(c.retry_policy, '{}'), '{}'::jsonb)
+                       AS policy
+            FROM channels c JOIN tenants tn ON tn.id = c.tenant_id
+            WHERE c.id = $3
+        ) p ON true
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING id
+        RETURNING id, (retry_policy->>'max_attempts')::int AS max_attempts
         "#,
         &ids[..],
         tenant_id,
@@ -183,12 +197,15 @@ pub async fn enqueue(
     )
     .fetch_all(&mut *tx)
     .await?;
-    let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().collect();
+    let inserted: std::collections::HashMap<Uuid, Option<i32>> = inserted
+        .into_iter()
+        .map(|r| (r.id, r.max_attempts))
+        .collect();
 
     let mut results = Vec::with_capacity(items.len());
     let mut jobs = Vec::with_capacity(inserted.len());
     for (i, id) in ids.iter().enumerate() {
-        if inserted.contains(id) {
+        if let Some(own_attempts) = inserted.get(id) {
             results.push(Enqueued {
                 id: *id,
                 created: true,
@@ -198,8 +215,8 @@ pub async fn enqueue(
                     Status::Pending
                 },
             });
-            let job = delivery_job(tier, channel_id, *id, max_attempts);
-            jobs.push(job);
+            let attempts = own_attempts.unwrap_or(max_attempts);
+            jobs.push(delivery_job(tier, channel_id, *id, attempts));
             continue;
         }
         let key = keys[i].expect("only keyed rows can conflict");

@@ -44,7 +44,8 @@ pub enum ReplaySelector {
 pub const MAX_REPLAY: i64 = 10_000;
 
 /// Re-enqueues dead deliveries (dead letters) of one channel: each goes back to `pending` with a
-/// fresh job on its tenant's tier queue (`max_attempts` attempts), or to `paused` when `parked`:
+/// fresh job on its tenant's tier queue (the attempts of the retry policy it was accepted with,
+/// else `max_attempts`), or to `paused` when `parked`:
 /// the caller's decision for the channel, as for an enqueue ([`crate::circuit::enqueue_parked`],
 /// which holds the channel's gate until the caller commits, so a transition waits for these
 /// jobs). Only `dead` deliveries move whose payload was not purged and whose channel was not deleted,
@@ -150,13 +151,15 @@ pub(super) async fn restart(
     } else {
         Status::Pending
     };
-    let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
+    // A restarted delivery keeps the retry policy it was accepted with
+    // ([`crate::retry_policy`]): its own `max_attempts`, else `max_attempts`.
+    let rows: Vec<(Uuid, Uuid, String, Option<i32>)> = sqlx::query_as(
         r#"
         UPDATE deliveries d SET status = $2, updated_at = now(), delivered_at = NULL
         FROM tenants t
         WHERE d.id = ANY($1) AND t.id = d.tenant_id
           AND d.status IN ('delivered', 'dead', 'cancelled')
-        RETURNING d.id, d.channel_id, t.tier
+        RETURNING d.id, d.channel_id, t.tier, (d.retry_policy->>'max_attempts')::int
         "#,
     )
     .bind(ids)
@@ -165,9 +168,9 @@ pub(super) async fn restart(
     .await?;
     let jobs: Vec<_> = rows
         .iter()
-        .map(|(id, channel, tier)| {
+        .map(|(id, channel, tier, own)| {
             let tier: Tier = tier.parse().unwrap_or_default();
-            delivery_job(tier, *channel, *id, max_attempts)
+            delivery_job(tier, *channel, *id, own.unwrap_or(max_attempts))
         })
         .collect();
     breakwater_queue::enqueue_many(&mut *tx, &jobs).await?;
