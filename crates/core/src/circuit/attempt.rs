@@ -122,6 +122,18 @@ pub async fn after_attempt(
     };
     let (retry_after, transitions) =
         move_circuits(tx, a, endpoint, cfg, hosts_cfg, max_attempts).await?;
+    // Delivery-level alert events (issue 33, part 2): a death's `delivery.dead`, a failing
+    // streak's start. In this transaction, so a result rolled back alerts nothing.
+    if class != Class::Success {
+        let failed = alerts::events::FailedAttempt {
+            delivery_id: d.id,
+            channel_id: d.channel_id,
+            status,
+            error: a.error,
+            url_changed: endpoint.url_changed,
+        };
+        alerts::events::after_failed_attempt(tx, &failed).await?;
+    }
     Ok(Some(AfterAttempt {
         status,
         endpoint,
