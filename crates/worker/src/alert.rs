@@ -1,9 +1,11 @@
 //! Alert webhooks: a tenant's on-call hears when a channel's circuit opens, closes, is paused
-//! or resumed, flaps, or its endpoint rejects our requests — under the alert policy of
+//! or resumed, flaps, or its endpoint rejects our requests, and when deliveries die or a
+//! channel fails often (`breakwater_core::alerts::events`) — under the alert policy of
 //! `breakwater_core::alerts` (which decides, in the transaction that made the event, whether an
 //! alert job exists at all). Signed per Standard Webhooks with the tenant's alert secret,
 //! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
-//! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
+//! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]) and
+//! the delivery-event timers ([`run_events_watch`]: storm summaries, the end of a failing streak).
 
 use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;

@@ -78,7 +78,8 @@ pub struct AfterAttempt {
 /// Records an attempt and everything it moves, in the caller's transaction (before the job is
 /// finished): locks the channel row when the result may write it ([`lock_for_result`]), logs the
 /// attempt and gives the delivery its status ([`deliveries::record_attempt`]), then moves the
-/// circuits ([`move_circuits`]). `None` when the delivery was cancelled while the attempt was in
+/// circuits ([`move_circuits`]), then, for a failure, decides its delivery-level alert events
+/// ([`alerts::events::after_failed_attempt`]: a death's `delivery.dead`, a failing streak). `None` when the delivery was cancelled while the attempt was in
 /// flight (by its tenant, or its channel was deleted): the attempt is logged and nothing else
 /// changes (no circuit, no retry).
 pub async fn after_attempt(
