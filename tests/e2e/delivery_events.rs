@@ -81,8 +81,10 @@ async fn a_delivery_that_exhausts_its_attempts_sends_one_signed_delivery_dead_to
     app.receiver.set("b-dies", Behavior::Status(500, None));
     let dead_a = app.deliver(&key_a, ch_a, json!({ "n": 1 })).await;
     let dead_b = app.deliver(&key_b, ch_b, json!({ "n": 2 })).await;
-    app.wait_delivery(dead_a, "dead", Duration::from_secs(30)).await;
-    app.wait_delivery(dead_b, "dead", Duration::from_secs(30)).await;
+    app.wait_delivery(dead_a, "dead", Duration::from_secs(30))
+        .await;
+    app.wait_delivery(dead_b, "dead", Duration::from_secs(30))
+        .await;
     // Each death enqueued its alert in the transaction that made it dead: the counts are final.
     assert_eq!(alert_jobs(&pool, tenant_a, "delivery.dead").await, 1);
     assert_eq!(alert_jobs(&pool, tenant_b, "delivery.dead").await, 1);
@@ -98,7 +100,11 @@ async fn a_delivery_that_exhausts_its_attempts_sends_one_signed_delivery_dead_to
     assert_eq!(d["channel_id"], ch_a.to_string());
     assert_eq!(d["delivery_id"], dead_a.to_string());
     assert_eq!(d["event_type"], "test.event");
-    assert_eq!(d["message_id"], Value::Null, "enqueued on its own, not from a message");
+    assert_eq!(
+        d["message_id"],
+        Value::Null,
+        "enqueued on its own, not from a message"
+    );
     assert_eq!(d["attempts"], 3);
     assert!(
         d["last_error"].as_str().unwrap().contains("503"),
@@ -265,7 +271,10 @@ async fn a_flapping_endpoint_sends_failing_once_per_streak_then_recovered(pool: 
         0,
         "the circuit stayed closed"
     );
-    assert!(failed_attempts >= 30, "it flapped: {failed_attempts} failures");
+    assert!(
+        failed_attempts >= 30,
+        "it flapped: {failed_attempts} failures"
+    );
     assert_eq!(alert_jobs(&pool, tenant, "channel.failing").await, 1);
     assert_eq!(alert_jobs(&pool, tenant, "channel.recovered").await, 1);
     assert_eq!(failing.len(), 1, "one failing per streak");
@@ -297,7 +306,10 @@ async fn switched_off_kinds_send_nothing_and_bad_settings_are_a_422(pool: PgPool
     let (tenant, key) = app.tenant_with_alerts("quiet", "oncall").await;
     // Out of bounds: a 422 naming the field, nothing changed.
     for (body, field) in [
-        (json!({ "dead_window_ms": 10 }), "alert_events.dead_window_ms"),
+        (
+            json!({ "dead_window_ms": 10 }),
+            "alert_events.dead_window_ms",
+        ),
         (
             json!({ "failing_threshold_percent": 101 }),
             "alert_events.failing_threshold_percent",

@@ -9,8 +9,8 @@
 
 use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;
-use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::alerts::events::{self, WatchStep};
+use breakwater_core::alerts::{self, FlappingStep};
 use breakwater_core::jobs::{AlertArgs, AlertEventsWatchArgs, FlappingWatchArgs};
 use breakwater_core::outcome::{classify, stall_excuses, Class, Observed};
 use breakwater_core::{tenants, Result};
@@ -66,14 +66,20 @@ pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
         ),
         ("channels", a.channels.map(serde_json::Value::from)),
         ("delivery_id", a.delivery_id.map(|id| serde_json::json!(id))),
-        ("event_type", a.event_type.as_ref().map(|t| serde_json::json!(t))),
+        (
+            "event_type",
+            a.event_type.as_ref().map(|t| serde_json::json!(t)),
+        ),
         // A dead delivery's message: `null` when it was enqueued on its own.
         (
             "message_id",
             a.delivery_id.map(|_| serde_json::json!(a.message_id)),
         ),
         ("attempts", a.attempts.map(serde_json::Value::from)),
-        ("last_error", a.last_error.as_ref().map(|e| serde_json::json!(e))),
+        (
+            "last_error",
+            a.last_error.as_ref().map(|e| serde_json::json!(e)),
+        ),
         ("count", a.count.map(serde_json::Value::from)),
         (
             "delivery_ids",

@@ -216,7 +216,8 @@ impl EventSettingsPatch {
 }
 
 /// The settings columns of `tenant_alert_events`, in [`EventSettings`]' order.
-const SETTINGS_COLUMNS: &str = "delivery_dead, channel_failing, channel_recovered, dead_window_ms, \
+const SETTINGS_COLUMNS: &str =
+    "delivery_dead, channel_failing, channel_recovered, dead_window_ms, \
      dead_alerts_per_window, failing_window_ms, failing_threshold_percent, failing_min_attempts";
 
 type SettingsRow = (bool, bool, bool, i64, i32, i64, i32, i32);
@@ -620,11 +621,12 @@ pub async fn after_failed_attempt(tx: &mut PgConnection, f: &FailedAttempt<'_>) 
         }
     }
     if s.tracks_failing() && !f.url_changed && ctx.circuit_state == "closed" {
-        let since: Option<Option<DateTime<Utc>>> =
-            sqlx::query_scalar("SELECT failing_since FROM channel_event_state WHERE channel_id = $1")
-                .bind(f.channel_id)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let since: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(
+            "SELECT failing_since FROM channel_event_state WHERE channel_id = $1",
+        )
+        .bind(f.channel_id)
+        .fetch_optional(&mut *tx)
+        .await?;
         if since.flatten().is_none() {
             let (share, now) = share(tx, f.channel_id, &s).await?;
             if failing_step(None, share, true, now, &s) == Failing::Start {
@@ -715,17 +717,24 @@ async fn enqueue_dead(
     f: &FailedAttempt<'_>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let (event_type, message_id, attempts, last_error): (String, Option<Uuid>, i32, Option<String>) =
-        sqlx::query_as(
-            "SELECT event_type, message_id, attempts, last_error FROM deliveries WHERE id = $1",
-        )
-        .bind(f.delivery_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let (event_type, message_id, attempts, last_error): (
+        String,
+        Option<Uuid>,
+        i32,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT event_type, message_id, attempts, last_error FROM deliveries WHERE id = $1",
+    )
+    .bind(f.delivery_id)
+    .fetch_one(&mut *tx)
+    .await?;
     let args = AlertArgs {
         from_state: None,
         to_state: ctx.circuit_state.clone(),
-        reason: format!("the delivery is dead after {attempts} attempts; last: {}", f.error),
+        reason: format!(
+            "the delivery is dead after {attempts} attempts; last: {}",
+            f.error
+        ),
         generation: ctx.generation,
         at: now,
         delivery_id: Some(f.delivery_id),
@@ -814,12 +823,11 @@ pub enum WatchStep {
 /// channel's event row (`FOR UPDATE`) first, so a death or a streak's start on another node
 /// waits for it or is seen by it.
 pub async fn watch_step(tx: &mut PgConnection, channel_id: Uuid) -> Result<WatchStep> {
-    let exists: Option<bool> = sqlx::query_scalar(
-        "SELECT true FROM channel_event_state WHERE channel_id = $1 FOR UPDATE",
-    )
-    .bind(channel_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let exists: Option<bool> =
+        sqlx::query_scalar("SELECT true FROM channel_event_state WHERE channel_id = $1 FOR UPDATE")
+            .bind(channel_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     if exists.is_none() {
         return Ok(WatchStep::Done);
     }

@@ -14,7 +14,13 @@ fn storm(times: &[i64], per_window: i32) -> (usize, Vec<Summary>, DeadWindow, Ve
     let mut w = DeadWindow::default();
     let (mut alerts, mut flushed, mut timers) = (0, Vec::new(), Vec::new());
     for (i, &at) in times.iter().enumerate() {
-        let d = on_dead(&w, Uuid::from_u128(i as u128 + 1), t(at), WINDOW, per_window);
+        let d = on_dead(
+            &w,
+            Uuid::from_u128(i as u128 + 1),
+            t(at),
+            WINDOW,
+            per_window,
+        );
         alerts += usize::from(d.alert);
         flushed.extend(d.flush);
         timers.extend(d.timer_at);
@@ -33,14 +39,21 @@ fn a_storm_in_one_window_sends_the_allowance_then_one_summary_at_its_end() {
     assert_eq!(w.coalesced, 195);
     assert_eq!(w.in_window, 200);
     assert_eq!(w.sample.len(), SAMPLE_IDS);
-    assert_eq!(w.sample[0], Uuid::from_u128(6), "the first coalesced death is the 6th");
+    assert_eq!(
+        w.sample[0],
+        Uuid::from_u128(6),
+        "the first coalesced death is the 6th"
+    );
     assert_eq!(timers, vec![t(60)], "one timer, at the window's end");
     // The timer: nothing before the end, the summary at it, and nothing after it is sent.
     assert_eq!(summary_due(&w, t(59), WINDOW), SummaryDue::At(t(60)));
     let SummaryDue::Send(s) = summary_due(&w, t(60), WINDOW) else {
         panic!("due at the end")
     };
-    assert_eq!((s.count, s.window_start, s.sample.len()), (195, t(0), SAMPLE_IDS));
+    assert_eq!(
+        (s.count, s.window_start, s.sample.len()),
+        (195, t(0), SAMPLE_IDS)
+    );
     let sent = DeadWindow {
         coalesced: 0,
         sample: vec![],
@@ -70,9 +83,17 @@ fn the_bound_is_allowance_plus_one_per_window_whatever_the_rate() {
     // 4 windows flushed by a later death, the last one by its timer.
     assert_eq!(flushed.len(), 4);
     assert!(w.coalesced > 0);
-    assert_eq!(timers.len(), 5, "one timer per window with coalesced deaths");
+    assert_eq!(
+        timers.len(),
+        5,
+        "one timer per window with coalesced deaths"
+    );
     let total: i32 = flushed.iter().map(|s| s.count).sum::<i32>() + w.coalesced;
-    assert_eq!(total as usize + alerts, 1000, "every death is alerted or counted once");
+    assert_eq!(
+        total as usize + alerts,
+        1000,
+        "every death is alerted or counted once"
+    );
 }
 
 #[test]
@@ -96,8 +117,14 @@ fn settings() -> EventSettings {
 fn a_streak_starts_at_the_threshold_with_enough_attempts_and_a_closed_circuit() {
     let s = settings();
     let share = |failed, total| Share { failed, total };
-    assert_eq!(failing_step(None, share(3, 10), true, t(0), &s), Failing::Start);
-    assert_eq!(failing_step(None, share(2, 10), true, t(0), &s), Failing::Quiet);
+    assert_eq!(
+        failing_step(None, share(3, 10), true, t(0), &s),
+        Failing::Start
+    );
+    assert_eq!(
+        failing_step(None, share(2, 10), true, t(0), &s),
+        Failing::Quiet
+    );
     assert_eq!(
         failing_step(None, share(5, 9), true, t(0), &s),
         Failing::Quiet,
@@ -119,7 +146,10 @@ fn a_streak_ends_under_the_threshold_and_not_before_one_window() {
         total: 50,
     };
     assert_eq!(failing_step(since, low, true, t(59), &s), Failing::Hold);
-    assert_eq!(failing_step(since, low, true, t(60), &s), Failing::Recovered);
+    assert_eq!(
+        failing_step(since, low, true, t(60), &s),
+        Failing::Recovered
+    );
     let high = Share {
         failed: 20,
         total: 50,
