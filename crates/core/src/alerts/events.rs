@@ -544,20 +544,23 @@ async fn context(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<Conte
     }))
 }
 
+/// A `channel_event_state` row as [`lock_state`] reads it, with the database's `now()`.
+type StateRow = (
+    Option<DateTime<Utc>>,
+    i32,
+    i32,
+    Vec<Uuid>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+
 /// The channel's event row, made if missing and locked until the transaction ends, with the
 /// database's `now()`.
 async fn lock_state(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<(DeadWindow, Option<DateTime<Utc>>, DateTime<Utc>)> {
-    let (start, in_window, coalesced, sample, failing_since, now): (
-        Option<DateTime<Utc>>,
-        i32,
-        i32,
-        Vec<Uuid>,
-        Option<DateTime<Utc>>,
-        DateTime<Utc>,
-    ) = sqlx::query_as(
+    let (start, in_window, coalesced, sample, failing_since, now): StateRow = sqlx::query_as(
         "INSERT INTO channel_event_state (channel_id) VALUES ($1)
          ON CONFLICT (channel_id) DO UPDATE SET channel_id = EXCLUDED.channel_id
          RETURNING dead_window_start, dead_in_window, dead_coalesced, dead_sample, failing_since,
