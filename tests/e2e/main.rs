@@ -7,6 +7,7 @@ mod browser;
 mod circuit;
 mod closing;
 mod delivery;
+mod delivery_events;
 mod event_types;
 mod filters;
 mod headers;

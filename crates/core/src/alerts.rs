@@ -42,6 +42,7 @@ use sqlx::{PgConnection, PgExecutor};
 use std::time::Duration;
 use uuid::Uuid;
 
+pub mod events;
 mod rejection;
 pub use rejection::*;
 

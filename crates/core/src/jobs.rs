@@ -12,7 +12,7 @@
 //! |---|---|
 //! | [`QUEUE_DELIVERIES_HIGH`], [`QUEUE_DELIVERIES`], [`QUEUE_DELIVERIES_BULK`] (one per [`Tier`]) | [`JOB_DELIVER`] |
 //! | [`QUEUE_CIRCUIT`] | [`JOB_PROBE`], [`JOB_HOST_PROBE`] |
-//! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`] |
+//! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`], [`JOB_ALERT_EVENTS_WATCH`] |
 //!
 //! **Every job kind a tenant can cause runs in a job group of that tenant** (issue 31, item 3),
 //! so the fair fetch shares each queue out by tenant and one tenant's jobs cost no other tenant
@@ -87,6 +87,10 @@ pub const JOB_ALERT: &str = "alert";
 /// Job kind of a channel's flapping timer: args [`FlappingWatchArgs`], unique key
 /// `flapping:<channel>`, on [`QUEUE_ALERTS`].
 pub const JOB_FLAPPING_WATCH: &str = "flapping_watch";
+/// Job kind of a channel's delivery-event timer (storm summaries, the end of a failing streak,
+/// [`crate::alerts::events`]): args [`AlertEventsWatchArgs`], unique key
+/// `alert-events:<channel>`, on [`QUEUE_ALERTS`].
+pub const JOB_ALERT_EVENTS_WATCH: &str = "alert_events_watch";
 
 /// A job kind (the `jobs.kind` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,16 +105,19 @@ pub enum JobKind {
     Alert,
     /// [`JOB_FLAPPING_WATCH`].
     FlappingWatch,
+    /// [`JOB_ALERT_EVENTS_WATCH`].
+    AlertEventsWatch,
 }
 
 impl JobKind {
     /// Every kind.
-    pub const ALL: [JobKind; 5] = [
+    pub const ALL: [JobKind; 6] = [
         JobKind::Deliver,
         JobKind::Probe,
         JobKind::HostProbe,
         JobKind::Alert,
         JobKind::FlappingWatch,
+        JobKind::AlertEventsWatch,
     ];
 
     /// The `jobs.kind` value.
@@ -121,6 +128,7 @@ impl JobKind {
             JobKind::HostProbe => JOB_HOST_PROBE,
             JobKind::Alert => JOB_ALERT,
             JobKind::FlappingWatch => JOB_FLAPPING_WATCH,
+            JobKind::AlertEventsWatch => JOB_ALERT_EVENTS_WATCH,
         }
     }
 
@@ -192,6 +200,17 @@ impl JobArgs for FlappingWatchArgs {
     const KIND: JobKind = JobKind::FlappingWatch;
 }
 
+/// Args of a [`JOB_ALERT_EVENTS_WATCH`] job: `{"channel_id": uuid}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertEventsWatchArgs {
+    /// The channel whose delivery events the timer summarises and ends.
+    pub channel_id: Uuid,
+}
+
+impl JobArgs for AlertEventsWatchArgs {
+    const KIND: JobKind = JobKind::AlertEventsWatch;
+}
+
 /// A channel's host circuit as an alert names it: `{"host_key", "state"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertHost {
@@ -261,6 +280,46 @@ pub struct AlertArgs {
     /// The tenant's channels on the host (host alerts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channels: Option<i64>,
+    /// The dead delivery (`delivery.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<Uuid>,
+    /// Its event type (`delivery.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    /// Its message, if it was fanned out from one (`delivery.dead`; `null` in the body
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<Uuid>,
+    /// Its attempts (`delivery.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<i32>,
+    /// Its last error (`delivery.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Deaths summarised (`deliveries.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<i32>,
+    /// The first of the summarised deliveries' ids (`deliveries.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_ids: Option<Vec<Uuid>>,
+    /// When the summarised window began (`deliveries.dead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start: Option<DateTime<Utc>>,
+    /// The window, ms (`deliveries.dead`, `channel.failing`, `channel.recovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<i64>,
+    /// Failed attempts counted in the window (`channel.failing`, `channel.recovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<i64>,
+    /// Attempts counted in the window (`channel.failing`, `channel.recovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_in_window: Option<i64>,
+    /// The failing threshold, percent (`channel.failing`, `channel.recovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_percent: Option<i32>,
+    /// When the failing streak began (`channel.recovered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<DateTime<Utc>>,
 }
 
 impl JobArgs for AlertArgs {

@@ -1,14 +1,17 @@
 //! Alert webhooks: a tenant's on-call hears when a channel's circuit opens, closes, is paused
-//! or resumed, flaps, or its endpoint rejects our requests — under the alert policy of
+//! or resumed, flaps, or its endpoint rejects our requests, and when deliveries die or a
+//! channel fails often (`breakwater_core::alerts::events`) — under the alert policy of
 //! `breakwater_core::alerts` (which decides, in the transaction that made the event, whether an
 //! alert job exists at all). Signed per Standard Webhooks with the tenant's alert secret,
 //! delivered from the `alerts` queue with its own retries, so an alert endpoint that is down
-//! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]).
+//! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]) and
+//! the delivery-event timers ([`run_events_watch`]: storm summaries, the end of a failing streak).
 
 use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;
+use breakwater_core::alerts::events::{self, WatchStep};
 use breakwater_core::alerts::{self, FlappingStep};
-use breakwater_core::jobs::{AlertArgs, FlappingWatchArgs};
+use breakwater_core::jobs::{AlertArgs, AlertEventsWatchArgs, FlappingWatchArgs};
 use breakwater_core::outcome::{classify, stall_excuses, Class, Observed};
 use breakwater_core::{tenants, Result};
 use breakwater_queue::Job;
@@ -28,6 +31,14 @@ use std::time::{Duration, Instant};
 ///
 /// A host circuit's alert (`host.circuit_opened` / `host.circuit_closed`) has `channel_id` null
 /// and adds `host_key` and `channels` (the tenant's channels on that host).
+///
+/// Delivery-level events ([`breakwater_core::alerts::events`]; `from_state` null, `to_state` the
+/// channel's circuit state): `delivery.dead` adds `delivery_id`, `event_type`, `message_id`
+/// (null for a delivery enqueued on its own), `attempts` and `last_error`; `deliveries.dead` adds
+/// `count` (deaths not alerted one by one), `delivery_ids` (the first 10 of them),
+/// `window_start` and `window_ms`; `channel.failing` and `channel.recovered` add `failed`,
+/// `attempts_in_window`, `threshold_percent` and `window_ms` (and `failing_since` on
+/// `channel.recovered`).
 pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
     let mut data = serde_json::json!({
         "tenant_id": a.tenant_id,
@@ -54,6 +65,41 @@ pub(crate) fn body(a: &AlertArgs) -> serde_json::Value {
             a.host_key.as_ref().map(|k| serde_json::json!(k)),
         ),
         ("channels", a.channels.map(serde_json::Value::from)),
+        ("delivery_id", a.delivery_id.map(|id| serde_json::json!(id))),
+        (
+            "event_type",
+            a.event_type.as_ref().map(|t| serde_json::json!(t)),
+        ),
+        // A dead delivery's message: `null` when it was enqueued on its own.
+        (
+            "message_id",
+            a.delivery_id.map(|_| serde_json::json!(a.message_id)),
+        ),
+        ("attempts", a.attempts.map(serde_json::Value::from)),
+        (
+            "last_error",
+            a.last_error.as_ref().map(|e| serde_json::json!(e)),
+        ),
+        ("count", a.count.map(serde_json::Value::from)),
+        (
+            "delivery_ids",
+            a.delivery_ids.as_ref().map(|ids| serde_json::json!(ids)),
+        ),
+        ("window_start", a.window_start.map(|t| serde_json::json!(t))),
+        ("window_ms", a.window_ms.map(serde_json::Value::from)),
+        ("failed", a.failed.map(serde_json::Value::from)),
+        (
+            "attempts_in_window",
+            a.attempts_in_window.map(serde_json::Value::from),
+        ),
+        (
+            "threshold_percent",
+            a.threshold_percent.map(serde_json::Value::from),
+        ),
+        (
+            "failing_since",
+            a.failing_since.map(|t| serde_json::json!(t)),
+        ),
     ];
     for (key, value) in optional {
         if let Some(v) = value {
@@ -97,6 +143,36 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
         }
     } else {
         tracing::warn!(%channel_id, "flapping timer lost its claim; step rolled back");
+        tx.rollback().await?;
+    }
+    Ok(())
+}
+
+/// A channel's delivery-event timer (unique key `alert-events:<channel>`): sends a storm
+/// window's `deliveries.dead` summary once the window ended, and ends a failing streak
+/// (`channel.recovered`) once the failed share is back under the threshold
+/// ([`events::watch_step`]); snoozes until the next thing to look at, or is done.
+pub(crate) async fn run_events_watch(w: &Worker, job: Job) -> Result<()> {
+    let Some(AlertEventsWatchArgs { channel_id }) =
+        w.args_or_discard(&job, "args lack a channel_id").await?
+    else {
+        return Ok(());
+    };
+    tracing::Span::current().record("channel_id", tracing::field::display(channel_id));
+    let mut tx = w.pool.begin().await?;
+    let step = events::watch_step(&mut tx, channel_id).await?;
+    let fenced = match step {
+        WatchStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        WatchStep::Wait(wait) => {
+            // A little past the moment, so "the window ended" holds when it looks again.
+            let wait = wait + Duration::from_millis(20);
+            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+        }
+    };
+    if fenced {
+        tx.commit().await?;
+    } else {
+        tracing::warn!(%channel_id, "alert-events timer lost its claim; step rolled back");
         tx.rollback().await?;
     }
     Ok(())

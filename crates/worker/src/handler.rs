@@ -29,6 +29,7 @@ impl Handler for Worker {
                 Some(JobKind::HostProbe) => host_probe::run(self, job).await,
                 Some(JobKind::Alert) => alert::run(self, job).await,
                 Some(JobKind::FlappingWatch) => alert::run_flapping_watch(self, job).await,
+                Some(JobKind::AlertEventsWatch) => alert::run_events_watch(self, job).await,
                 None => {
                     let msg = format!("no handler for job kind {:?}", job.kind);
                     breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)

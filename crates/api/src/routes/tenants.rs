@@ -11,6 +11,7 @@ use crate::responses::{ById, JsonBody, OperatorAuth, TenantAuth, WithQuery};
 use crate::AppState;
 use axum::routing::post;
 use axum::Router;
+use breakwater_core::alerts::events::{self, EventSettings, EventSettingsPatch};
 use breakwater_core::page::Order;
 use breakwater_core::quotas::{self, QuotaPatch, Quotas};
 use breakwater_core::tenants::{self, CreatedTenant, NewTenant};
@@ -116,6 +117,15 @@ pub(crate) struct OperatorPatch {
     #[serde(default, deserialize_with = "super::not_null")]
     #[schema(value_type = bool)]
     alert_on_manual: Option<bool>,
+    /// Delivery-level alert events (each optional, none null): `delivery_dead` (default true),
+    /// `channel_failing` and `channel_recovered` (default false), `dead_window_ms` (1 000 –
+    /// 86 400 000, default 300 000), `dead_alerts_per_window` (0 – 100, default 5),
+    /// `failing_window_ms` (1 000 – 86 400 000, default 300 000), `failing_threshold_percent`
+    /// (1 – 100, default 50), `failing_min_attempts` (1 – 10 000, default 20). Audited as
+    /// `tenant.alert_events_changed`.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = EventSettingsPatch)]
+    alert_events: Option<EventSettingsPatch>,
     /// The tenant's quotas (not null): each given one is set, a `null` one goes back to the
     /// cluster default (`api.quota_*`), an absent one is left alone. Only the operator sets
     /// them.
@@ -144,6 +154,8 @@ pub(crate) struct TenantQuotas {
     tenant: tenants::Tenant,
     /// Its quotas: the operator's override where there is one, else the cluster default.
     quotas: Quotas,
+    /// Its delivery-level alert event settings (the defaults until it changes them).
+    alert_events: EventSettings,
 }
 
 /// A tenant, its quotas and, after a tier change, how many waiting jobs moved queue.
@@ -154,6 +166,8 @@ pub(crate) struct TenantView {
     tenant: tenants::Tenant,
     /// Its quotas: the operator's override where there is one, else the cluster default.
     quotas: Quotas,
+    /// Its delivery-level alert event settings (the defaults until it changes them).
+    alert_events: EventSettings,
     /// After a tier change: how many waiting jobs moved to the new tier's queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     jobs_moved: Option<u64>,
@@ -162,7 +176,12 @@ pub(crate) struct TenantView {
 /// `tenant` with the quotas in force for it (404 if it was deleted meanwhile).
 async fn with_quotas(state: &AppState, tenant: tenants::Tenant) -> Result<TenantQuotas, ApiError> {
     let quotas = quotas::get(state.pool(), tenant.id, &state.quota_defaults()).await?;
-    Ok(TenantQuotas { tenant, quotas })
+    let alert_events = events::get(state.pool(), tenant.id).await?;
+    Ok(TenantQuotas {
+        tenant,
+        quotas,
+        alert_events,
+    })
 }
 
 /// An alert URL as a body gives it: null or empty → none; anything else is checked like a
@@ -199,6 +218,7 @@ async fn update<K>(
     tenant_id: Uuid,
     patch: &tenants::TenantPatch,
     quota_patch: Option<&QuotaPatch>,
+    events_patch: Option<&EventSettingsPatch>,
 ) -> Result<TenantView, ApiError> {
     let defaults = call.state.quota_defaults();
     let mut tx = call.begin_audited().await?;
@@ -207,10 +227,15 @@ async fn update<K>(
         Some(q) => quotas::set(&mut tx, tenant_id, q, &defaults, call.actor()).await?,
         None => quotas::get(&mut *tx, tenant_id, &defaults).await?,
     };
+    let alert_events = match events_patch {
+        Some(p) => events::set(&mut tx, tenant_id, p, call.actor()).await?,
+        None => events::get(&mut *tx, tenant_id).await?,
+    };
     tx.commit().await?;
     Ok(TenantView {
         tenant,
         quotas,
+        alert_events,
         jobs_moved,
     })
 }
@@ -297,6 +322,9 @@ pub(crate) async fn operator_update(
     if let Some(q) = &body.quotas {
         q.validate()?;
     }
+    if let Some(e) = &body.alert_events {
+        e.validate()?;
+    }
     let patch = tenants::TenantPatch {
         alert_url,
         name: body.name,
@@ -305,7 +333,14 @@ pub(crate) async fn operator_update(
         reject_unknown_event_types: body.reject_unknown_event_types,
         retry_policy: body.retry_policy,
     };
-    let mut view = update(&call, id, &patch, body.quotas.as_ref()).await?;
+    let mut view = update(
+        &call,
+        id,
+        &patch,
+        body.quotas.as_ref(),
+        body.alert_events.as_ref(),
+    )
+    .await?;
     view.tenant = view.tenant.for_operator();
     Ok(axum::Json(view))
 }
@@ -371,6 +406,15 @@ pub(crate) struct SelfPatch {
     #[serde(default, deserialize_with = "super::nullable")]
     #[schema(value_type = Option<breakwater_core::retry_policy::RetryPolicy>)]
     retry_policy: Option<Option<breakwater_core::retry_policy::RetryPolicy>>,
+    /// Delivery-level alert events (each optional, none null): `delivery_dead` (default true),
+    /// `channel_failing` and `channel_recovered` (default false), `dead_window_ms` (1 000 –
+    /// 86 400 000, default 300 000), `dead_alerts_per_window` (0 – 100, default 5),
+    /// `failing_window_ms` (1 000 – 86 400 000, default 300 000), `failing_threshold_percent`
+    /// (1 – 100, default 50), `failing_min_attempts` (1 – 10 000, default 20). Audited as
+    /// `tenant.alert_events_changed`.
+    #[serde(default, deserialize_with = "super::not_null")]
+    #[schema(value_type = EventSettingsPatch)]
+    alert_events: Option<EventSettingsPatch>,
 }
 
 /// Reads the calling tenant and its quotas (which only the operator can change).
@@ -391,7 +435,8 @@ pub(crate) async fn self_read(call: TenantCall) -> Result<axum::Json<TenantQuota
 }
 
 /// Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-/// the default `retry_policy` of its channels.
+/// the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+/// events: see the README's "Delivery events").
 /// Not its quotas: a body with
 /// `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 #[utoipa::path(
@@ -413,6 +458,9 @@ pub(crate) async fn self_update(
     Json(body): Json<SelfPatch>,
 ) -> Result<axum::Json<TenantQuotas>, ApiError> {
     let alert_url = patched_alert_url(&call.state, body.alert_url).await?;
+    if let Some(e) = &body.alert_events {
+        e.validate()?;
+    }
     let patch = tenants::TenantPatch {
         alert_url,
         alert_on_manual: body.alert_on_manual,
@@ -420,10 +468,18 @@ pub(crate) async fn self_update(
         retry_policy: body.retry_policy,
         ..Default::default()
     };
-    let view = update(&call, call.tenant_id(), &patch, None).await?;
+    let view = update(
+        &call,
+        call.tenant_id(),
+        &patch,
+        None,
+        body.alert_events.as_ref(),
+    )
+    .await?;
     Ok(axum::Json(TenantQuotas {
         tenant: view.tenant,
         quotas: view.quotas,
+        alert_events: view.alert_events,
     }))
 }
 

@@ -78,7 +78,8 @@ pub struct AfterAttempt {
 /// Records an attempt and everything it moves, in the caller's transaction (before the job is
 /// finished): locks the channel row when the result may write it ([`lock_for_result`]), logs the
 /// attempt and gives the delivery its status ([`deliveries::record_attempt`]), then moves the
-/// circuits ([`move_circuits`]). `None` when the delivery was cancelled while the attempt was in
+/// circuits ([`move_circuits`]), then, for a failure, decides its delivery-level alert events
+/// ([`alerts::events::after_failed_attempt`]: a death's `delivery.dead`, a failing streak). `None` when the delivery was cancelled while the attempt was in
 /// flight (by its tenant, or its channel was deleted): the attempt is logged and nothing else
 /// changes (no circuit, no retry).
 pub async fn after_attempt(
@@ -122,6 +123,18 @@ pub async fn after_attempt(
     };
     let (retry_after, transitions) =
         move_circuits(tx, a, endpoint, cfg, hosts_cfg, max_attempts).await?;
+    // Delivery-level alert events (issue 33, part 2): a death's `delivery.dead`, a failing
+    // streak's start. In this transaction, so a result rolled back alerts nothing.
+    if class != Class::Success {
+        let failed = alerts::events::FailedAttempt {
+            delivery_id: d.id,
+            channel_id: d.channel_id,
+            status,
+            error: a.error,
+            url_changed: endpoint.url_changed,
+        };
+        alerts::events::after_failed_attempt(tx, &failed).await?;
+    }
     Ok(Some(AfterAttempt {
         status,
         endpoint,
