@@ -127,6 +127,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/assets/common.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The script the admin page and the portal share (`window.Breakwater`). */
+        get: operations["common_page_script"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/assets/common.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The stylesheet the admin page and the portal share. */
+        get: operations["common_page_stylesheet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenants": {
         parameters: {
             query?: never;
@@ -174,8 +208,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-         *     quotas.
+         * Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+         *     default `retry_policy` or quotas.
          * @description `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
          *     `null` = back to the cluster default) applies from the tenant's next request; lowering a
          *     count below what the tenant holds removes nothing, it only refuses new ones. Audited as
@@ -216,7 +250,9 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+         * Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+         *     the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+         *     events: see the README's "Delivery events").
          *     Not its quotas: a body with
          *     `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
          */
@@ -355,6 +391,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/channels/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resends the channel's final deliveries since a time.
+         * @description Resends (as `POST /api/v1/deliveries/{id}/resend` does one: same id and `webhook-id`, a new
+         *     attempt series) the channel's deliveries accepted in `[since, until)` whose status is in
+         *     `status` (default `dead`) and event type in `event_types` (default any), whose payload was not
+         *     purged, oldest first, at most `limit` (1 000) per call: `next_cursor` continues after the
+         *     last one looked at. Idempotent while they are on their way: only final deliveries are picked,
+         *     so a second call does not send again what the first resent until that has finished. To an
+         *     open or paused channel they come back parked (`parked: true`). With `dry_run`: the count and
+         *     the first 10 ids, nothing sent, nothing audited. Each real call is audited once
+         *     (`deliveries.recovered`). 422 for a bad body (`since` after `until`, a status that is unknown
+         *     or not final, an empty or too long list, a bad `after`).
+         */
+        post: operations["recover_channel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/channels/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -435,6 +500,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/channels/{id}/circuit/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Explains the channel's breaker from its settings in force (its overrides, its retry policy
+         *     in force, the cluster defaults and the service configuration): how many requests a dead
+         *     endpoint gets before the circuit opens (refused, timing out, 5xx), when the open circuit
+         *     probes it, the longest a delivery waits before it is dead, and warnings for settings that
+         *     fight each other (a timeout longer than the cooldown, a schedule that outlives the
+         *     retention, a rate limit too slow for the circuit's window, …). Nothing is sent or changed.
+         */
+        get: operations["explain_channel_circuit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/deliveries/{id}": {
         parameters: {
             query?: never;
@@ -467,6 +556,59 @@ export interface paths {
          *     delivery never gets a second live job).
          */
         post: operations["replay_delivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resends one final delivery.
+         * @description A new attempt series of a `delivered`, `dead` or `cancelled` delivery whose payload still
+         *     exists: it goes back to `pending` (or `paused`, parked, when its channel's circuit is open or
+         *     paused: it is sent when the channel resumes or its probe closes the circuit) with a fresh set
+         *     of attempts. It keeps its id, attempt log and `webhook-id` (the delivery id, or its
+         *     message's id): Standard Webhooks has `webhook-id` identify the message, so a receiver that
+         *     deduplicates by it sees the message it already has (README, "Resend and recover"). 202 with
+         *     the delivery; 409 `not_final` for a delivery still on its way, `payload_purged` once its
+         *     payload was purged, `conflict` when its channel was deleted. Audited as `delivery.resent`.
+         */
+        post: operations["resend_delivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Searches the tenant's deliveries on every channel, newest first, without payloads.
+         * @description `GET /api/v1/deliveries?event_type=&status=&channel_id=&message_id=&since=&until=&after=&limit=`:
+         *     the calling tenant's deliveries, newest first by `(created_at, id)`, paged by cursor as every
+         *     list; each parameter narrows it, `since` (inclusive) and `until` (exclusive) bound when they
+         *     were accepted. Each combination is an index range (BENCHMARKS.md, "Delivery search at 1 M
+         *     rows"). Another tenant's channel or message id finds nothing (an empty page, not a 404: a
+         *     search names no object). An unknown `status`, a bad `event_type`, id or instant, or `since`
+         *     after `until` → 422.
+         */
+        get: operations["search_deliveries"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1349,6 +1491,31 @@ export interface components {
             /** @enum {string} */
             type: "oauth2_client_credentials";
         };
+        /** @description The wait before each retry, either shape jittered by `worker.backoff_jitter`. */
+        BackoffPolicy: {
+            /**
+             * Format: int64
+             * @description Wait after the first failed attempt, ms, 100–604800000.
+             */
+            base_ms: number;
+            /**
+             * Format: double
+             * @description Growth per failed attempt, 1–10.
+             */
+            factor: number;
+            /**
+             * Format: int64
+             * @description Longest wait, ms, from `base_ms` to 604800000.
+             */
+            cap_ms: number;
+            /** @enum {string} */
+            kind: "exponential";
+        } | {
+            /** @description 1 to 50 delays, ms, each 100–604800000. */
+            delays_ms: number[];
+            /** @enum {string} */
+            kind: "schedule";
+        };
         /** @description The result of a batch: one entry per input, in order. */
         BatchAccepted: {
             /** @description One `{id, status, idempotent_replay}` per input, in order. */
@@ -1365,6 +1532,26 @@ export interface components {
             payload: unknown;
             /** @description Like the `Idempotency-Key` header: 1 to 200 visible ASCII characters (no spaces). */
             idempotency_key?: string | null;
+        };
+        /** @description The requests before the circuit opens, per dead mode. */
+        BeforeOpen: {
+            /** @description Nothing listens (connection refused). */
+            refused: components["schemas"]["DeadMode"];
+            /** @description The endpoint accepts and never answers. */
+            timing_out: components["schemas"]["DeadMode"];
+            /** @description The endpoint answers 5xx (or 408, 429). */
+            server_error: components["schemas"]["DeadMode"];
+            /**
+             * Format: int32
+             * @description Requests before the opening if the channel's limit had grown to its ceiling while it was
+             *     healthy (every slot in flight when the endpoint dies).
+             */
+            at_most_requests: number;
+            /**
+             * Format: int32
+             * @description The concurrency limit the figures start from (the initial one).
+             */
+            initial_limit: number;
         };
         /**
          * @description A channel as the API shows it. The signing secret is only shown at creation
@@ -1502,6 +1689,7 @@ export interface components {
                 [key: string]: components["schemas"]["HeaderView"];
             };
             auth?: null | components["schemas"]["Auth"];
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
             /**
              * @description Whether an operator holds the circuit (an operator's pause or force-open): the tenant's
              *     pause and resume are refused (409) until an operator resumes or closes it, or a probe
@@ -1526,6 +1714,13 @@ export interface components {
             /** @description Its cluster-wide concurrency. */
             concurrency: components["schemas"]["ConcurrencyView"];
             host_circuit_state?: null | components["schemas"]["HostCircuitState"];
+            /**
+             * @description The retry policy the channel's new deliveries are accepted with: each field the
+             *     channel's own (`retry_policy`), else its tenant's default, else the service
+             *     configuration's, with where each comes from. Deliveries already accepted keep the policy
+             *     they were accepted with.
+             */
+            retry_policy_in_force: components["schemas"]["PolicyInForce"];
         };
         /**
          * @description The cluster-wide circuit defaults: the database's value where an operator set one, else the
@@ -1741,6 +1936,7 @@ export interface components {
              *     `%`, `all`, `some`, `none`, `in`, `substr`), iteration not nested. Absent/null = none.
              */
             filter?: Record<string, never> | null;
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
         };
         /** @description Body of `POST /api/v1/event-types`. */
         CreateEventType: {
@@ -1803,6 +1999,28 @@ export interface components {
             api_key: string;
             /** @description The secret (`whsec_…`) that signs the tenant's alert webhooks. */
             alert_secret: string;
+        };
+        /** @description A dead endpoint of one kind, before the circuit opens. */
+        DeadMode: {
+            /**
+             * Format: int32
+             * @description Requests the endpoint gets before the circuit opens (with a backlog).
+             */
+            requests: number;
+            /**
+             * Format: int32
+             * @description In how many rounds: each round waits for the previous one's failures.
+             */
+            rounds: number;
+            /**
+             * Format: int64
+             * @description The least time from the first request to the opening, ms: rounds × the time one failure
+             *     takes (0 for a refusal, the request timeout for a timeout, the endpoint's own answer time
+             *     for a 5xx, not known here), or the rate limit's spacing of the requests if longer.
+             */
+            time_to_open_ms: number;
+            /** @description What the figure assumes. */
+            note: string;
         };
         /**
          * @description A delivery as the API shows it when it is read alone: its list row ([`DeliverySummary`]) and
@@ -1910,6 +2128,76 @@ export interface components {
              */
             payload: unknown;
         };
+        /** @description A tenant's delivery-level event settings (the `alert_events` object of the tenant API). */
+        EventSettings: {
+            /** @description Send `delivery.dead` (and its `deliveries.dead` summaries). Default true. */
+            delivery_dead: boolean;
+            /** @description Send `channel.failing`. Default false. */
+            channel_failing: boolean;
+            /** @description Send `channel.recovered` at the end of a failing streak. Default false. */
+            channel_recovered: boolean;
+            /**
+             * Format: int64
+             * @description The storm window of one channel's deaths, ms (1 000 – 86 400 000; default 300 000).
+             */
+            dead_window_ms: number;
+            /**
+             * Format: int32
+             * @description `delivery.dead` alerts per channel per window; later deaths of the window are summarised
+             *     in one `deliveries.dead` at its end (0 – 100; default 5; 0 = summaries only).
+             */
+            dead_alerts_per_window: number;
+            /**
+             * Format: int64
+             * @description The window the failed share is counted over, ms (1 000 – 86 400 000; default 300 000);
+             *     also the shortest failing streak.
+             */
+            failing_window_ms: number;
+            /**
+             * Format: int32
+             * @description The failed share, percent, at or over which a channel is failing (1 – 100; default 50).
+             */
+            failing_threshold_percent: number;
+            /**
+             * Format: int32
+             * @description The fewest attempts in the window for a share to count (1 – 10 000; default 20).
+             */
+            failing_min_attempts: number;
+        };
+        /** @description Changes to a tenant's event settings: an absent field is left alone (none may be `null`). */
+        EventSettingsPatch: {
+            /** @description Send `delivery.dead` and its summaries. */
+            delivery_dead?: boolean;
+            /** @description Send `channel.failing`. */
+            channel_failing?: boolean;
+            /** @description Send `channel.recovered`. */
+            channel_recovered?: boolean;
+            /**
+             * Format: int64
+             * @description Storm window, ms, 1 000 – 86 400 000.
+             */
+            dead_window_ms?: number;
+            /**
+             * Format: int32
+             * @description `delivery.dead` per channel per window, 0 – 100.
+             */
+            dead_alerts_per_window?: number;
+            /**
+             * Format: int64
+             * @description Failed-share window, ms, 1 000 – 86 400 000.
+             */
+            failing_window_ms?: number;
+            /**
+             * Format: int32
+             * @description Failing threshold, percent, 1 – 100.
+             */
+            failing_threshold_percent?: number;
+            /**
+             * Format: int32
+             * @description Fewest attempts for a share to count, 1 – 10 000.
+             */
+            failing_min_attempts?: number;
+        };
         /** @description A catalogued event type, as the API shows it. */
         EventType: {
             /**
@@ -1960,6 +2248,56 @@ export interface components {
             channels: components["schemas"]["Subscriber"][];
             /** @description True when more than 100 channels take it (only the first 100 are listed). */
             channels_truncated: boolean;
+        };
+        /** @description The settings an [`Explanation`] is computed from. */
+        ExplainedSettings: {
+            /**
+             * Format: int32
+             * @description Failure threshold in force.
+             */
+            failure_threshold: number;
+            /**
+             * Format: int64
+             * @description First cooldown in force, ms.
+             */
+            cooldown_ms: number;
+            /**
+             * Format: int32
+             * @description The concurrency limit a channel starts at (`worker.channel_concurrency_initial`).
+             */
+            concurrency_initial: number;
+            /**
+             * Format: int32
+             * @description Its floor (`worker.channel_concurrency_floor`).
+             */
+            concurrency_floor: number;
+            /**
+             * Format: int32
+             * @description Its ceiling (the channel's `max_in_flight`, else `worker.channel_concurrency_ceiling`).
+             */
+            concurrency_ceiling: number;
+            /** @description Rate limit, if any. */
+            rate_limit?: string | null;
+            /** @description The retry policy in force. */
+            retry_policy: components["schemas"]["PolicyInForce"];
+            /**
+             * Format: int32
+             * @description `retention.deliveries_days`.
+             */
+            retention_days: number;
+        };
+        /** @description The answer of `GET /api/v1/channels/{id}/circuit/explain`. */
+        Explanation: {
+            /** @description Requests a dead endpoint gets before the circuit opens. */
+            before_open: components["schemas"]["BeforeOpen"];
+            /** @description Probing while open. */
+            while_open: components["schemas"]["WhileOpen"];
+            /** @description The longest a delivery waits before it is dead. */
+            until_dead: components["schemas"]["UntilDead"];
+            /** @description The settings in force that fight each other (empty when none). */
+            warnings: components["schemas"]["Warning"][];
+            /** @description The settings these figures come from. */
+            settings: components["schemas"]["ExplainedSettings"];
         };
         /** @description One channel's delivery of a message. */
         FannedOut: {
@@ -2269,6 +2607,15 @@ export interface components {
              */
             alert_on_manual?: boolean;
             /**
+             * @description Delivery-level alert events (each optional, none null): `delivery_dead` (default true),
+             *     `channel_failing` and `channel_recovered` (default false), `dead_window_ms` (1 000 –
+             *     86 400 000, default 300 000), `dead_alerts_per_window` (0 – 100, default 5),
+             *     `failing_window_ms` (1 000 – 86 400 000, default 300 000), `failing_threshold_percent`
+             *     (1 – 100, default 50), `failing_min_attempts` (1 – 10 000, default 20). Audited as
+             *     `tenant.alert_events_changed`.
+             */
+            alert_events?: components["schemas"]["EventSettingsPatch"];
+            /**
              * @description The tenant's quotas (not null): each given one is set, a `null` one goes back to the
              *     cluster default (`api.quota_*`), an absent one is left alone. Only the operator sets
              *     them.
@@ -2279,6 +2626,7 @@ export interface components {
              *     catalog is refused (422 on `event_type`); default false: accepted (not null).
              */
             reject_unknown_event_types?: boolean;
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
         };
         /** @description A page of a list: its rows and the cursor of the next page (`null` on the last one). */
         Page_ApiKey: {
@@ -2397,6 +2745,7 @@ export interface components {
             auth?: null | components["schemas"]["AuthInput"];
             /** @description Payload filter (same rules as at creation); `null` removes it. */
             filter?: Record<string, never> | null;
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
         };
         /**
          * @description Body of `PATCH /api/v1/event-types/{name}`: every field optional; `null` removes a
@@ -2429,6 +2778,46 @@ export interface components {
              * @description Cap of deliveries in flight to the host, cluster-wide (null = `hosts.max_in_flight`, if set; else not capped).
              */
             max_in_flight?: number | null;
+        };
+        /**
+         * @description The policy a channel's new deliveries are accepted with: every field resolved (channel,
+         *     else tenant, else configuration), with the configuration's jitter and where each comes from.
+         */
+        PolicyInForce: {
+            /**
+             * Format: int32
+             * @description HTTP attempts before a delivery is dead.
+             */
+            max_attempts: number;
+            /** @description The wait before each retry (before jitter). */
+            backoff: components["schemas"]["BackoffPolicy"];
+            /**
+             * Format: int64
+             * @description Total timeout of one request, ms.
+             */
+            request_timeout_ms: number;
+            /**
+             * Format: double
+             * @description Proportional jitter of every wait (`worker.backoff_jitter`): a wait is scaled by a random
+             *     factor in `[1 − jitter, 1 + jitter]`.
+             */
+            jitter: number;
+            /** @description Where each field comes from. */
+            source: components["schemas"]["PolicySources"];
+        };
+        /**
+         * @description Where a field of the policy in force comes from.
+         * @enum {string}
+         */
+        PolicySource: "channel" | "tenant" | "config";
+        /** @description Where each field of a [`PolicyInForce`] comes from. */
+        PolicySources: {
+            /** @description Of `max_attempts`. */
+            max_attempts: components["schemas"]["PolicySource"];
+            /** @description Of `backoff`. */
+            backoff: components["schemas"]["PolicySource"];
+            /** @description Of `request_timeout_ms`. */
+            request_timeout_ms: components["schemas"]["PolicySource"];
         };
         /** @description A session as it is listed: never its token or its digest. */
         PortalSession: {
@@ -2613,6 +3002,61 @@ export interface components {
             deliveries_per_day?: number | null;
         };
         /**
+         * @description Body of `POST /api/v1/channels/{id}/recover`: which of the channel's final deliveries to
+         *     resend.
+         */
+        RecoverBody: {
+            /**
+             * Format: date-time
+             * @description Resend deliveries accepted at or after this instant (RFC 3339, years 1 to 9999).
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description …and before this one (exclusive; default: no bound); not before `since`.
+             */
+            until?: string | null;
+            /**
+             * @description Which final statuses to resend: 1 to 3 of `delivered`, `dead`, `cancelled` (default
+             *     `["dead"]`: what the endpoint missed).
+             */
+            status?: components["schemas"]["DeliveryStatus"][] | null;
+            /** @description Only these event types (exact match; 1 to 100 of them; default: any). */
+            event_types?: string[] | null;
+            /** @description Count what would go and show the first 10 ids, sending nothing (default `false`). */
+            dry_run?: boolean;
+            /**
+             * Format: int64
+             * @description Most deliveries this call resends: 1 to 1000 (default 1000).
+             */
+            limit?: number | null;
+            /** @description Continue a recover: the previous call's `next_cursor`. */
+            after?: string | null;
+        };
+        /** @description What a recover did, or (dry run) would do. */
+        RecoverResult: {
+            /** @description Whether this was a dry run (nothing sent). */
+            dry_run: boolean;
+            /**
+             * Format: int64
+             * @description Dry run: how many deliveries the whole window selects now (every call's worth); else
+             *     how many this call resent.
+             */
+            count: number;
+            /** @description Dry run: the first (up to 10) that would go, oldest first; else every one resent. */
+            ids: string[];
+            /**
+             * @description Whether they were (or would be) resent parked (`paused`): the channel's circuit is open
+             *     or paused, so they go when it resumes or closes.
+             */
+            parked: boolean;
+            /**
+             * @description More may match after this call's bound: pass it as `after` with the same body to
+             *     continue; `null` when the window is done (always `null` on a dry run).
+             */
+            next_cursor?: string | null;
+        };
+        /**
          * @description Body of `POST /api/v1/channels/{id}/replay`: the window in which deliveries went dead
          *     (RFC 3339; default: the last 24 h up to now).
          */
@@ -2634,6 +3078,41 @@ export interface components {
             replayed: number;
             /** @description Their ids. */
             ids: string[];
+        };
+        /**
+         * @description A retry policy: the body field `retry_policy` of a channel (its own) or a tenant (the
+         *     default of its channels), and the copy on each delivery. Every field is optional: absent (or
+         *     null) inherits it (channel → tenant → service configuration).
+         * @example {
+         *       "backoff": {
+         *         "delays_ms": [
+         *           5000,
+         *           300000,
+         *           1800000,
+         *           7200000,
+         *           18000000,
+         *           36000000
+         *         ],
+         *         "kind": "schedule"
+         *       },
+         *       "max_attempts": 7,
+         *       "request_timeout_ms": 10000
+         *     }
+         */
+        RetryPolicy: {
+            /**
+             * Format: int32
+             * @description HTTP attempts a delivery gets before it is dead, 1–100. With a `schedule` and no
+             *     `max_attempts`, the schedule's length + 1 (one first attempt, one retry per delay).
+             */
+            max_attempts?: number | null;
+            backoff?: null | components["schemas"]["BackoffPolicy"];
+            /**
+             * Format: int64
+             * @description Total timeout of one request (connect, send, response status and the kept excerpt of
+             *     its body), ms of the node's running time, 100–120000.
+             */
+            request_timeout_ms?: number | null;
         };
         /**
          * @description Body of `POST /api/v1/channels/{id}/secret/rotate` (optional: no body, or `{}`, is the
@@ -2690,6 +3169,16 @@ export interface components {
              *     catalog is refused (422 on `event_type`); default false: accepted (not null).
              */
             reject_unknown_event_types?: boolean;
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
+            /**
+             * @description Delivery-level alert events (each optional, none null): `delivery_dead` (default true),
+             *     `channel_failing` and `channel_recovered` (default false), `dead_window_ms` (1 000 –
+             *     86 400 000, default 300 000), `dead_alerts_per_window` (0 – 100, default 5),
+             *     `failing_window_ms` (1 000 – 86 400 000, default 300 000), `failing_threshold_percent`
+             *     (1 – 100, default 50), `failing_min_attempts` (1 – 10 000, default 20). Audited as
+             *     `tenant.alert_events_changed`.
+             */
+            alert_events?: components["schemas"]["EventSettingsPatch"];
         };
         /** @description Body of `POST /api/v1/messages`. */
         SendMessage: {
@@ -2767,6 +3256,7 @@ export interface components {
              *     ([`crate::event_types`]) is refused (422 on `event_type`); default false: accepted.
              */
             reject_unknown_event_types: boolean;
+            retry_policy?: null | components["schemas"]["RetryPolicy"];
             /**
              * Format: date-time
              * @description Creation time.
@@ -2777,11 +3267,15 @@ export interface components {
         TenantQuotas: components["schemas"]["Tenant"] & {
             /** @description Its quotas: the operator's override where there is one, else the cluster default. */
             quotas: components["schemas"]["Quotas"];
+            /** @description Its delivery-level alert event settings (the defaults until it changes them). */
+            alert_events: components["schemas"]["EventSettings"];
         };
         /** @description A tenant, its quotas and, after a tier change, how many waiting jobs moved queue. */
         TenantView: components["schemas"]["Tenant"] & {
             /** @description Its quotas: the operator's override where there is one, else the cluster default. */
             quotas: components["schemas"]["Quotas"];
+            /** @description Its delivery-level alert event settings (the defaults until it changes them). */
+            alert_events: components["schemas"]["EventSettings"];
             /**
              * Format: int64
              * @description After a tier change: how many waiting jobs moved to the new tier's queue.
@@ -2793,6 +3287,45 @@ export interface components {
          * @enum {string}
          */
         Tier: "high" | "default" | "bulk";
+        /** @description The longest a delivery can wait before it is dead. */
+        UntilDead: {
+            /**
+             * Format: int32
+             * @description HTTP attempts.
+             */
+            max_attempts: number;
+            /**
+             * @description The waits between them, ms, before jitter (`max_attempts − 1` of them, at most 100
+             *     shown).
+             */
+            waits_ms: number[];
+            /**
+             * Format: int64
+             * @description Their sum, ms.
+             */
+            waits_total_ms: number;
+            /**
+             * Format: int64
+             * @description Every attempt timing out: `max_attempts × request_timeout_ms`.
+             */
+            requests_total_ms: number;
+            /**
+             * Format: int64
+             * @description The longest, ms: the waits at their jitter's upper end plus every attempt timing out.
+             */
+            longest_ms: number;
+            /**
+             * Format: int64
+             * @description The same if every retry met a `Retry-After` at its cap (`circuit.retry_after_cap_ms`)
+             *     where that is longer than the wait, ms.
+             */
+            longest_with_retry_after_ms: number;
+            /**
+             * @description Time parked while the circuit is open or paused is not in these figures: a parked
+             *     delivery uses no attempt and waits until the circuit closes, however long.
+             */
+            parked_time_excluded: boolean;
+        };
         /** @description One place a payload fails its event type's schema. */
         Violation: {
             /**
@@ -2806,6 +3339,53 @@ export interface components {
              * @example value is not of type "integer"
              */
             message: string;
+        };
+        /** @description A pair of settings that fight each other. */
+        Warning: {
+            /**
+             * @description Stable code: `timeout_exceeds_cooldown`, `timeout_exceeds_probe_lease`,
+             *     `schedule_outlives_retention`, `rate_limit_below_health_minimum`,
+             *     `rate_limit_slower_than_health_window`, `attempts_below_threshold`,
+             *     `cooldown_above_max_cooldown`.
+             */
+            code: string;
+            /** @description What happens, with the figures. */
+            message: string;
+        };
+        /** @description How the open circuit is probed. */
+        WhileOpen: {
+            /**
+             * Format: int64
+             * @description From the opening to the first probe, ms.
+             */
+            first_probe_after_ms: number;
+            /**
+             * Format: double
+             * @description Each failed probe doubles the next wait, up to `max_cooldown_ms`.
+             */
+            growth_factor: number;
+            /**
+             * Format: int64
+             * @description The longest wait between probes, ms.
+             */
+            max_cooldown_ms: number;
+            /** @description When the first probes go, ms after the opening, while each fails (at most 12). */
+            probes_at_ms: number[];
+            /**
+             * Format: int32
+             * @description Probes in the first hour open.
+             */
+            probes_first_hour: number;
+            /**
+             * Format: int32
+             * @description Probes a day once the wait reached its cap.
+             */
+            probes_per_day_at_cap: number;
+            /**
+             * Format: int32
+             * @description Consecutive successful probe deliveries before the circuit closes.
+             */
+            close_after_successes: number;
         };
     };
     responses: {
@@ -3046,6 +3626,46 @@ export interface operations {
         };
     };
     admin_page_stylesheet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stylesheet. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css": string;
+                };
+            };
+        };
+    };
+    common_page_script: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+        };
+    };
+    common_page_stylesheet: {
         parameters: {
             query?: never;
             header?: never;
@@ -3596,6 +4216,42 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    recover_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Channel id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverBody"];
+            };
+        };
+        responses: {
+            /** @description What was resent, or (dry run) would be. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoverResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     list_channel_deliveries: {
         parameters: {
             query?: {
@@ -3755,6 +4411,35 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    explain_channel_circuit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Channel id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prediction, with the settings it comes from. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Explanation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     get_delivery: {
         parameters: {
             query?: never;
@@ -3810,6 +4495,82 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resend_delivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resent (pending, or paused when the channel parks it); the delivery as it is now. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryView"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    search_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries with this status. */
+                status?: components["schemas"]["DeliveryStatus"];
+                /** @description Only deliveries of this event type (exact match; 1 to 200 visible ASCII characters). */
+                event_type?: string;
+                /** @description Only deliveries to this channel (another tenant's: an empty page). */
+                channel_id?: string;
+                /**
+                 * @description Only deliveries of this message (`POST /api/v1/messages`; another tenant's: an empty
+                 *     page).
+                 */
+                message_id?: string;
+                /** @description Only deliveries accepted at or after this instant (RFC 3339). */
+                since?: string;
+                /** @description Only deliveries accepted before this instant (RFC 3339). */
+                until?: string;
+                /** @description The previous page's `next_cursor`. */
+                after?: string;
+                /** @description Rows per page, 1–1000 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_DeliverySummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -19,8 +19,13 @@ from .auth_type_1 import AuthType1
 from .auth_type_1_type import AuthType1Type
 from .auth_type_2 import AuthType2
 from .auth_type_2_type import AuthType2Type
+from .backoff_policy_type_0 import BackoffPolicyType0
+from .backoff_policy_type_0_kind import BackoffPolicyType0Kind
+from .backoff_policy_type_1 import BackoffPolicyType1
+from .backoff_policy_type_1_kind import BackoffPolicyType1Kind
 from .batch_accepted import BatchAccepted
 from .batch_item import BatchItem
+from .before_open import BeforeOpen
 from .channel import Channel
 from .channel_filter_type_0 import ChannelFilterType0
 from .channel_headers import ChannelHeaders
@@ -38,14 +43,19 @@ from .create_tenant import CreateTenant
 from .created_channel import CreatedChannel
 from .created_key import CreatedKey
 from .created_tenant import CreatedTenant
+from .dead_mode import DeadMode
 from .delivery import Delivery
 from .delivery_status import DeliveryStatus
 from .delivery_summary import DeliverySummary
 from .delivery_view import DeliveryView
 from .enqueue_batch import EnqueueBatch
 from .enqueue_one import EnqueueOne
+from .event_settings import EventSettings
+from .event_settings_patch import EventSettingsPatch
 from .event_type import EventType
 from .event_type_view import EventTypeView
+from .explained_settings import ExplainedSettings
+from .explanation import Explanation
 from .fanned_out import FannedOut
 from .filter_test import FilterTest
 from .filter_test_result import FilterTestResult
@@ -75,6 +85,9 @@ from .patch_channel_filter_type_0 import PatchChannelFilterType0
 from .patch_channel_headers_type_0 import PatchChannelHeadersType0
 from .patch_event_type import PatchEventType
 from .patch_host import PatchHost
+from .policy_in_force import PolicyInForce
+from .policy_source import PolicySource
+from .policy_sources import PolicySources
 from .portal_session import PortalSession
 from .problem import Problem
 from .queue_stats import QueueStats
@@ -82,8 +95,11 @@ from .queues import Queues
 from .quota import Quota
 from .quota_patch import QuotaPatch
 from .quotas import Quotas
+from .recover_body import RecoverBody
+from .recover_result import RecoverResult
 from .replay_window import ReplayWindow
 from .replayed import Replayed
+from .retry_policy import RetryPolicy
 from .rotate_secret import RotateSecret
 from .rotated import Rotated
 from .rotated_secret import RotatedSecret
@@ -96,7 +112,10 @@ from .tenant import Tenant
 from .tenant_quotas import TenantQuotas
 from .tenant_view import TenantView
 from .tier import Tier
+from .until_dead import UntilDead
 from .violation import Violation
+from .warning import Warning_
+from .while_open import WhileOpen
 
 __all__ = (
     "Accepted",
@@ -118,8 +137,13 @@ __all__ = (
     "AuthType1Type",
     "AuthType2",
     "AuthType2Type",
+    "BackoffPolicyType0",
+    "BackoffPolicyType0Kind",
+    "BackoffPolicyType1",
+    "BackoffPolicyType1Kind",
     "BatchAccepted",
     "BatchItem",
+    "BeforeOpen",
     "Channel",
     "ChannelFilterType0",
     "ChannelHeaders",
@@ -137,14 +161,19 @@ __all__ = (
     "CreateEventType",
     "CreateKey",
     "CreateTenant",
+    "DeadMode",
     "Delivery",
     "DeliveryStatus",
     "DeliverySummary",
     "DeliveryView",
     "EnqueueBatch",
     "EnqueueOne",
+    "EventSettings",
+    "EventSettingsPatch",
     "EventType",
     "EventTypeView",
+    "ExplainedSettings",
+    "Explanation",
     "FannedOut",
     "FilterTest",
     "FilterTestResult",
@@ -174,6 +203,9 @@ __all__ = (
     "PatchChannelHeadersType0",
     "PatchEventType",
     "PatchHost",
+    "PolicyInForce",
+    "PolicySource",
+    "PolicySources",
     "PortalSession",
     "Problem",
     "Queues",
@@ -181,8 +213,11 @@ __all__ = (
     "Quota",
     "QuotaPatch",
     "Quotas",
+    "RecoverBody",
+    "RecoverResult",
     "Replayed",
     "ReplayWindow",
+    "RetryPolicy",
     "Rotated",
     "RotatedSecret",
     "RotateSecret",
@@ -195,5 +230,8 @@ __all__ = (
     "TenantQuotas",
     "TenantView",
     "Tier",
+    "UntilDead",
     "Violation",
+    "Warning_",
+    "WhileOpen",
 )

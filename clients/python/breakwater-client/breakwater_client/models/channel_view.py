@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ..models.channel_headers import ChannelHeaders
     from ..models.circuit_view import CircuitView
     from ..models.concurrency_view import ConcurrencyView
+    from ..models.policy_in_force import PolicyInForce
+    from ..models.retry_policy import RetryPolicy
 
 
 T = TypeVar("T", bound="ChannelView")
@@ -52,6 +54,9 @@ class ChannelView:
         updated_at (datetime.datetime): Last change.
         circuit (CircuitView): The circuit as an operator reads it.
         concurrency (ConcurrencyView): The channel's cluster-wide concurrency, as the scheduler sees it now.
+        retry_policy_in_force (PolicyInForce): The policy a channel's new deliveries are accepted with: every field
+            resolved (channel,
+            else tenant, else configuration), with the configuration's jitter and where each comes from.
         name (None | str | Unset): Optional display name.
         rate_limit (None | str | Unset): Rate limit (`"80/s"`, `"1000/m"`, `"5000/h"`), null = unlimited. Example: 80/s.
         event_types (list[str] | None | Unset): The event types the channel receives from `POST /api/v1/messages`: exact
@@ -84,6 +89,7 @@ class ChannelView:
         last_failure_at (datetime.datetime | None | Unset): Last transient failure.
         last_failure_reason (None | str | Unset): What the last transient failure was.
         auth (AuthType0 | AuthType1 | AuthType2 | None | Unset):
+        retry_policy (None | RetryPolicy | Unset):
         host_circuit_state (HostCircuitState | None | Unset):
     """
 
@@ -105,6 +111,7 @@ class ChannelView:
     updated_at: datetime.datetime
     circuit: CircuitView
     concurrency: ConcurrencyView
+    retry_policy_in_force: PolicyInForce
     name: None | str | Unset = UNSET
     rate_limit: None | str | Unset = UNSET
     event_types: list[str] | None | Unset = UNSET
@@ -120,6 +127,7 @@ class ChannelView:
     last_failure_at: datetime.datetime | None | Unset = UNSET
     last_failure_reason: None | str | Unset = UNSET
     auth: AuthType0 | AuthType1 | AuthType2 | None | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
     host_circuit_state: HostCircuitState | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -128,6 +136,7 @@ class ChannelView:
         from ..models.auth_type_1 import AuthType1  # noqa: PLC0415
         from ..models.auth_type_2 import AuthType2  # noqa: PLC0415
         from ..models.channel_filter_type_0 import ChannelFilterType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         id = str(self.id)
 
@@ -164,6 +173,8 @@ class ChannelView:
         circuit = self.circuit.to_dict()
 
         concurrency = self.concurrency.to_dict()
+
+        retry_policy_in_force = self.retry_policy_in_force.to_dict()
 
         name: None | str | Unset
         if isinstance(self.name, Unset):
@@ -274,6 +285,14 @@ class ChannelView:
         else:
             auth = self.auth
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         host_circuit_state: None | str | Unset
         if isinstance(self.host_circuit_state, Unset):
             host_circuit_state = UNSET
@@ -304,6 +323,7 @@ class ChannelView:
                 "updated_at": updated_at,
                 "circuit": circuit,
                 "concurrency": concurrency,
+                "retry_policy_in_force": retry_policy_in_force,
             }
         )
         if name is not UNSET:
@@ -336,6 +356,8 @@ class ChannelView:
             field_dict["last_failure_reason"] = last_failure_reason
         if auth is not UNSET:
             field_dict["auth"] = auth
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
         if host_circuit_state is not UNSET:
             field_dict["host_circuit_state"] = host_circuit_state
 
@@ -350,6 +372,8 @@ class ChannelView:
         from ..models.channel_headers import ChannelHeaders  # noqa: PLC0415
         from ..models.circuit_view import CircuitView  # noqa: PLC0415
         from ..models.concurrency_view import ConcurrencyView  # noqa: PLC0415
+        from ..models.policy_in_force import PolicyInForce  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))
@@ -387,6 +411,8 @@ class ChannelView:
         circuit = CircuitView.from_dict(d.pop("circuit"))
 
         concurrency = ConcurrencyView.from_dict(d.pop("concurrency"))
+
+        retry_policy_in_force = PolicyInForce.from_dict(d.pop("retry_policy_in_force"))
 
         def _parse_name(data: object) -> None | str | Unset:
             if data is None:
@@ -595,6 +621,23 @@ class ChannelView:
 
         auth = _parse_auth(d.pop("auth", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         def _parse_host_circuit_state(data: object) -> HostCircuitState | None | Unset:
             if data is None:
                 return data
@@ -631,6 +674,7 @@ class ChannelView:
             updated_at=updated_at,
             circuit=circuit,
             concurrency=concurrency,
+            retry_policy_in_force=retry_policy_in_force,
             name=name,
             rate_limit=rate_limit,
             event_types=event_types,
@@ -646,6 +690,7 @@ class ChannelView:
             last_failure_at=last_failure_at,
             last_failure_reason=last_failure_reason,
             auth=auth,
+            retry_policy=retry_policy,
             host_circuit_state=host_circuit_state,
         )
 

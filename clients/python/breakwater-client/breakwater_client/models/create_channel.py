@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.auth_input_type_2 import AuthInputType2
     from ..models.create_channel_filter_type_0 import CreateChannelFilterType0
     from ..models.create_channel_headers_type_0 import CreateChannelHeadersType0
+    from ..models.retry_policy import RetryPolicy
 
 
 T = TypeVar("T", bound="CreateChannel")
@@ -63,6 +64,7 @@ class CreateChannel:
             Logic reference that test (`var`, `missing`, `missing_some`, `if`, `==`, `===`, `!=`,
             `!==`, `!`, `!!`, `or`, `and`, `>`, `>=`, `<`, `<=`, `max`, `min`, `+`, `-`, `*`, `/`,
             `%`, `all`, `some`, `none`, `in`, `substr`), iteration not nested. Absent/null = none.
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     url: str
@@ -78,6 +80,7 @@ class CreateChannel:
     headers: CreateChannelHeadersType0 | None | Unset = UNSET
     auth: AuthInputType0 | AuthInputType1 | AuthInputType2 | None | Unset = UNSET
     filter_: CreateChannelFilterType0 | None | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.auth_input_type_0 import AuthInputType0  # noqa: PLC0415
@@ -85,6 +88,7 @@ class CreateChannel:
         from ..models.auth_input_type_2 import AuthInputType2  # noqa: PLC0415
         from ..models.create_channel_filter_type_0 import CreateChannelFilterType0  # noqa: PLC0415
         from ..models.create_channel_headers_type_0 import CreateChannelHeadersType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         url = self.url
 
@@ -169,6 +173,14 @@ class CreateChannel:
         else:
             filter_ = self.filter_
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -200,6 +212,8 @@ class CreateChannel:
             field_dict["auth"] = auth
         if filter_ is not UNSET:
             field_dict["filter"] = filter_
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
@@ -210,6 +224,7 @@ class CreateChannel:
         from ..models.auth_input_type_2 import AuthInputType2  # noqa: PLC0415
         from ..models.create_channel_filter_type_0 import CreateChannelFilterType0  # noqa: PLC0415
         from ..models.create_channel_headers_type_0 import CreateChannelHeadersType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         d = dict(src_dict)
         url = d.pop("url")
@@ -363,6 +378,23 @@ class CreateChannel:
 
         filter_ = _parse_filter_(d.pop("filter", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         create_channel = cls(
             url=url,
             name=name,
@@ -377,6 +409,7 @@ class CreateChannel:
             headers=headers,
             auth=auth,
             filter_=filter_,
+            retry_policy=retry_policy,
         )
 
         return create_channel

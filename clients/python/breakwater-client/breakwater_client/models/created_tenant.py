@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -10,6 +10,10 @@ from attrs import field as _attrs_field
 
 from ..models.tier import Tier
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.retry_policy import RetryPolicy
+
 
 T = TypeVar("T", bound="CreatedTenant")
 
@@ -32,6 +36,7 @@ class CreatedTenant:
         api_key (str): The tenant's API key (`bw_…`). Only its SHA-256 digest is stored.
         alert_secret (str): The secret (`whsec_…`) that signs the tenant's alert webhooks.
         alert_url (None | str | Unset): Where circuit alerts for this tenant's channels are sent, if anywhere.
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     id: UUID
@@ -43,9 +48,12 @@ class CreatedTenant:
     api_key: str
     alert_secret: str
     alert_url: None | str | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         id = str(self.id)
 
         name = self.name
@@ -68,6 +76,14 @@ class CreatedTenant:
         else:
             alert_url = self.alert_url
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -84,11 +100,15 @@ class CreatedTenant:
         )
         if alert_url is not UNSET:
             field_dict["alert_url"] = alert_url
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         d = dict(src_dict)
         id = UUID(d.pop("id"))
 
@@ -115,6 +135,23 @@ class CreatedTenant:
 
         alert_url = _parse_alert_url(d.pop("alert_url", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         created_tenant = cls(
             id=id,
             name=name,
@@ -125,6 +162,7 @@ class CreatedTenant:
             api_key=api_key,
             alert_secret=alert_secret,
             alert_url=alert_url,
+            retry_policy=retry_policy,
         )
 
         created_tenant.additional_properties = d

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..models.auth_type_2 import AuthType2
     from ..models.channel_filter_type_0 import ChannelFilterType0
     from ..models.channel_headers import ChannelHeaders
+    from ..models.retry_policy import RetryPolicy
 
 
 T = TypeVar("T", bound="OperatorChannel")
@@ -84,6 +85,7 @@ class OperatorChannel:
         last_failure_at (datetime.datetime | None | Unset): Last transient failure.
         last_failure_reason (None | str | Unset): What the last transient failure was.
         auth (AuthType0 | AuthType1 | AuthType2 | None | Unset):
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     id: UUID
@@ -120,6 +122,7 @@ class OperatorChannel:
     last_failure_at: datetime.datetime | None | Unset = UNSET
     last_failure_reason: None | str | Unset = UNSET
     auth: AuthType0 | AuthType1 | AuthType2 | None | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,6 +130,7 @@ class OperatorChannel:
         from ..models.auth_type_1 import AuthType1  # noqa: PLC0415
         from ..models.auth_type_2 import AuthType2  # noqa: PLC0415
         from ..models.channel_filter_type_0 import ChannelFilterType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         id = str(self.id)
 
@@ -275,6 +279,14 @@ class OperatorChannel:
         else:
             auth = self.auth
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -330,6 +342,8 @@ class OperatorChannel:
             field_dict["last_failure_reason"] = last_failure_reason
         if auth is not UNSET:
             field_dict["auth"] = auth
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
@@ -340,6 +354,7 @@ class OperatorChannel:
         from ..models.auth_type_2 import AuthType2  # noqa: PLC0415
         from ..models.channel_filter_type_0 import ChannelFilterType0  # noqa: PLC0415
         from ..models.channel_headers import ChannelHeaders  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))
@@ -587,6 +602,23 @@ class OperatorChannel:
 
         auth = _parse_auth(d.pop("auth", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         operator_channel = cls(
             id=id,
             tenant_id=tenant_id,
@@ -622,6 +654,7 @@ class OperatorChannel:
             last_failure_at=last_failure_at,
             last_failure_reason=last_failure_reason,
             auth=auth,
+            retry_policy=retry_policy,
         )
 
         operator_channel.additional_properties = d

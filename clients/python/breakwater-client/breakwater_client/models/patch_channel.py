@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.auth_input_type_2 import AuthInputType2
     from ..models.patch_channel_filter_type_0 import PatchChannelFilterType0
     from ..models.patch_channel_headers_type_0 import PatchChannelHeadersType0
+    from ..models.retry_policy import RetryPolicy
 
 
 T = TypeVar("T", bound="PatchChannel")
@@ -45,6 +46,7 @@ class PatchChannel:
             them. `{"sensitive": true}` without a `value` keeps a header's stored value.
         auth (AuthInputType0 | AuthInputType1 | AuthInputType2 | None | Unset):
         filter_ (None | PatchChannelFilterType0 | Unset): Payload filter (same rules as at creation); `null` removes it.
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     name: None | str | Unset = UNSET
@@ -60,6 +62,7 @@ class PatchChannel:
     headers: None | PatchChannelHeadersType0 | Unset = UNSET
     auth: AuthInputType0 | AuthInputType1 | AuthInputType2 | None | Unset = UNSET
     filter_: None | PatchChannelFilterType0 | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.auth_input_type_0 import AuthInputType0  # noqa: PLC0415
@@ -67,6 +70,7 @@ class PatchChannel:
         from ..models.auth_input_type_2 import AuthInputType2  # noqa: PLC0415
         from ..models.patch_channel_filter_type_0 import PatchChannelFilterType0  # noqa: PLC0415
         from ..models.patch_channel_headers_type_0 import PatchChannelHeadersType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         name: None | str | Unset
         if isinstance(self.name, Unset):
@@ -147,6 +151,14 @@ class PatchChannel:
         else:
             filter_ = self.filter_
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -176,6 +188,8 @@ class PatchChannel:
             field_dict["auth"] = auth
         if filter_ is not UNSET:
             field_dict["filter"] = filter_
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
@@ -186,6 +200,7 @@ class PatchChannel:
         from ..models.auth_input_type_2 import AuthInputType2  # noqa: PLC0415
         from ..models.patch_channel_filter_type_0 import PatchChannelFilterType0  # noqa: PLC0415
         from ..models.patch_channel_headers_type_0 import PatchChannelHeadersType0  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         d = dict(src_dict)
 
@@ -333,6 +348,23 @@ class PatchChannel:
 
         filter_ = _parse_filter_(d.pop("filter", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         patch_channel = cls(
             name=name,
             url=url,
@@ -347,6 +379,7 @@ class PatchChannel:
             headers=headers,
             auth=auth,
             filter_=filter_,
+            retry_policy=retry_policy,
         )
 
         return patch_channel

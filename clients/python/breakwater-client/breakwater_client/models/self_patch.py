@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.event_settings_patch import EventSettingsPatch
+    from ..models.retry_policy import RetryPolicy
+
 
 T = TypeVar("T", bound="SelfPatch")
 
@@ -23,13 +28,20 @@ class SelfPatch:
             reject_unknown_event_types (bool | Unset): Whether an enqueue or a message whose event type is not in the
                 tenant's event-type
                 catalog is refused (422 on `event_type`); default false: accepted (not null).
+            retry_policy (None | RetryPolicy | Unset):
+            alert_events (EventSettingsPatch | Unset): Changes to a tenant's event settings: an absent field is left alone
+                (none may be `null`).
     """
 
     alert_url: None | str | Unset = UNSET
     alert_on_manual: bool | Unset = UNSET
     reject_unknown_event_types: bool | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
+    alert_events: EventSettingsPatch | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         alert_url: None | str | Unset
         if isinstance(self.alert_url, Unset):
             alert_url = UNSET
@@ -40,6 +52,18 @@ class SelfPatch:
 
         reject_unknown_event_types = self.reject_unknown_event_types
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
+        alert_events: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.alert_events, Unset):
+            alert_events = self.alert_events.to_dict()
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -49,11 +73,18 @@ class SelfPatch:
             field_dict["alert_on_manual"] = alert_on_manual
         if reject_unknown_event_types is not UNSET:
             field_dict["reject_unknown_event_types"] = reject_unknown_event_types
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
+        if alert_events is not UNSET:
+            field_dict["alert_events"] = alert_events
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.event_settings_patch import EventSettingsPatch  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         d = dict(src_dict)
 
         def _parse_alert_url(data: object) -> None | str | Unset:
@@ -69,10 +100,36 @@ class SelfPatch:
 
         reject_unknown_event_types = d.pop("reject_unknown_event_types", UNSET)
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
+        _alert_events = d.pop("alert_events", UNSET)
+        alert_events: EventSettingsPatch | Unset
+        if isinstance(_alert_events, Unset):
+            alert_events = UNSET
+        else:
+            alert_events = EventSettingsPatch.from_dict(_alert_events)
+
         self_patch = cls(
             alert_url=alert_url,
             alert_on_manual=alert_on_manual,
             reject_unknown_event_types=reject_unknown_event_types,
+            retry_policy=retry_policy,
+            alert_events=alert_events,
         )
 
         return self_patch

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -10,6 +10,10 @@ from attrs import field as _attrs_field
 
 from ..models.tier import Tier
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.retry_policy import RetryPolicy
+
 
 T = TypeVar("T", bound="Tenant")
 
@@ -30,6 +34,7 @@ class Tenant:
             ([`crate::event_types`]) is refused (422 on `event_type`); default false: accepted.
         created_at (datetime.datetime): Creation time.
         alert_url (None | str | Unset): Where circuit alerts for this tenant's channels are sent, if anywhere.
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     id: UUID
@@ -39,9 +44,12 @@ class Tenant:
     reject_unknown_event_types: bool
     created_at: datetime.datetime
     alert_url: None | str | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         id = str(self.id)
 
         name = self.name
@@ -60,6 +68,14 @@ class Tenant:
         else:
             alert_url = self.alert_url
 
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -74,11 +90,15 @@ class Tenant:
         )
         if alert_url is not UNSET:
             field_dict["alert_url"] = alert_url
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         d = dict(src_dict)
         id = UUID(d.pop("id"))
 
@@ -101,6 +121,23 @@ class Tenant:
 
         alert_url = _parse_alert_url(d.pop("alert_url", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         tenant = cls(
             id=id,
             name=name,
@@ -109,6 +146,7 @@ class Tenant:
             reject_unknown_event_types=reject_unknown_event_types,
             created_at=created_at,
             alert_url=alert_url,
+            retry_policy=retry_policy,
         )
 
         tenant.additional_properties = d

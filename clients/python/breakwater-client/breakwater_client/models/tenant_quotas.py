@@ -12,7 +12,9 @@ from ..models.tier import Tier
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.event_settings import EventSettings
     from ..models.quotas import Quotas
+    from ..models.retry_policy import RetryPolicy
 
 
 T = TypeVar("T", bound="TenantQuotas")
@@ -35,7 +37,10 @@ class TenantQuotas:
         created_at (datetime.datetime): Creation time.
         quotas (Quotas): The quotas in force for one tenant: its override where the operator set one, else the
             cluster default.
+        alert_events (EventSettings): A tenant's delivery-level event settings (the `alert_events` object of the tenant
+            API).
         alert_url (None | str | Unset): Where circuit alerts for this tenant's channels are sent, if anywhere.
+        retry_policy (None | RetryPolicy | Unset):
     """
 
     id: UUID
@@ -45,10 +50,14 @@ class TenantQuotas:
     reject_unknown_event_types: bool
     created_at: datetime.datetime
     quotas: Quotas
+    alert_events: EventSettings
     alert_url: None | str | Unset = UNSET
+    retry_policy: None | RetryPolicy | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
+
         id = str(self.id)
 
         name = self.name
@@ -63,11 +72,21 @@ class TenantQuotas:
 
         quotas = self.quotas.to_dict()
 
+        alert_events = self.alert_events.to_dict()
+
         alert_url: None | str | Unset
         if isinstance(self.alert_url, Unset):
             alert_url = UNSET
         else:
             alert_url = self.alert_url
+
+        retry_policy: dict[str, Any] | None | Unset
+        if isinstance(self.retry_policy, Unset):
+            retry_policy = UNSET
+        elif isinstance(self.retry_policy, RetryPolicy):
+            retry_policy = self.retry_policy.to_dict()
+        else:
+            retry_policy = self.retry_policy
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -80,16 +99,21 @@ class TenantQuotas:
                 "reject_unknown_event_types": reject_unknown_event_types,
                 "created_at": created_at,
                 "quotas": quotas,
+                "alert_events": alert_events,
             }
         )
         if alert_url is not UNSET:
             field_dict["alert_url"] = alert_url
+        if retry_policy is not UNSET:
+            field_dict["retry_policy"] = retry_policy
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.event_settings import EventSettings  # noqa: PLC0415
         from ..models.quotas import Quotas  # noqa: PLC0415
+        from ..models.retry_policy import RetryPolicy  # noqa: PLC0415
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))
@@ -106,6 +130,8 @@ class TenantQuotas:
 
         quotas = Quotas.from_dict(d.pop("quotas"))
 
+        alert_events = EventSettings.from_dict(d.pop("alert_events"))
+
         def _parse_alert_url(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -115,6 +141,23 @@ class TenantQuotas:
 
         alert_url = _parse_alert_url(d.pop("alert_url", UNSET))
 
+        def _parse_retry_policy(data: object) -> None | RetryPolicy | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retry_policy_type_1 = RetryPolicy.from_dict(data)
+
+                return retry_policy_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetryPolicy | Unset, data)
+
+        retry_policy = _parse_retry_policy(d.pop("retry_policy", UNSET))
+
         tenant_quotas = cls(
             id=id,
             name=name,
@@ -123,7 +166,9 @@ class TenantQuotas:
             reject_unknown_event_types=reject_unknown_event_types,
             created_at=created_at,
             quotas=quotas,
+            alert_events=alert_events,
             alert_url=alert_url,
+            retry_policy=retry_policy,
         )
 
         tenant_quotas.additional_properties = d

@@ -98,7 +98,9 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: SelfPatch,
 ) -> Response[Problem | TenantQuotas]:
-    """Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+    """Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+    the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+    events: see the README's "Delivery events").
     Not its quotas: a body with
     `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 
@@ -131,7 +133,9 @@ def sync(
     client: AuthenticatedClient,
     body: SelfPatch,
 ) -> Problem | TenantQuotas | None:
-    """Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+    """Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+    the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+    events: see the README's "Delivery events").
     Not its quotas: a body with
     `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 
@@ -159,7 +163,9 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: SelfPatch,
 ) -> Response[Problem | TenantQuotas]:
-    """Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+    """Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+    the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+    events: see the README's "Delivery events").
     Not its quotas: a body with
     `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 
@@ -190,7 +196,9 @@ async def asyncio(
     client: AuthenticatedClient,
     body: SelfPatch,
 ) -> Problem | TenantQuotas | None:
-    """Changes the calling tenant's alert URL, `alert_on_manual` or `reject_unknown_event_types`.
+    """Changes the calling tenant's alert URL, `alert_on_manual`, `reject_unknown_event_types` or
+    the default `retry_policy` of its channels, or `alert_events` (its delivery-level alert
+    events: see the README's "Delivery events").
     Not its quotas: a body with
     `quotas` is a 422 `invalid_body` (unknown field), since only the operator sets them.
 

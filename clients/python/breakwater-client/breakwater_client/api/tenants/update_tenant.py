@@ -104,8 +104,8 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: OperatorPatch,
 ) -> Response[Problem | TenantView]:
-    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-    quotas.
+    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+    default `retry_policy` or quotas.
 
      `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
     `null` = back to the cluster default) applies from the tenant's next request; lowering a
@@ -144,8 +144,8 @@ def sync(
     client: AuthenticatedClient,
     body: OperatorPatch,
 ) -> Problem | TenantView | None:
-    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-    quotas.
+    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+    default `retry_policy` or quotas.
 
      `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
     `null` = back to the cluster default) applies from the tenant's next request; lowering a
@@ -179,8 +179,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: OperatorPatch,
 ) -> Response[Problem | TenantView]:
-    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-    quotas.
+    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+    default `retry_policy` or quotas.
 
      `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
     `null` = back to the cluster default) applies from the tenant's next request; lowering a
@@ -217,8 +217,8 @@ async def asyncio(
     client: AuthenticatedClient,
     body: OperatorPatch,
 ) -> Problem | TenantView | None:
-    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types` or
-    quotas.
+    """Changes a tenant's name, tier, alert URL, `alert_on_manual`, `reject_unknown_event_types`,
+    default `retry_policy` or quotas.
 
      `quotas` (`{channels, active_keys, deliveries_per_second, deliveries_per_day}`, each optional,
     `null` = back to the cluster default) applies from the tenant's next request; lowering a
