@@ -400,7 +400,10 @@ mod tests {
             {"==": [{"var": "payload.x"}, 1]}]});
         assert!(check(&outer).is_ok());
         let doc = r#"{"items": [{"a": 1}, {"a": 2}], "x": 1}"#;
-        assert!(!test(&outer, Some("a"), doc).matches(), "the predicate saw the document");
+        assert!(
+            !test(&outer, Some("a"), doc).matches(),
+            "the predicate saw the document"
+        );
         let own = json!({"some": [{"var": "payload.items"}, {"==": [{"var": "a"}, 2]}]});
         assert!(test(&own, Some("a"), doc).matches());
     }
@@ -497,7 +500,9 @@ mod cost {
         let n = 6_000;
         let obj: serde_json::Map<String, Value> =
             (0..n).map(|i| (format!("key-{i:08}"), json!(0))).collect();
-        let paths: Vec<String> = (0..n).map(|i| format!("payload.o.key-{:08}", n - 1 - i)).collect();
+        let paths: Vec<String> = (0..n)
+            .map(|i| format!("payload.o.key-{:08}", n - 1 - i))
+            .collect();
         let lookups = json!({ "o": obj, "p": paths }).to_string();
         println!(
             "`missing` of {n} paths from the payload in an object of {n} keys: median {:.1} ms per evaluation ({} KiB payload)",

@@ -416,7 +416,11 @@ mod tests {
         );
         let later = now + SWEEP_EVERY;
         fill(&t.slot(expired, 1, now), "a", now + Duration::from_secs(1));
-        fill(&t.slot(valid, 1, now), "b", later + Duration::from_secs(600));
+        fill(
+            &t.slot(valid, 1, now),
+            "b",
+            later + Duration::from_secs(600),
+        );
         let in_use = t.slot(busy, 1, now);
         fill(&in_use, "c", now + Duration::from_secs(1));
         drop(t.slot(empty, 1, now));
@@ -439,7 +443,11 @@ mod tests {
         let until = t0 + Duration::from_secs(3600);
         let ids: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
         for (i, id) in ids.iter().enumerate() {
-            fill(&t.slot(*id, 1, t0 + Duration::from_millis(i as u64)), "t", until);
+            fill(
+                &t.slot(*id, 1, t0 + Duration::from_millis(i as u64)),
+                "t",
+                until,
+            );
         }
         // The oldest is used again; the second oldest is in use.
         let _ = t.slot(ids[0], 1, t0 + Duration::from_millis(100));
@@ -453,7 +461,10 @@ mod tests {
         assert!(kept.contains(&newcomer));
         assert!(kept.contains(&ids[0]), "a recently used entry evicted");
         assert!(kept.contains(&ids[1]), "an entry in use evicted");
-        assert!(!kept.contains(&ids[2]), "the least recently used idle entry kept");
+        assert!(
+            !kept.contains(&ids[2]),
+            "the least recently used idle entry kept"
+        );
         assert!(kept.contains(&ids[3]));
         drop(busy);
         // However many channels come, the map stays within the cap.
