@@ -222,15 +222,32 @@ async fn an_oauth2_token_is_fetched_once_reused_and_fetched_again_after_a_401(po
     assert_eq!(delivery(&app, &key, id).await["attempts"], 1);
 }
 
+/// A token endpoint answering 500 fails the delivery and counts for its channel (its circuit's
+/// failure count and `last_failure_reason` name the token endpoint), but not for the host of the
+/// channel's URL, which a healthy channel shares: that host's circuit counts nothing (no
+/// `host_failures` row, no failure reason) and the healthy channel keeps delivering.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_failing_token_endpoint_fails_the_delivery_and_counts_against_the_channel(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
+    let app = TestApp::spawn(pool.clone()).await;
     let (tokens, token_url) = TokenEndpoint::start().await;
     tokens.failing.store(true, Ordering::SeqCst);
     let (_, key) = app.tenant("acme", "default").await;
     let ch = app
         .channel_with(&key, "oauth", json!({ "auth": oauth2(&token_url) }))
         .await;
+    let healthy = app.channel(&key, "healthy").await;
+    let host_of = |id: Uuid| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT host_key FROM channels WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let host = host_of(ch).await;
+    assert_eq!(host, host_of(healthy).await, "both channels on one host");
     let id = app.deliver(&key, ch, json!({ "n": 1 })).await;
     assert!(
         eventually(Duration::from_secs(20), || async {
@@ -255,6 +272,31 @@ async fn a_failing_token_endpoint_fails_the_delivery_and_counts_against_the_chan
             .is_some_and(|r| r.contains("oauth2 token endpoint")),
         "{c}"
     );
+    let failures: i32 =
+        sqlx::query_scalar("SELECT consecutive_failures FROM channels WHERE id = $1")
+            .bind(ch)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(failures >= 1, "the channel's circuit counted it");
+    // The receiver's host was never asked: its circuit counts nothing.
+    let (counted, state, reason): (i64, String, Option<String>) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM host_failures f WHERE f.host_key = h.host_key),
+                h.state::text, h.last_failure_reason
+         FROM host_circuits h WHERE h.host_key = $1",
+    )
+    .bind(&host)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (counted, state.as_str(), reason),
+        (0, "closed", None),
+        "a token endpoint's failure was counted against the receiver's host"
+    );
+    let d = app.deliver(&key, healthy, json!({ "n": 2 })).await;
+    app.wait_delivery(d, "delivered", Duration::from_secs(10))
+        .await;
 }
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]

@@ -1370,6 +1370,7 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
             retry_after: None,
             node_id: "test",
             last_attempt: false,
+            token_failure: false,
         },
         &CircuitConfig::default(),
         &HostsConfig::default(),

@@ -23,9 +23,9 @@
 //! - at most [`MAX_NODES`] JSON values in all, nested at most [`MAX_DEPTH`] deep;
 //! - the top is an operation, and every object is an operation: exactly one key, one of
 //!   [`OPERATORS`];
-//! - it compiles ([`datalogic_rs::Engine::compile`] checks the arity of each operator).
-//!
-//! - no iterating operator (`all`, `some`, `none`) inside another one's arguments.
+//! - it compiles ([`datalogic_rs::Engine::compile`] checks the arity of each operator);
+//! - no iterating operator (`all`, `some`, `none`) inside another one's arguments (the nesting
+//!   of array operators is at most 1: [`ITERATORS`]).
 //!
 //! **Evaluation cost.** The operators that build values (`map`, `filter`, `reduce`, `merge`,
 //! `cat`) are left out: a filter tests, it does not compute, and `reduce` with `cat` or `merge`
@@ -391,6 +391,23 @@ mod tests {
         }
     }
 
+    /// The cost bound's premise (module docs, "Evaluation cost"): an iterator's predicate reads
+    /// only the current item (`var` has no way up to the document in this library's JSON Logic),
+    /// so predicate runs over all items read the array once in all, not the document per item.
+    #[test]
+    fn an_iterators_predicate_reads_only_its_item() {
+        let outer = json!({"some": [{"var": "payload.items"},
+            {"==": [{"var": "payload.x"}, 1]}]});
+        assert!(check(&outer).is_ok());
+        let doc = r#"{"items": [{"a": 1}, {"a": 2}], "x": 1}"#;
+        assert!(
+            !test(&outer, Some("a"), doc).matches(),
+            "the predicate saw the document"
+        );
+        let own = json!({"some": [{"var": "payload.items"}, {"==": [{"var": "a"}, 2]}]});
+        assert!(test(&own, Some("a"), doc).matches());
+    }
+
     #[test]
     fn a_failing_evaluation_does_not_match() {
         let f = json!({">": [{"+": [{"var": "payload.s"}, 1]}, 0]});
@@ -478,6 +495,20 @@ mod cost {
             .collect();
         let items: Vec<Value> = (0..40_000).map(|i| json!({ "k": i })).collect();
         let big_array = json!({ "items": items }).to_string();
+        // `missing` with its paths read from the payload: one lookup per path, each in an
+        // object of as many keys.
+        let n = 6_000;
+        let obj: serde_json::Map<String, Value> =
+            (0..n).map(|i| (format!("key-{i:08}"), json!(0))).collect();
+        let paths: Vec<String> = (0..n)
+            .map(|i| format!("payload.o.key-{:08}", n - 1 - i))
+            .collect();
+        let lookups = json!({ "o": obj, "p": paths }).to_string();
+        println!(
+            "`missing` of {n} paths from the payload in an object of {n} keys: median {:.1} ms per evaluation ({} KiB payload)",
+            median_ms(&json!({"!": [{"missing": {"var": "payload.p"}}]}), &lookups),
+            lookups.len() / 1024
+        );
         println!(
             "`some` over 40 000 items with a 49-comparison predicate: median {:.1} ms per evaluation ({} KiB payload)",
             median_ms(

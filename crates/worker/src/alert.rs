@@ -263,6 +263,7 @@ async fn send(w: &Worker, url: &str, secret: &str, msg_id: &str, body: Vec<u8>) 
             error: None,
             retry_after: None,
             limit: None,
+            token_failure: false,
         },
         Ok(Err(failed)) => failed,
         Err(waited) => Sent::timed_out(url, w.request_timeout, waited),

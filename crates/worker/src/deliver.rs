@@ -310,6 +310,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         retry_after: at.sent.retry_after.as_deref(),
         node_id: &w.node_id,
         last_attempt: job.is_last_attempt(),
+        token_failure: at.sent.token_failure,
     };
     if at.inconclusive {
         return inconclusive(w, job, &result).await;
@@ -325,6 +326,8 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
     // The adaptive concurrency limit learns from the channel's endpoint only.
     let feedback = match at.class {
         _ if after.endpoint.url_changed => Feedback::Neutral,
+        // The token endpoint failed: the channel's endpoint was not asked.
+        _ if at.sent.token_failure => Feedback::Neutral,
         Class::Success => Feedback::Ok {
             latency: at.elapsed,
             runs: 1,

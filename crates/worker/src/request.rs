@@ -28,6 +28,10 @@ pub(crate) struct Sent {
     /// request's own (running time, [`crate::stall::StallWatch::run_for`]); what
     /// [`breakwater_core::outcome::stall_excuses`] compares the node's running time with.
     pub(crate) limit: Option<Duration>,
+    /// Whether the attempt failed at the channel's OAuth2 token endpoint, before any request to
+    /// the channel's URL ([`Sent::token_failed`]): it counts for the channel, not for the host
+    /// of its URL ([`breakwater_core::circuit::AttemptResult::token_failure`]).
+    pub(crate) token_failure: bool,
 }
 
 impl Sent {
@@ -39,6 +43,16 @@ impl Sent {
             error: Some(error),
             retry_after: None,
             limit: None,
+            token_failure: false,
+        }
+    }
+
+    /// An attempt that failed at the channel's OAuth2 token endpoint (`error`: `oauth2 token
+    /// endpoint <origin>/…: …`, [`crate::oauth2`]); no request went to the channel's URL.
+    pub(crate) fn token_failed(error: String) -> Self {
+        Sent {
+            token_failure: true,
+            ..Sent::failed(Observed::Other, error)
         }
     }
 
@@ -198,7 +212,8 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch) -> Sent {
 /// [`send`] without its timeout. The request carries the channel's headers and auth; with
 /// OAuth2, the token comes from the node's cache ([`crate::oauth2`]), and a 401 answer fetches a
 /// new one and sends again, once (the second answer is the attempt's). A token endpoint that
-/// fails fails the attempt (`oauth2 token endpoint …`), with no request to the endpoint.
+/// fails fails the attempt (`oauth2 token endpoint …`, [`Sent::token_failed`]), with no request to the
+/// endpoint: a failure of the channel's, not of its URL's host.
 async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
     let secrets: Vec<&str> = std::iter::once(d.signing_secret.as_str())
         .chain(d.previous_signing_secret.as_deref())
@@ -222,7 +237,7 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
         Some(auth @ Auth::OAuth2ClientCredentials { .. }) => {
             let token = match w.tokens.get(w.token_via(), d.channel_id, auth, None).await {
                 Ok(t) => t,
-                Err(e) => return Sent::failed(Observed::Other, e),
+                Err(e) => return Sent::token_failed(e),
             };
             let first = post(w, signed(Some(Authorization::Bearer(&token)))).await;
             match first {
@@ -234,7 +249,7 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
                         .await
                     {
                         Ok(t) => t,
-                        Err(e) => return Sent::failed(Observed::Other, e),
+                        Err(e) => return Sent::token_failed(e),
                     };
                     post(w, signed(Some(Authorization::Bearer(&fresh)))).await
                 }
@@ -282,6 +297,7 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
             error: Some(url_free_error(e)),
             retry_after,
             limit: None,
+            token_failure: false,
         },
         _ => Sent {
             observed: Observed::Status(status),
@@ -289,6 +305,7 @@ async fn exchange(w: &Worker, d: &Dispatch) -> Sent {
             error: redirect,
             retry_after,
             limit: None,
+            token_failure: false,
         },
     }
 }

@@ -43,6 +43,13 @@ pub struct AttemptResult<'a> {
     pub node_id: &'a str,
     /// Whether this was the delivery's last attempt (its job's `attempt >= max_attempts`).
     pub last_attempt: bool,
+    /// Whether the attempt failed at the channel's OAuth2 token endpoint, before any request to
+    /// the channel's URL (issue 32: "a token endpoint that fails counts as the channel's
+    /// failure"). It counts for the channel's circuit like any transient failure (its `error`
+    /// names the token endpoint), but says nothing about the host of the channel's URL, whose
+    /// circuit ([`hosts`]) it does not touch: as the host probe, it hands the role on
+    /// ([`hosts::hand_on_inconclusive_probe`]).
+    pub token_failure: bool,
 }
 
 impl AttemptResult<'_> {
@@ -147,7 +154,9 @@ pub async fn after_attempt(
 /// recorded the attempt, before the job is finished), for the winners of each conditional
 /// UPDATE only:
 /// 1. the host circuit ([`hosts::record_result`], with the answer's [`host_class`]: a 429 is
-///    not a host failure) first, after the channel row's lock (**Locks**, below);
+///    not a host failure) first, after the channel row's lock (**Locks**, below); a failure at
+///    the channel's OAuth2 token endpoint ([`AttemptResult::token_failure`]) is none of the
+///    host's (a host probe's role passes on);
 /// 2. a `Retry-After` hold on the channel ([`set_retry_after`]): an HTTP-date is turned into a
 ///    wait against the database's clock (this transaction's `now()`), never the node's;
 /// 3. the channel circuit: a probe's success ([`probe_succeeded`], which may replay dead letters
@@ -189,7 +198,12 @@ async fn move_circuits(
     let d = a.dispatch;
     let class = a.class();
     let mut transitions = Vec::new();
-    if !endpoint.host_changed {
+    if a.token_failure {
+        // The host of the channel's URL was never reached: nothing counted against it.
+        if let (Some(generation), Some(key)) = (a.host_probe, d.host_key.as_deref()) {
+            hosts::hand_on_inconclusive_probe(tx, d.channel_id, key, d.id, generation).await?;
+        }
+    } else if !endpoint.host_changed {
         let host = hosts::record_result(
             tx,
             d.channel_id,
