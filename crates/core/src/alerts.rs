@@ -354,19 +354,32 @@ async fn push_flapping_timer(
     channel_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    let job = NewJob::new(
-        QUEUE_ALERTS,
-        JOB_FLAPPING_WATCH,
-        FlappingWatchArgs { channel_id }.to_json(),
-    )
-    .unique_key(flapping_key(channel_id))
-    .max_attempts(1_000);
+    let args = FlappingWatchArgs { channel_id }.to_json();
+    let key = flapping_key(channel_id);
+    let job = timer_job(tx, tenant_id, JOB_FLAPPING_WATCH, args, key, at).await?;
+    breakwater_queue::reschedule_unique(&mut *tx, &job).await?;
+    Ok(())
+}
+
+/// A channel's alert timer job of `kind` (`args`, unique key `key`), due at `at` (database
+/// time), in its tenant's timer group ([`TenantGroup::AlertTimers`]); the caller schedules it
+/// (sooner only, or either way).
+pub(crate) async fn timer_job(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    kind: &str,
+    args: serde_json::Value,
+    key: String,
+    at: DateTime<Utc>,
+) -> Result<NewJob> {
+    let job = NewJob::new(QUEUE_ALERTS, kind, args)
+        .unique_key(key)
+        .max_attempts(1_000);
     let mut job = TenantGroup::AlertTimers
         .assign(&mut *tx, tenant_id, job)
         .await?;
     job.scheduled_at = Some(at);
-    breakwater_queue::reschedule_unique(&mut *tx, &job).await?;
-    Ok(())
+    Ok(job)
 }
 
 /// What the flapping timer should do now.

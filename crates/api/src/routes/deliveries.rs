@@ -234,23 +234,33 @@ pub(crate) async fn replay(
             detail,
         ));
     }
+    let details = serde_json::json!({ "delivery_id": id });
+    audited_accepted(&call, tx, channel_id, id, "delivery.replayed", details).await
+}
+
+/// The end of a delivery's replay or resend: the audit row of `action` (on the delivery's
+/// channel `channel_id`, with `details`) in the call's transaction `tx`, its commit, then 202
+/// with the delivery as it now is.
+async fn audited_accepted(
+    call: &TenantCall,
+    mut tx: crate::call::CallTx,
+    channel_id: Uuid,
+    id: Uuid,
+    action: &'static str,
+    details: serde_json::Value,
+) -> Result<(axum::http::StatusCode, axum::Json<DeliveryView>), ApiError> {
     audit::record(
         &mut *tx,
         &audit::Entry {
-            details: serde_json::json!({ "delivery_id": id }),
-            ..audit::Entry::channel(
-                call.tenant_id(),
-                channel_id,
-                call.actor(),
-                "delivery.replayed",
-            )
+            details,
+            ..audit::Entry::channel(call.tenant_id(), channel_id, call.actor(), action)
         },
     )
     .await?;
     tx.commit().await?;
     Ok((
         axum::http::StatusCode::ACCEPTED,
-        axum::Json(DeliveryView::load(&call, id).await?),
+        axum::Json(DeliveryView::load(call, id).await?),
     ))
 }
 
@@ -319,24 +329,8 @@ pub(crate) async fn resend(
                 .to_string(),
         ));
     }
-    audit::record(
-        &mut *tx,
-        &audit::Entry {
-            details: serde_json::json!({ "delivery_id": id, "was": status, "parked": parked }),
-            ..audit::Entry::channel(
-                call.tenant_id(),
-                channel_id,
-                call.actor(),
-                "delivery.resent",
-            )
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    Ok((
-        axum::http::StatusCode::ACCEPTED,
-        axum::Json(DeliveryView::load(&call, id).await?),
-    ))
+    let details = serde_json::json!({ "delivery_id": id, "was": status, "parked": parked });
+    audited_accepted(&call, tx, channel_id, id, "delivery.resent", details).await
 }
 
 /// `?event_type=&status=&channel_id=&message_id=&since=&until=` of the tenant-wide delivery

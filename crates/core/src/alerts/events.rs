@@ -796,17 +796,9 @@ async fn schedule_watch(
     channel_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    let job = NewJob::new(
-        QUEUE_ALERTS,
-        crate::jobs::JOB_ALERT_EVENTS_WATCH,
-        AlertEventsWatchArgs { channel_id }.to_json(),
-    )
-    .unique_key(watch_key(channel_id))
-    .max_attempts(1_000);
-    let mut job = TenantGroup::AlertTimers
-        .assign(&mut *tx, tenant_id, job)
-        .await?;
-    job.scheduled_at = Some(at);
+    let args = AlertEventsWatchArgs { channel_id }.to_json();
+    let kind = crate::jobs::JOB_ALERT_EVENTS_WATCH;
+    let job = timer_job(tx, tenant_id, kind, args, watch_key(channel_id), at).await?;
     breakwater_queue::schedule_unique(&mut *tx, &job).await?;
     Ok(())
 }
