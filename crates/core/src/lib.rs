@@ -70,6 +70,7 @@ mod error;
 pub mod event_types;
 pub mod filters;
 pub mod hosts;
+pub mod ingress;
 pub mod jobs;
 pub mod keys;
 pub mod lifecycle;

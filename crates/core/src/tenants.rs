@@ -183,14 +183,14 @@ pub async fn authenticate(exec: impl PgExecutor<'_>, api_key: &str) -> Result<Op
 }
 
 /// [`authenticate`], and in the same statement, when `ingress` is given, one request taken from
-/// the key's tenant's ingress limit ([`crate::quotas::take_ingress`], the same upsert): the
+/// the key's tenant's ingress limit ([`crate::ingress::take_ingress`], the same upsert): the
 /// second value is `None` when it was taken (or no limit is given), `Some(wait)` when the
 /// request is refused and may be retried after `wait` (at least 1 ms). One round trip per API
 /// request instead of two. Nothing is taken for a key that does not match.
 pub async fn authenticate_taking(
     exec: impl PgExecutor<'_>,
     api_key: &str,
-    ingress: Option<crate::quotas::Ingress>,
+    ingress: Option<crate::ingress::Ingress>,
 ) -> Result<Option<(TenantKey, Option<Duration>)>> {
     // $3 and $4: T and τ in µs, NULL without a limit (then the upsert has no row to take).
     let (t, tau) = ingress.map(|i| i.params()).unzip();
@@ -210,12 +210,12 @@ pub async fn authenticate_taking(
                 $3::float8 IS NULL OR EXISTS (SELECT 1 FROM taken),
                 (SELECT {wait} FROM tenant_ingress WHERE tenant_id = k.tenant_id)
          FROM k",
-        upsert = crate::quotas::ingress_upsert(
+        upsert = crate::ingress::ingress_upsert(
             "SELECT tenant_id FROM k WHERE $3::float8 IS NOT NULL",
             "$3",
             "$4"
         ),
-        wait = crate::quotas::ingress_wait_us("$3", "$4"),
+        wait = crate::ingress::ingress_wait_us("$3", "$4"),
     );
     let row: Option<(Uuid, Uuid, bool, Option<f64>)> = sqlx::query_as(&sql)
         .bind(token::hash_key(api_key))
@@ -225,7 +225,7 @@ pub async fn authenticate_taking(
         .fetch_optional(exec)
         .await?;
     Ok(row.map(|(tenant_id, key_id, taken, wait_us)| {
-        let refused = (!taken).then(|| crate::quotas::ingress_wait(wait_us));
+        let refused = (!taken).then(|| crate::ingress::ingress_wait(wait_us));
         (TenantKey { tenant_id, key_id }, refused)
     }))
 }
