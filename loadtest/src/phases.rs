@@ -23,7 +23,7 @@ use uuid::Uuid;
 pub async fn split(pool: &PgPool, channels: &[Uuid]) -> Value {
     type Row = (Option<i32>, i64, Vec<f64>, Vec<f64>);
     let rows: Result<Vec<Row>, _> = sqlx::query_as(
-        "SELECT (d.payload->>'phase')::int AS phase, count(*),
+        "SELECT (d.payload::jsonb->>'phase')::int AS phase, count(*),
                 percentile_cont(ARRAY[0.5, 0.95, 0.99, 1.0]) WITHIN GROUP
                     (ORDER BY extract(epoch FROM a.started_at - d.created_at) * 1000.0),
                 percentile_cont(ARRAY[0.5, 0.95, 0.99, 1.0]) WITHIN GROUP
