@@ -84,7 +84,7 @@ use uuid::Uuid;
 /// get the same job. Each claimed job gets a
 /// fresh fencing token ([`Job::claim_token`]) and its `attempt` counted.
 ///
-/// The returned jobs are sorted by priority, then id.
+/// The returned jobs are in [`fair_order`].
 pub async fn fetch<'c>(
     exec: impl PgExecutor<'c> + Copy,
     queue: &str,
@@ -98,7 +98,7 @@ pub async fn fetch<'c>(
 /// What one [`fetch_batch`] claimed, and what it left waiting.
 #[derive(Debug, Clone, Default)]
 pub struct Fetched {
-    /// The claimed jobs, sorted by priority, then id.
+    /// The claimed jobs in the order a runner should start them ([`fair_order`]).
     pub jobs: Vec<Job>,
     /// Groups with due jobs that were at their cap: one of their running jobs finishing frees
     /// a slot, so a runner fetches again when one of *its* jobs of these groups finishes.
@@ -208,6 +208,74 @@ pub async fn fetch_batch_from<'c>(
         }
     }
     out.counted_gates |= !out.capped_gates.is_empty();
-    out.jobs.sort_by_key(|j| (j.priority, j.id));
+    fair_order(&mut out.jobs);
     Ok(out)
+}
+
+/// Orders claimed jobs as the fetch's turns go: by priority, then a group's k-th job of that
+/// priority after every group's (k-1)-th, then id (so a group's own jobs stay oldest first). A job without a
+/// group is its own group.
+///
+/// A runner starts its jobs in this order, and each then waits for a database connection in
+/// the order it started. Sorted by id alone, a group that refills many slots at once (a slow
+/// endpoint whose whole window of requests ends together) went first with all of them, and a
+/// job of another tenant claimed in the same fetch waited for every one of their statements:
+/// the isolation run's slow mode showed it as the neighbour's wait (BENCHMARKS.md).
+pub(crate) fn fair_order(jobs: &mut [Job]) {
+    jobs.sort_by_key(|j| (j.priority, j.id));
+    let mut taken: std::collections::HashMap<(i16, Uuid), u32> = std::collections::HashMap::new();
+    let ranks: std::collections::HashMap<i64, u32> = jobs
+        .iter()
+        .map(|j| {
+            let rank = j.group_id.map_or(0, |g| {
+                let n = taken.entry((j.priority, g)).or_default();
+                *n += 1;
+                *n - 1
+            });
+            (j.id, rank)
+        })
+        .collect();
+    jobs.sort_by_key(|j| (j.priority, ranks[&j.id], j.id));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: i64, priority: i16, group: Option<u128>) -> Job {
+        Job {
+            id,
+            queue: "q".into(),
+            kind: "k".into(),
+            args: serde_json::Value::Null,
+            priority,
+            attempt: 1,
+            max_attempts: 1,
+            claim_token: Uuid::nil(),
+            unique_key: None,
+            group_id: group.map(Uuid::from_u128),
+            gate_key: None,
+            created_at: chrono::DateTime::<chrono::Utc>::default(),
+        }
+    }
+
+    #[test]
+    fn a_group_that_refills_many_slots_does_not_go_first_with_all_of_them() {
+        // Group 1 (a slow endpoint's old backlog: low ids) refills four slots; group 2 (another
+        // tenant's new delivery, a higher id) and an ungrouped job were claimed with them.
+        let mut jobs = vec![
+            job(1, 1, Some(1)),
+            job(2, 1, Some(1)),
+            job(3, 1, Some(1)),
+            job(4, 1, Some(1)),
+            job(90, 1, Some(2)),
+            job(95, 1, None),
+            job(50, 0, Some(1)),
+        ];
+        fair_order(&mut jobs);
+        let order: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        // Priority first; then each group's first job of the priority, then the seconds, …;
+        // a group's own jobs stay oldest first.
+        assert_eq!(order, vec![50, 1, 90, 95, 2, 3, 4]);
+    }
 }
