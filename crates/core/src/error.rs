@@ -62,10 +62,10 @@ pub enum Error {
     /// transactions, so a lock or statement timeout there means what it means anywhere.
     #[error(transparent)]
     Queue(breakwater_queue::Error),
-    /// A worker's result could not be written: the batch it went in failed (the cause, as
-    /// text, since every result of the batch gets it), or the node's batch recorder stopped.
-    /// Nothing of the result was recorded; the job is retried.
-    #[error("result not recorded: {0}")]
+    /// A worker's batched write failed: the batch of results (or of begins) it went in failed
+    /// (the cause, as text, since every item of the batch gets it), or the node's batcher
+    /// stopped. Nothing of it was recorded; the job is retried.
+    #[error("not recorded: {0}")]
     Unrecorded(String),
 }
 

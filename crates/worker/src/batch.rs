@@ -142,8 +142,21 @@ impl Recorder {
     }
 }
 
-/// Gathers waiting results into batches and hands each to a free writer.
-async fn collect(mut rx: mpsc::Receiver<Pending>, writer: Arc<Writer>, cfg: BatchConfig) {
+/// What writes one batch of `T` and answers each of its callers: [`collect`] hands it batches.
+pub(crate) trait Flush<T>: Send + Sync + 'static {
+    /// Writes `batch` and answers each of its items' callers (on failure too).
+    fn flush(&self, batch: Vec<T>) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Gathers waiting items into batches and hands each to a free writer: at most
+/// `cfg.flushers` batches at once, each taking every item waiting when a writer is free (up to
+/// `cfg.max`), after waiting `cfg.window` for more if that is not zero. Ends when `rx` closes.
+/// Used by the result [`Recorder`] and by the begin batcher ([`crate::begin`]).
+pub(crate) async fn collect<T: Send + 'static, W: Flush<T>>(
+    mut rx: mpsc::Receiver<T>,
+    writer: Arc<W>,
+    cfg: BatchConfig,
+) {
     let writers = Arc::new(Semaphore::new(cfg.flushers));
     while let Some(first) = rx.recv().await {
         // Wait for a free writer first: what arrives meanwhile joins this batch.
@@ -171,7 +184,7 @@ async fn collect(mut rx: mpsc::Receiver<Pending>, writer: Arc<Writer>, cfg: Batc
         }
         let writer = writer.clone();
         tokio::spawn(async move {
-            writer.write_and_reply(batch).await;
+            writer.flush(batch).await;
             drop(permit);
         });
     }
@@ -182,6 +195,12 @@ struct Writer {
     pool: PgPool,
     node_id: String,
     limits: GroupLimits,
+}
+
+impl Flush<Pending> for Writer {
+    async fn flush(&self, batch: Vec<Pending>) {
+        self.write_and_reply(batch).await
+    }
 }
 
 impl Writer {

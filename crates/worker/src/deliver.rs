@@ -42,14 +42,16 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(target) = target(w, &job).await? else {
         return Ok(());
     };
-    let mut conn = w.pool.acquire().await?;
     // A plainly closed channel (the common case): admitted and begun in one statement.
-    match circuit::admit_and_begin(&mut conn, target.channel_id, target.delivery_id).await? {
+    let begun = w
+        .beginner
+        .begin(target.channel_id, target.delivery_id)
+        .await?;
+    let mut conn = match begun {
         Begun::Send {
             dispatch,
             failures_before,
         } => {
-            drop(conn);
             let admitted = Admitted {
                 probe_generation: None,
                 failures_before,
@@ -60,11 +62,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             return record(w, &job, &admitted, attempted).await;
         }
         Begun::Final => {
-            breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+            breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
             return Ok(());
         }
-        Begun::Other => {}
-    }
+        Begun::Other => w.pool.acquire().await?,
+    };
     let Some(admitted) = admit(w, &job, &mut conn, target).await? else {
         return Ok(());
     };

@@ -18,6 +18,7 @@
 
 mod alert;
 mod batch;
+mod begin;
 mod config;
 mod deliver;
 mod handler;

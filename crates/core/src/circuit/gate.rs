@@ -223,38 +223,58 @@ pub enum Begun {
 /// gate writes nothing and answers [`Begun::Other`]: the caller then takes the full path, which
 /// reads the gate again. One round trip instead of two for every delivery of a healthy channel.
 ///
+/// [`admit_and_begin_many`] for one delivery; see it for the commit.
+pub async fn admit_and_begin(
+    conn: &mut PgConnection,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+) -> Result<Begun> {
+    let mut begun = admit_and_begin_many(conn, &[(channel_id, delivery_id)]).await?;
+    Ok(begun.pop().unwrap_or(Begun::Other))
+}
+
+/// [`admit_and_begin`] for many deliveries in one statement: `pairs` are `(channel_id,
+/// delivery_id)`, and the answer has one [`Begun`] per pair, in the same order, each decided
+/// and written as [`admit_and_begin`] would alone (one delivery's gate never changes another's
+/// answer). A worker begins the deliveries its pools claimed together this way (the worker's
+/// begin batcher), so that a burst of claims costs one round trip and one commit, not one each.
+/// A pair twice gets the same answer twice.
+///
 /// **Its commit does not wait for the disk** (`synchronous_commit = off` for this statement's
-/// own transaction: run it outside a transaction). What it writes is the delivery's
+/// own transaction: run it outside a transaction). What it writes is the deliveries'
 /// `delivering` mark and `updated_at`, which no guarantee rests on: the job's claim (made by
 /// the fetch, committed durably) is what fences and rescues the attempt, and the attempt's
 /// record sets the delivery's status again. If the database crashes before the mark reaches the
 /// disk, the delivery reads `pending` until its job is rescued or recorded, as a delivery
 /// waiting for its request does. Measured: without it, every delivery waited here for a WAL
 /// flush of its own (BENCHMARKS.md, "Batched results").
-pub async fn admit_and_begin(
+pub async fn admit_and_begin_many(
     conn: &mut PgConnection,
-    channel_id: Uuid,
-    delivery_id: Uuid,
-) -> Result<Begun> {
-    let row = sqlx::query!(
+    pairs: &[(Uuid, Uuid)],
+) -> Result<Vec<Begun>> {
+    let (channels, deliveries): (Vec<Uuid>, Vec<Uuid>) = pairs.iter().copied().unzip();
+    let rows = sqlx::query!(
         r#"
         WITH no_flush AS (
             -- This statement's commit does not wait for its WAL to reach the disk (see below).
             SELECT set_config('synchronous_commit', 'off', true) AS set
+        ), input AS (
+            SELECT DISTINCT i.channel_id, i.delivery_id
+            FROM unnest($1::uuid[], $2::uuid[]) AS i(channel_id, delivery_id)
         ), gate AS (
-            SELECT c.consecutive_failures,
+            SELECT i.channel_id, i.delivery_id, c.consecutive_failures,
                    (c.circuit_state = 'closed'
                     AND (c.retry_after_until IS NULL OR c.retry_after_until <= now())
                     AND c.rate_limit IS NULL
                     AND coalesce(h.state, 'closed') = 'closed') AS plain
-            FROM channels c LEFT JOIN host_circuits h ON h.host_key = c.host_key
-            WHERE c.id = $1 AND c.deleted_at IS NULL
+            FROM input i
+            JOIN channels c ON c.id = i.channel_id AND c.deleted_at IS NULL
+            LEFT JOIN host_circuits h ON h.host_key = c.host_key
         ), begun AS (
             UPDATE deliveries d SET status = 'delivering', rate_slot_at = NULL, updated_at = now()
-            FROM channels c
-            WHERE d.id = $2 AND c.id = d.channel_id AND c.id = $1
+            FROM gate g JOIN channels c ON c.id = g.channel_id
+            WHERE d.id = g.delivery_id AND d.channel_id = g.channel_id AND g.plain
               AND d.status NOT IN ('delivered', 'dead', 'cancelled')
-              AND (SELECT plain FROM gate)
               AND (SELECT set FROM no_flush) IS NOT NULL
             RETURNING d.id, coalesce(d.message_id, d.id) AS webhook_id, d.tenant_id, d.channel_id,
                       d.event_type,
@@ -267,9 +287,10 @@ pub async fn admit_and_begin(
                       c.headers, c.auth, d.retry_policy,
                       now() AS started_at
         )
-        SELECT g.plain AS "plain!", g.consecutive_failures AS "consecutive_failures!",
+        SELECT g.channel_id AS "channel_id!", g.delivery_id AS "delivery_id!",
+               g.plain AS "plain!", g.consecutive_failures AS "consecutive_failures!",
                b.id AS "id?", b.webhook_id AS "webhook_id?", b.tenant_id AS "tenant_id?",
-               b.channel_id AS "channel_id?", b.event_type AS "event_type?", b.payload AS "payload?",
+               b.event_type AS "event_type?", b.payload AS "payload?",
                b.created_at AS "created_at?", b.attempts AS "attempts?", b.url AS "url?",
                b.host_key AS "host_key?", b.signing_secret AS "signing_secret?",
                b.previous_signing_secret AS "previous_signing_secret?",
@@ -277,50 +298,60 @@ pub async fn admit_and_begin(
                b.headers AS "headers?: sqlx::types::Json<crate::channels::Headers>",
                b.auth AS "auth?: sqlx::types::Json<crate::channels::Auth>",
                b.retry_policy AS "retry_policy?: sqlx::types::Json<RetryPolicy>"
-        FROM gate g LEFT JOIN begun b ON true
+        FROM gate g LEFT JOIN begun b ON b.id = g.delivery_id
         "#,
-        channel_id,
-        delivery_id,
+        &channels,
+        &deliveries,
     )
-    .fetch_optional(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    let Some(r) = row.filter(|r| r.plain) else {
-        return Ok(Begun::Other);
-    };
-    // The delivery's columns are NOT NULL (its payload, or its message's): all there when it
-    // was begun, all absent when it was not (gone or final).
-    let Some(id) = r.id else {
-        return Ok(Begun::Final);
-    };
-    let Some(payload) = r.payload else {
-        return Err(sqlx::Error::Decode(
-            format!("delivery {id} has no payload (nor its message)").into(),
-        )
-        .into());
-    };
-    let dispatch = crate::deliveries::Dispatch {
-        id,
-        webhook_id: r.webhook_id.unwrap_or(id),
-        tenant_id: r.tenant_id.unwrap_or_default(),
-        channel_id: r.channel_id.unwrap_or(channel_id),
-        event_type: r.event_type.unwrap_or_default(),
-        payload,
-        created_at: r.created_at.unwrap_or_default(),
-        attempts: r.attempts.unwrap_or_default(),
-        url: r.url.unwrap_or_default(),
-        host_key: r.host_key,
-        signing_secret: r.signing_secret.unwrap_or_default(),
-        previous_signing_secret: r.previous_signing_secret,
-        rejected: r.rejected.unwrap_or_default(),
-        headers: r.headers,
-        auth: r.auth,
-        retry_policy: r.retry_policy,
-        started_at: r.started_at.unwrap_or_default(),
-    };
-    Ok(Begun::Send {
-        dispatch: Box::new(dispatch),
-        failures_before: r.consecutive_failures,
-    })
+    let mut answers: std::collections::HashMap<(Uuid, Uuid), Begun> =
+        std::collections::HashMap::with_capacity(rows.len());
+    for r in rows {
+        let key = (r.channel_id, r.delivery_id);
+        let begun = if !r.plain {
+            Begun::Other
+        } else if let Some(id) = r.id {
+            // The delivery's columns are NOT NULL (its payload, or its message's): all there
+            // when it was begun, all absent when it was not (gone or final).
+            let Some(payload) = r.payload else {
+                return Err(sqlx::Error::Decode(
+                    format!("delivery {id} has no payload (nor its message)").into(),
+                )
+                .into());
+            };
+            Begun::Send {
+                dispatch: Box::new(crate::deliveries::Dispatch {
+                    id,
+                    webhook_id: r.webhook_id.unwrap_or(id),
+                    tenant_id: r.tenant_id.unwrap_or_default(),
+                    channel_id: r.channel_id,
+                    event_type: r.event_type.unwrap_or_default(),
+                    payload,
+                    created_at: r.created_at.unwrap_or_default(),
+                    attempts: r.attempts.unwrap_or_default(),
+                    url: r.url.unwrap_or_default(),
+                    host_key: r.host_key,
+                    signing_secret: r.signing_secret.unwrap_or_default(),
+                    previous_signing_secret: r.previous_signing_secret,
+                    rejected: r.rejected.unwrap_or_default(),
+                    headers: r.headers,
+                    auth: r.auth,
+                    retry_policy: r.retry_policy,
+                    started_at: r.started_at.unwrap_or_default(),
+                }),
+                failures_before: r.consecutive_failures,
+            }
+        } else {
+            Begun::Final
+        };
+        answers.insert(key, begun);
+    }
+    // A channel gone (or deleted) has no gate row: the full path decides.
+    Ok(pairs
+        .iter()
+        .map(|k| answers.get(k).cloned().unwrap_or(Begun::Other))
+        .collect())
 }
 
 /// Reads the gate (the channel row joined with its host circuit row: one read) and decides;
