@@ -808,3 +808,93 @@ async fn a_probe_answered_4xx_passes_the_role_on_without_waiting_for_its_lease(p
     assert_eq!(audit_count(&pool, ch, &["circuit.closed"]).await, 1);
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn deliveries_begun_together_are_each_decided_as_alone(pool: PgPool) {
+    // API only: the test begins the deliveries as a worker's begin batcher does.
+    let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;
+    let (key, closed) = app.tenant_with_channel("http://127.0.0.1:9/closed").await;
+    let open = app.channel(&key, "http://127.0.0.1:9/open").await;
+    let gone = app.channel(&key, "http://127.0.0.1:9/gone").await;
+    let cfg = test_settings().circuit;
+    let a = app.deliver(&key, closed, json!({"n": 1})).await;
+    let b = app.deliver(&key, closed, json!({"n": 2})).await;
+    let final_one = app.deliver(&key, closed, json!({"n": 3})).await;
+    let parked = app.deliver(&key, open, json!({"n": 4})).await;
+    let orphan = app.deliver(&key, gone, json!({"n": 5})).await;
+    open_circuit(&pool, open, &cfg).await;
+    sqlx::query("UPDATE deliveries SET status = 'delivered' WHERE id = $1")
+        .bind(final_one)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE channels SET deleted_at = now() WHERE id = $1")
+        .bind(gone)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let pairs = [
+        (open, parked),
+        (closed, a),
+        (gone, orphan),
+        (closed, final_one),
+        (closed, b),
+        // A delivery named with a channel that is not its own is not begun.
+        (open, a),
+    ];
+    let status = |d: Uuid| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SELECT status FROM deliveries WHERE id = $1")
+                .bind(d)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let before = [
+        status(final_one).await,
+        status(parked).await,
+        status(orphan).await,
+    ];
+    let mut conn = pool.acquire().await.unwrap();
+    let begun = circuit::admit_and_begin_many(&mut conn, &pairs)
+        .await
+        .unwrap();
+    let kinds: Vec<String> = begun
+        .iter()
+        .map(|b| match b {
+            circuit::Begun::Send { dispatch, .. } => format!("send {}", dispatch.id),
+            circuit::Begun::Final => "final".into(),
+            circuit::Begun::Other => "other".into(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "other".to_string(),
+            format!("send {a}"),
+            "other".into(),
+            "final".into(),
+            format!("send {b}"),
+            "other".into(),
+        ],
+        "one answer per pair, in order"
+    );
+    // Only the two sends were written; the rest is as it was.
+    assert_eq!(status(a).await, "delivering");
+    assert_eq!(status(b).await, "delivering");
+    let after = [
+        status(final_one).await,
+        status(parked).await,
+        status(orphan).await,
+    ];
+    assert_eq!(before, after);
+    assert_eq!(before[0], "delivered");
+    // Alone, each answers the same.
+    let alone = circuit::admit_and_begin(&mut conn, open, parked)
+        .await
+        .unwrap();
+    assert!(matches!(alone, circuit::Begun::Other));
+}
