@@ -279,6 +279,7 @@ async fn measure(
         healthy_uuid,
         dead.gauge(),
         backlog_start_us,
+        matches!(o.dead_mode, crate::receiver::DeadMode::Slow),
         stop_monitor.clone(),
     ));
     let pruner = (o.prune_rows > 0).then(|| {
