@@ -16,5 +16,12 @@ ALTER TABLE job_groups ADD COLUMN fifo boolean NOT NULL DEFAULT false;
 -- (the group's head), however long the group's backlog. jobs_group_idx orders by (state,
 -- priority, scheduled_at, id) and leaves out executing jobs, so it cannot answer "the oldest
 -- live job" in one probe.
+--
+-- `attempt >= 0` is true of every job (the column's CHECK), but the planner does not use CHECK
+-- constraints to prove an index's predicate: only a statement that says it can use this index.
+-- The fifo head lookups say it; every other statement on a group's jobs (the plain fetch's
+-- `state = 'available'` range above all) keeps the index it had, whatever the statistics (on a
+-- table never analyzed, a plain fetch chose this index and sorted the group's whole backlog).
 CREATE INDEX jobs_group_order_idx ON jobs (group_id, id)
-    WHERE group_id IS NOT NULL AND state IN ('available', 'scheduled', 'executing');
+    WHERE group_id IS NOT NULL AND state IN ('available', 'scheduled', 'executing')
+      AND attempt >= 0;

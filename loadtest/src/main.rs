@@ -1,9 +1,9 @@
 //! `breakwater-loadtest`: isolation | fairness | throughput | fetch-bench. See the crate docs
 //! and BENCHMARKS.md.
 
+use breakwater_loadtest::isolation::DeadOrdering;
 use breakwater_loadtest::receiver::DeadMode;
 use breakwater_loadtest::service::ServiceOptions;
-use breakwater_loadtest::isolation::DeadOrdering;
 use breakwater_loadtest::{fairness, fetch_bench, isolation, throughput, RunOptions};
 use clap::{Parser, Subcommand};
 use std::time::Duration;

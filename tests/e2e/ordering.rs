@@ -215,7 +215,9 @@ async fn a_blocked_fifo_channel_does_not_hold_up_another_tenants_channel(pool: P
         .collect();
     assert!(a_ids.len() >= 2);
     assert!(
-        a_ids.iter().all(|id| id.as_deref() == Some(&ids_a[0].to_string())),
+        a_ids
+            .iter()
+            .all(|id| id.as_deref() == Some(&ids_a[0].to_string())),
         "only the head of the fifo channel was sent: {a_ids:?}"
     );
     assert_eq!(count_status(&pool, stuck, "delivered").await, 0);
@@ -226,7 +228,9 @@ async fn a_blocked_fifo_channel_does_not_hold_up_another_tenants_channel(pool: P
 async fn ordering_is_set_at_creation_shown_on_reads_and_changed_by_patch(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (_, key) = app.tenant("acme", "default").await;
-    let plain = app.create_channel(&key, &app.receiver.url("a"), json!({})).await;
+    let plain = app
+        .create_channel(&key, &app.receiver.url("a"), json!({}))
+        .await;
     assert_eq!(plain["ordering"], "none");
     let fifo = app
         .create_channel(&key, &app.receiver.url("b"), json!({ "ordering": "fifo" }))
@@ -238,7 +242,9 @@ async fn ordering_is_set_at_creation_shown_on_reads_and_changed_by_patch(pool: P
     assert_eq!(v["ordering"], "fifo");
     assert_eq!(v["concurrency"]["ceiling"], 1);
 
-    let (s, v) = app.patch_channel(&key, id, json!({ "ordering": "none" })).await;
+    let (s, v) = app
+        .patch_channel(&key, id, json!({ "ordering": "none" }))
+        .await;
     assert_eq!((s, &v["ordering"]), (200, &Value::from("none")), "{v}");
     let fifo_flag = |id: Uuid| {
         let pool = app.pool.clone();
@@ -251,7 +257,9 @@ async fn ordering_is_set_at_creation_shown_on_reads_and_changed_by_patch(pool: P
         }
     };
     assert!(!fifo_flag(id).await, "the job group follows the channel");
-    let (s, _) = app.patch_channel(&key, id, json!({ "ordering": "fifo" })).await;
+    let (s, _) = app
+        .patch_channel(&key, id, json!({ "ordering": "fifo" }))
+        .await;
     assert_eq!(s, 200);
     assert!(fifo_flag(id).await);
 
@@ -266,7 +274,9 @@ async fn ordering_is_set_at_creation_shown_on_reads_and_changed_by_patch(pool: P
             .await;
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(v["detail"].as_str().unwrap().contains("ordering"), "{v}");
-        let (s, v) = app.patch_channel(&key, id, json!({ "ordering": bad })).await;
+        let (s, v) = app
+            .patch_channel(&key, id, json!({ "ordering": bad }))
+            .await;
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(v["detail"].as_str().unwrap().contains("ordering"), "{v}");
     }

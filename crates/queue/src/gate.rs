@@ -256,7 +256,7 @@ pub async fn wake_one_in_gate(
                     SELECT id, priority, scheduled_at FROM (
                         SELECT id, priority, scheduled_at, state, kind FROM jobs
                         WHERE group_id = g.group_id AND g.fifo
-                          AND state IN ('available', 'scheduled', 'executing')
+                          AND state IN ('available', 'scheduled', 'executing') AND attempt >= 0
                         ORDER BY id LIMIT 1) f
                     WHERE f.state <> 'executing' AND f.kind = $2) u
                 ORDER BY priority, scheduled_at, id

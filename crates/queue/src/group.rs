@@ -392,7 +392,7 @@ pub async fn wake_one(
             SELECT f.id FROM (
                 SELECT id, state, kind FROM jobs
                 WHERE group_id = $1 AND state IN ('available', 'scheduled', 'executing')
-                  AND (SELECT yes FROM fifo)
+                  AND attempt >= 0 AND (SELECT yes FROM fifo)
                 ORDER BY id
                 LIMIT 1) f
             WHERE f.state <> 'executing' AND f.kind = $2

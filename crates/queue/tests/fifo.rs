@@ -67,9 +67,15 @@ async fn a_fifo_group_runs_its_oldest_job_alone_and_a_retrying_head_blocks_the_r
 
     // The head fails and waits for its retry: it still blocks the jobs behind it.
     let head = &first.iter().find(|j| j.id == ids[0]).unwrap();
-    retry(&pool, head.id, head.claim_token, Duration::from_secs(60), "500")
-        .await
-        .unwrap();
+    retry(
+        &pool,
+        head.id,
+        head.claim_token,
+        Duration::from_secs(60),
+        "500",
+    )
+    .await
+    .unwrap();
     let blocked = fetch_batch(&pool, "q", "n", 20, &uncapped()).await.unwrap();
     assert!(blocked.jobs.is_empty(), "{:?}", blocked.jobs);
     assert!(blocked.capped.is_empty() && !blocked.waiting);
@@ -79,7 +85,9 @@ async fn a_fifo_group_runs_its_oldest_job_alone_and_a_retrying_head_blocks_the_r
     let again = fetch(&pool, "q", "n", 20, &uncapped()).await.unwrap();
     assert_eq!(of(&again, g), vec![ids[0]]);
     assert_eq!(again[0].attempt, 2);
-    complete(&pool, again[0].id, again[0].claim_token).await.unwrap();
+    complete(&pool, again[0].id, again[0].claim_token)
+        .await
+        .unwrap();
 
     // Delivered: the next one. A dead head releases the next too.
     let next = fetch(&pool, "q", "n", 20, &uncapped()).await.unwrap();
@@ -102,9 +110,15 @@ async fn a_parked_fifo_group_probes_its_head_and_releases_in_order(pool: PgPool)
     // would break the order.
     let first = fetch(&pool, "q", "n", 5, &uncapped()).await.unwrap();
     assert_eq!(of(&first, g), vec![ids[0]]);
-    retry(&pool, ids[0], first[0].claim_token, Duration::from_secs(60), "x")
-        .await
-        .unwrap();
+    retry(
+        &pool,
+        ids[0],
+        first[0].claim_token,
+        Duration::from_secs(60),
+        "x",
+    )
+    .await
+    .unwrap();
     park_group(&mut conn, g).await.unwrap();
     // The probe is the head, whatever its time or priority.
     let (probe, _) = wake_one(&mut conn, g, "test", PRIORITY_URGENT)
@@ -114,13 +128,17 @@ async fn a_parked_fifo_group_probes_its_head_and_releases_in_order(pool: PgPool)
     assert_eq!(probe, ids[0]);
     let probed = fetch(&pool, "q", "n", 5, &uncapped()).await.unwrap();
     assert_eq!(of(&probed, g), vec![ids[0]]);
-    complete(&pool, ids[0], probed[0].claim_token).await.unwrap();
+    complete(&pool, ids[0], probed[0].claim_token)
+        .await
+        .unwrap();
     // Released with one update: the backlog goes on in order, one at a time.
     release_group(&mut conn, g).await.unwrap();
     for want in &ids[1..] {
         let got = fetch(&pool, "q", "n", 5, &uncapped()).await.unwrap();
         assert_eq!(of(&got, g), vec![*want]);
-        complete(&pool, got[0].id, got[0].claim_token).await.unwrap();
+        complete(&pool, got[0].id, got[0].claim_token)
+            .await
+            .unwrap();
     }
 }
 
@@ -162,10 +180,19 @@ async fn switching_a_group_back_from_fifo_runs_its_backlog_in_parallel(pool: PgP
     let mut conn = pool.acquire().await.unwrap();
     set_group_fifo(&mut conn, g, true).await.unwrap();
     fill(&pool, g, 10).await;
-    assert_eq!(of(&fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap(), g).len(), 1);
-    assert!(!set_group_fifo(&mut conn, g, true).await.unwrap(), "no change");
+    assert_eq!(
+        of(&fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap(), g).len(),
+        1
+    );
+    assert!(
+        !set_group_fifo(&mut conn, g, true).await.unwrap(),
+        "no change"
+    );
     assert!(set_group_fifo(&mut conn, g, false).await.unwrap());
-    assert_eq!(of(&fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap(), g).len(), 9);
+    assert_eq!(
+        of(&fetch(&pool, "q", "n", 10, &uncapped()).await.unwrap(), g).len(),
+        9
+    );
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -176,7 +203,9 @@ async fn a_rescued_head_of_a_crashed_node_goes_again_before_the_rest(pool: PgPoo
     let ids = fill(&pool, g, 3).await;
     heartbeat(&pool, "dead-node").await.unwrap();
     heartbeat(&pool, "live-node").await.unwrap();
-    let claimed = fetch(&pool, "q", "dead-node", 5, &uncapped()).await.unwrap();
+    let claimed = fetch(&pool, "q", "dead-node", 5, &uncapped())
+        .await
+        .unwrap();
     assert_eq!(of(&claimed, g), vec![ids[0]]);
     // While the dead node holds the head, the live node gets nothing of the group.
     assert!(fetch(&pool, "q", "live-node", 5, &uncapped())
@@ -195,6 +224,8 @@ async fn a_rescued_head_of_a_crashed_node_goes_again_before_the_rest(pool: PgPoo
         own_node: "live-node".to_string(),
     };
     assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 1);
-    let again = fetch(&pool, "q", "live-node", 5, &uncapped()).await.unwrap();
+    let again = fetch(&pool, "q", "live-node", 5, &uncapped())
+        .await
+        .unwrap();
     assert_eq!(of(&again, g), vec![ids[0]], "the rescued head first, alone");
 }

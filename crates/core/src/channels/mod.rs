@@ -38,19 +38,12 @@ use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// How a channel's deliveries are ordered (the `channels.ordering` column, mirrored into its job
-/// group's `fifo` flag, [`breakwater_queue::set_group_fifo`]).
+// The `channels.ordering` column; `create` and `update` mirror it into the channel's job group
+// (`breakwater_queue::set_group_fifo`) in the same transaction.
+/// How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one at a time, in
+/// the order accepted).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    sqlx::Type,
-    utoipa::ToSchema,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]

@@ -44,12 +44,12 @@ macro_rules! headrows_select {
     FROM heads h
     JOIN job_groups g ON g.group_id = h.group_id
     LEFT JOIN job_gates x ON x.gate_key = g.gate_key
-    -- A fifo group's head: its oldest live job (one entry of jobs_group_order_idx; a one-time
-    -- filter, not read at all for other groups).
+    -- A fifo group's head: its oldest live job (one entry of jobs_group_order_idx, which only
+    -- statements saying `attempt >= 0` can use; a one-time filter, not read for other groups).
     LEFT JOIN LATERAL (
         SELECT f.state, f.queue FROM jobs f
         WHERE g.fifo AND f.group_id = h.group_id
-          AND f.state IN ('available', 'scheduled', 'executing')
+          AND f.state IN ('available', 'scheduled', 'executing') AND f.attempt >= 0
         ORDER BY f.id
         LIMIT 1) fh ON true
 "#
@@ -115,7 +115,7 @@ macro_rules! group_jobs {
             "        SELECT id, priority, scheduled_at FROM (\n",
             "            SELECT id, priority, scheduled_at, state, queue FROM jobs\n",
             "            WHERE group_id = ", $a, ".group_id AND ", $a, ".fifo\n",
-            "              AND state IN ('available', 'scheduled', 'executing')\n",
+            "              AND state IN ('available', 'scheduled', 'executing') AND attempt >= 0\n",
             "            ORDER BY id\n",
             "            LIMIT 1) f\n",
             "        WHERE f.state = 'available' AND f.queue = $1) c\n",
