@@ -282,3 +282,41 @@ async fn ordering_is_set_at_creation_shown_on_reads_and_changed_by_patch(pool: P
     }
     app.stop().await;
 }
+
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_delivery_resent_to_a_fifo_channel_goes_to_the_back(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key) = app.tenant("acme", "default").await;
+    let ch = app
+        .channel_with(&key, "seq", json!({ "ordering": "fifo" }))
+        .await;
+    let first = app.deliver(&key, ch, json!({ "n": 0 })).await;
+    app.wait_delivery(first, "delivered", Duration::from_secs(20))
+        .await;
+    // Paused, the channel takes two more, then the first again: the resend is accepted last.
+    app.pause(&key, ch).await;
+    let second = app.deliver(&key, ch, json!({ "n": 1 })).await;
+    let third = app.deliver(&key, ch, json!({ "n": 2 })).await;
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/deliveries/{first}/resend"),
+            &key,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(s, 202, "{v}");
+    app.resume(&key, ch).await;
+    app.wait_received("seq", 4, Duration::from_secs(20)).await;
+    let order: Vec<String> = app
+        .receiver
+        .received("seq")
+        .into_iter()
+        .filter_map(|r| r.webhook_id)
+        .collect();
+    let want: Vec<String> = [first, second, third, first]
+        .iter()
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(order, want);
+    app.stop().await;
+}
