@@ -94,13 +94,23 @@ impl Api {
         name: &str,
         url: &str,
     ) -> anyhow::Result<String> {
-        let v = self
-            .post(
-                &t.key,
-                "/api/v1/channels",
-                &json!({"url": url, "name": name}),
-            )
-            .await?;
+        self.create_channel_with(t, name, url, json!({})).await
+    }
+
+    /// Creates a channel to `url` with the further fields of `extra` (a JSON object, e.g.
+    /// `{"ordering": "fifo"}`) in its body; returns its id.
+    pub async fn create_channel_with(
+        &self,
+        t: &TenantKey,
+        name: &str,
+        url: &str,
+        extra: Value,
+    ) -> anyhow::Result<String> {
+        let mut body = json!({"url": url, "name": name});
+        if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
+            b.extend(more);
+        }
+        let v = self.post(&t.key, "/api/v1/channels", &body).await?;
         Ok(v["id"].as_str().context("channel id")?.to_string())
     }
 

@@ -1,6 +1,7 @@
 //! `breakwater-loadtest`: isolation | fairness | throughput | fetch-bench. See the crate docs
 //! and BENCHMARKS.md.
 
+use breakwater_loadtest::isolation::DeadOrdering;
 use breakwater_loadtest::receiver::DeadMode;
 use breakwater_loadtest::service::ServiceOptions;
 use breakwater_loadtest::{fairness, fetch_bench, isolation, throughput, RunOptions};
@@ -39,6 +40,10 @@ enum Command {
         /// or slow (answers 200 after --slow-ms, so its circuit never opens).
         #[arg(long, value_enum, default_value = "timeout")]
         dead_mode: DeadMode,
+        /// The dead channels' `ordering`: none (parallel, the default) or fifo (one at a time in
+        /// the order accepted: the failing head blocks the whole backlog behind it).
+        #[arg(long, value_enum, default_value = "none")]
+        dead_ordering: DeadOrdering,
         /// With --dead-mode slow: how long the dead endpoint takes to answer 200, ms.
         #[arg(long, default_value_t = 2000)]
         slow_ms: u64,
@@ -161,6 +166,7 @@ async fn main() -> anyhow::Result<()> {
             dead_channels,
             dead_tenants,
             dead_mode,
+            dead_ordering,
             slow_ms,
             rate,
             duration,
@@ -174,6 +180,7 @@ async fn main() -> anyhow::Result<()> {
                 dead_channels,
                 dead_tenants,
                 dead_mode,
+                dead_ordering,
                 slow: Duration::from_millis(slow_ms),
                 rate,
                 duration: Duration::from_secs(duration),

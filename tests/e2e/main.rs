@@ -19,6 +19,7 @@ mod messages;
 mod observe;
 mod openapi;
 mod operate;
+mod ordering;
 mod portal_browser;
 mod quotas;
 mod recover;

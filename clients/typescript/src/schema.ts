@@ -1642,6 +1642,11 @@ export interface components {
              */
             max_in_flight?: number | null;
             /**
+             * @description `none` (deliveries in parallel) or `fifo` (one at a time, in the order accepted, a
+             *     failing one blocking those behind it until it is delivered or dead).
+             */
+            ordering: components["schemas"]["ChannelOrdering"];
+            /**
              * Format: date-time
              * @description When the next probe may run, while open; while paused from open or half-open, the
              *     earliest its probe goes once resumed (a pause keeps it, a new URL makes it now).
@@ -1707,6 +1712,12 @@ export interface components {
              */
             updated_at: string;
         };
+        /**
+         * @description How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one at a time, in
+         *     the order accepted).
+         * @enum {string}
+         */
+        ChannelOrdering: "none" | "fifo";
         /** @description A channel with its circuit spelled out. */
         ChannelView: components["schemas"]["Channel"] & {
             /** @description Its circuit breaker. */
@@ -1849,7 +1860,8 @@ export interface components {
             floor: number;
             /**
              * Format: int32
-             * @description Its upper bound: the channel's `max_in_flight`, or the global ceiling.
+             * @description Its upper bound: the channel's `max_in_flight`, or the global ceiling; 1 for a `fifo`
+             *     channel.
              */
             ceiling: number;
         };
@@ -1902,6 +1914,12 @@ export interface components {
              * @description Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
              */
             max_in_flight?: number | null;
+            /**
+             * @description `none` (the default: deliveries in parallel) or `fifo`: one delivery at a time, in the
+             *     order accepted; a delivery that fails blocks the ones behind it until it is delivered or
+             *     dead (the circuit, pause and rate limit apply as usual; `max_in_flight` is then 1).
+             */
+            ordering?: components["schemas"]["ChannelOrdering"];
             /**
              * @description Event types the channel receives from `POST /api/v1/messages` (1 to 100): exact names,
              *     or prefix wildcards such as `invoice.*` (every type under `invoice.`); absent/null =
@@ -2730,6 +2748,13 @@ export interface components {
              * @description Concurrency ceiling (null = the global one).
              */
             max_in_flight?: number | null;
+            /**
+             * @description `none` or `fifo` (not null). Switching a channel with waiting deliveries to `fifo`: they
+             *     go one at a time, in the order accepted, from then on; deliveries already being sent
+             *     finish first (none starts until they have). Back to `none`: they go in parallel again
+             *     at once.
+             */
+            ordering?: components["schemas"]["ChannelOrdering"];
             /**
              * @description Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
              *     `null` clears the filter (every type).

@@ -205,7 +205,7 @@ pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Re
 /// gate's groups that are not parked themselves and not in `avoid` (group ids the caller knows
 /// cannot run a job now, e.g. channels under a `Retry-After` hold), the head of the first group of `prefer` (group
 /// ids, best first: the caller's ranking, e.g. the host circuit's healthiest channels) that has
-/// one, else the job first in fetch order (lowest priority number, then oldest `scheduled_at`,
+/// one (a fifo group's head is its oldest live job, [`crate::set_group_fifo`]), else the job first in fetch order (lowest priority number, then oldest `scheduled_at`,
 /// then id) of the other groups, becomes due now at `priority` (urgent), any
 /// other job of that group at or below `priority` goes back to normal priority, and the gate
 /// gets one probe slot **bound to that group**: while the gate is parked the fetch takes exactly
@@ -243,11 +243,22 @@ pub async fn wake_one_in_gate(
                 SELECT id, priority, scheduled_at FROM (
                     (SELECT id, priority, scheduled_at FROM jobs
                      WHERE group_id = g.group_id AND state = 'available' AND kind = $2
+                       AND NOT g.fifo
                      ORDER BY priority, scheduled_at, id LIMIT 1)
                     UNION ALL
                     (SELECT id, priority, scheduled_at FROM jobs
                      WHERE group_id = g.group_id AND state = 'scheduled' AND kind = $2
-                     ORDER BY priority, scheduled_at, id LIMIT 1)) u
+                       AND NOT g.fifo
+                     ORDER BY priority, scheduled_at, id LIMIT 1)
+                    UNION ALL
+                    -- A fifo group offers only its head (oldest live job), none while it
+                    -- executes: the fetch would take no other job of it.
+                    SELECT id, priority, scheduled_at FROM (
+                        SELECT id, priority, scheduled_at, state, kind FROM jobs
+                        WHERE group_id = g.group_id AND g.fifo
+                          AND state IN ('available', 'scheduled', 'executing') AND attempt >= 0
+                        ORDER BY id LIMIT 1) f
+                    WHERE f.state <> 'executing' AND f.kind = $2) u
                 ORDER BY priority, scheduled_at, id
                 LIMIT 1) j
             WHERE g.gate_key = $1 AND NOT g.parked AND NOT (g.group_id = ANY($6::uuid[]))

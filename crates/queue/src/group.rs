@@ -322,6 +322,44 @@ pub async fn parked_groups(exec: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
     )
 }
 
+/// Makes group `group_id` a fifo group (`fifo`), creating its row if it has none, or a plain one
+/// again. A fifo group runs one job at a time, in id order (the order of insertion): the fetch
+/// serves it only while its oldest live job (`available`, `scheduled` or `executing`) is
+/// available, and then takes that job and no other, so a job waiting for a retry or a snooze
+/// blocks every later one until it completes or is discarded (see [`crate::fetch`]). Its cap is
+/// 1 whatever its limits say.
+///
+/// Switching a group with a backlog: to fifo, its waiting jobs run from the next fetch on one
+/// at a time in id order, while jobs already executing finish in parallel (the cap of 1 holds
+/// the next job back until they have); back to plain, its waiting jobs are fetched in parallel
+/// again at once (its queues are woken). Returns whether the flag changed.
+pub async fn set_group_fifo(conn: &mut PgConnection, group_id: Uuid, fifo: bool) -> Result<bool> {
+    let changed = sqlx::query!(
+        "INSERT INTO job_groups (group_id, fifo) VALUES ($1, $2)
+         ON CONFLICT (group_id) DO UPDATE SET fifo = EXCLUDED.fifo
+         WHERE job_groups.fifo IS DISTINCT FROM EXCLUDED.fifo",
+        group_id,
+        fifo,
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        > 0;
+    if changed && !fifo {
+        let moved = sqlx::query_as!(
+            Moved,
+            r#"SELECT queue AS "queue!", count(*) AS "n!" FROM jobs
+             WHERE group_id = $1 AND state = 'available'
+             GROUP BY queue"#,
+            group_id,
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        notify_moved(&mut *conn, moved).await?;
+    }
+    Ok(changed)
+}
+
 /// Wakes exactly one waiting job of parked group `group_id` and `kind` as its probe: that job
 /// becomes due now at `priority` (urgent), any other urgent waiting job of the group goes back
 /// to normal priority, and the group gets one probe slot, so the fetch takes exactly one job of
@@ -339,19 +377,34 @@ pub async fn wake_one(
 ) -> Result<Option<(i64, serde_json::Value)>> {
     let row = sqlx::query!(
         r#"
-        WITH chosen AS (
+        WITH fifo AS (
+            SELECT EXISTS (SELECT 1 FROM job_groups WHERE group_id = $1 AND fifo) AS yes
+        ), plain AS (
             SELECT id FROM jobs
             WHERE group_id = $1 AND state IN ('available', 'scheduled') AND kind = $2
+              AND NOT (SELECT yes FROM fifo)
             ORDER BY priority, scheduled_at, id
             LIMIT 1
             FOR UPDATE SKIP LOCKED
+        ), head AS (
+            -- A fifo group: only its head (oldest live job) may go, so that is the probe, and
+            -- none while the head executes (the update below re-checks its state).
+            SELECT f.id FROM (
+                SELECT id, state, kind FROM jobs
+                WHERE group_id = $1 AND state IN ('available', 'scheduled', 'executing')
+                  AND attempt >= 0 AND (SELECT yes FROM fifo)
+                ORDER BY id
+                LIMIT 1) f
+            WHERE f.state <> 'executing' AND f.kind = $2
+        ), chosen AS (
+            SELECT id FROM plain UNION ALL SELECT id FROM head
         ), demoted AS (
             UPDATE jobs SET priority = $4
             WHERE group_id = $1 AND state IN ('available', 'scheduled') AND priority <= $3
               AND id NOT IN (SELECT id FROM chosen)
         )
         UPDATE jobs j SET state = 'available', priority = $3, scheduled_at = now()
-        FROM chosen WHERE j.id = chosen.id
+        FROM chosen WHERE j.id = chosen.id AND j.state IN ('available', 'scheduled')
         RETURNING j.id, j.args, j.queue
         "#,
         group_id,

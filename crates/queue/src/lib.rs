@@ -85,7 +85,8 @@ pub use gate::{
 pub use group::{
     adapt_limit, adapt_limits, backlog, define_group, ensure_group, group_state, lock_group,
     make_due, make_group_due_until, park_group, parked_count, parked_groups, release_group,
-    set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits, GroupState,
+    set_group_fifo, set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits,
+    GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outcome::{

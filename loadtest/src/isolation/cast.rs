@@ -57,8 +57,13 @@ impl Cast {
                 ("dead".to_string(), dead.url.clone())
             };
             dead_chs.push(
-                api.create_channel(&dead_tenants[i % o.dead_tenants], &name, &url)
-                    .await?,
+                api.create_channel_with(
+                    &dead_tenants[i % o.dead_tenants],
+                    &name,
+                    &url,
+                    serde_json::json!({ "ordering": o.dead_ordering.as_str() }),
+                )
+                .await?,
             );
         }
         let healthy_ch = api

@@ -33,7 +33,7 @@ mod summary;
 mod watch;
 
 pub use dead_host::{failures_to_open, host_budget};
-pub use options::Options;
+pub use options::{DeadOrdering, Options};
 pub(crate) use seen::ms_between;
 pub use seen::probes_allowed;
 pub use summary::print_summary;

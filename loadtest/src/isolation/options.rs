@@ -20,6 +20,9 @@ pub struct Options {
     pub dead_mode: DeadMode,
     /// With [`DeadMode::Slow`]: how long the dead endpoint takes to answer 200.
     pub slow: Duration,
+    /// The dead channels' `ordering`: with [`DeadOrdering::Fifo`] their backlog is blocked
+    /// behind its failing head instead of parked by the circuit alone.
+    pub dead_ordering: DeadOrdering,
     /// Healthy deliveries per second.
     pub rate: f64,
     /// Length of each stream (baseline and loaded).
@@ -52,6 +55,25 @@ impl Options {
     }
 }
 
+/// The `ordering` the dead channels are created with (the channel API's field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeadOrdering {
+    /// `"none"`: deliveries in parallel (the service's default).
+    None,
+    /// `"fifo"`: one at a time in the order accepted; the failing head blocks the backlog.
+    Fifo,
+}
+
+impl DeadOrdering {
+    /// The API's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeadOrdering::None => "none",
+            DeadOrdering::Fifo => "fifo",
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Self {
@@ -60,6 +82,7 @@ impl Default for Options {
             dead_tenants: 1,
             dead_mode: DeadMode::Timeout,
             slow: Duration::from_secs(2),
+            dead_ordering: DeadOrdering::None,
             rate: 50.0,
             duration: Duration::from_secs(60),
             drain_timeout: Duration::from_secs(60),

@@ -225,6 +225,7 @@ pub(super) fn build(
         "scenario": "isolation",
         "backlog": o.backlog,
         "dead_mode": o.dead_mode.as_str(),
+        "dead_ordering": o.dead_ordering.as_str(),
         "nodes": o.service.nodes,
         "tier": tier.as_str(),
         "rate_per_s": o.rate,

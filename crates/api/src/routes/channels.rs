@@ -186,7 +186,8 @@ struct ConcurrencyView {
     limit: u32,
     /// Its lower bound.
     floor: u32,
-    /// Its upper bound: the channel's `max_in_flight`, or the global ceiling.
+    /// Its upper bound: the channel's `max_in_flight`, or the global ceiling; 1 for a `fifo`
+    /// channel.
     ceiling: u32,
 }
 
@@ -253,9 +254,13 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
     let group = breakwater_queue::group_state(state.pool(), channel.id)
         .await
         .map_err(breakwater_core::Error::from)?;
-    let ceiling = channel
-        .max_in_flight
-        .map_or(limits.ceiling, |m| m.max(1) as u32);
+    // A fifo channel sends one delivery at a time, whatever its limits say.
+    let ceiling = match channel.ordering {
+        channels::DeliveryOrdering::Fifo => 1,
+        channels::DeliveryOrdering::None => channel
+            .max_in_flight
+            .map_or(limits.ceiling, |m| m.max(1) as u32),
+    };
     let floor = limits.floor.min(ceiling);
     let raw = group
         .as_ref()

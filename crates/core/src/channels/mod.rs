@@ -38,6 +38,27 @@ use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+// The `channels.ordering` column; `create` and `update` mirror it into the channel's job group
+// (`breakwater_queue::set_group_fifo`) in the same transaction.
+/// How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one at a time, in
+/// the order accepted).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+#[schema(as = ChannelOrdering)]
+pub enum DeliveryOrdering {
+    /// No order: deliveries run in parallel, up to the channel's adaptive concurrency limit,
+    /// and a failing one is retried while later ones go on.
+    #[default]
+    None,
+    /// First in, first out: one delivery at a time, in the order accepted; a delivery that
+    /// fails blocks the ones behind it (its retries included) until it is delivered or dead,
+    /// on every node. A resent or recovered delivery joins the back.
+    Fifo,
+}
+
 /// A channel as the API shows it. The signing secret is only shown at creation
 /// ([`CreatedChannel`]).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -88,6 +109,9 @@ pub struct Channel {
     /// Per-channel ceiling of the adaptive concurrency limit: most deliveries in flight at once,
     /// cluster-wide (null = `worker.channel_concurrency_ceiling`).
     pub max_in_flight: Option<i32>,
+    /// `none` (deliveries in parallel) or `fifo` (one at a time, in the order accepted, a
+    /// failing one blocking those behind it until it is delivered or dead).
+    pub ordering: DeliveryOrdering,
     /// When the next probe may run, while open; while paused from open or half-open, the
     /// earliest its probe goes once resumed (a pause keeps it, a new URL makes it now).
     pub next_probe_at: Option<DateTime<Utc>>,
@@ -146,7 +170,7 @@ impl Channel {
 
 const COLUMNS: &str = "id, tenant_id, name, url, host_key, rate_limit, event_types, filter, previous_secret_expires_at, \
     rate_limited_total, circuit_state, circuit_changed_at, \
-    consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, next_probe_at, probe_failures, \
+    consecutive_failures, failure_threshold, cooldown_ms, close_after_successes, trial_successes, max_in_flight, ordering, next_probe_at, probe_failures, \
     circuit_generation, retry_after_until, replay_dead_letters_on_close, replay_window_ms, last_failure_at, last_failure_reason, headers, auth, retry_policy, operator_hold, created_at, updated_at";
 
 /// A created channel with its signing secret, shown once.
@@ -203,6 +227,11 @@ pub struct NewChannel {
     /// Ceiling of the channel's adaptive concurrency, cluster-wide (null = the global one).
     #[schema(minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<i32>,
+    /// `none` (the default: deliveries in parallel) or `fifo`: one delivery at a time, in the
+    /// order accepted; a delivery that fails blocks the ones behind it until it is delivered or
+    /// dead (the circuit, pause and rate limit apply as usual; `max_in_flight` is then 1).
+    #[serde(default)]
+    pub ordering: DeliveryOrdering,
     /// Event types the channel receives from `POST /api/v1/messages` (1 to 100): exact names,
     /// or prefix wildcards such as `invoice.*` (every type under `invoice.`); absent/null =
     /// every type.
@@ -295,8 +324,10 @@ pub async fn create(
     let channel: Channel = sqlx::query_as(&format!(
         "INSERT INTO channels (id, tenant_id, name, url, signing_secret, failure_threshold, cooldown_ms,
                                replay_dead_letters_on_close, replay_window_ms, rate_limit, max_in_flight,
-                               event_types, close_after_successes, headers, auth, filter, retry_policy)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
+                               event_types, close_after_successes, headers, auth, filter, retry_policy,
+                               ordering)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 3600000), $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         RETURNING {COLUMNS}"
     ))
     .bind(Uuid::now_v7())
     .bind(tenant_id)
@@ -315,9 +346,13 @@ pub async fn create(
     .bind(auth.map(Json))
     .bind(&new.filter)
     .bind(retry_policy.map(Json))
+    .bind(new.ordering)
     .fetch_one(&mut *conn)
     .await?;
     breakwater_queue::define_group(&mut *conn, channel.id, Some(tenant_id)).await?;
+    if new.ordering == DeliveryOrdering::Fifo {
+        breakwater_queue::set_group_fifo(&mut *conn, channel.id, true).await?;
+    }
     let mut channel = channel;
     if let Some(key) = &new.host_key {
         crate::hosts::assign(&mut *conn, channel.id, key).await?;
@@ -390,6 +425,13 @@ pub struct ChannelPatch {
     #[serde(default, deserialize_with = "crate::patch::nullable")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<Option<i32>>,
+    /// `none` or `fifo` (not null). Switching a channel with waiting deliveries to `fifo`: they
+    /// go one at a time, in the order accepted, from then on; deliveries already being sent
+    /// finish first (none starts until they have). Back to `none`: they go in parallel again
+    /// at once.
+    #[serde(default, deserialize_with = "crate::patch::not_null")]
+    #[schema(value_type = DeliveryOrdering)]
+    pub ordering: Option<DeliveryOrdering>,
     /// Event types the channel receives from `POST /api/v1/messages` (1 to 100; exact match);
     /// `null` clears the filter (every type).
     #[serde(default, deserialize_with = "crate::patch::nullable")]
@@ -441,6 +483,7 @@ pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value
         "cooldown_ms": c.cooldown_ms,
         "close_after_successes": c.close_after_successes,
         "max_in_flight": c.max_in_flight,
+        "ordering": c.ordering,
         "event_types": c.event_types,
         "filter": c.filter,
         "replay_dead_letters_on_close": c.replay_dead_letters_on_close,
@@ -453,8 +496,8 @@ pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value
 /// tenant's), writing one `channel.updated` audit row by `actor` with the old and new values of
 /// what changed (none when nothing did). The row is read under its lock first, so the old values
 /// are exact. The circuit state is not touched here, but a new URL of an open channel brings its
-/// probe forward to now ([`crate::circuit::probe_new_endpoint`]); a new `max_in_flight` reaches
-/// the channel's job group in the same transaction.
+/// probe forward to now ([`crate::circuit::probe_new_endpoint`]); a new `max_in_flight` or
+/// `ordering` reaches the channel's job group in the same transaction.
 pub async fn update(
     conn: &mut PgConnection,
     tenant_id: Uuid,
@@ -516,6 +559,7 @@ pub async fn update(
             auth = $21,
             filter = CASE WHEN $22 THEN $23 ELSE filter END,
             retry_policy = CASE WHEN $24 THEN $25 ELSE retry_policy END,
+            ordering = coalesce($26, ordering),
             updated_at = now()
          WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
@@ -547,6 +591,7 @@ pub async fn update(
     .bind(patch.filter.clone().flatten())
     .bind(patch.retry_policy.is_some())
     .bind(retry_policy.map(Json))
+    .bind(patch.ordering)
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::NotFound("channel"))?;
@@ -557,6 +602,10 @@ pub async fn update(
     }
     if let Some(m) = patch.max_in_flight {
         breakwater_queue::set_max_in_flight(&mut *conn, channel.id, m).await?;
+    }
+    if channel.ordering != old.ordering {
+        let fifo = channel.ordering == DeliveryOrdering::Fifo;
+        breakwater_queue::set_group_fifo(&mut *conn, channel.id, fifo).await?;
     }
     if patch.rate_limit.is_some() {
         retime_rate_limited(conn, channel.id).await?;

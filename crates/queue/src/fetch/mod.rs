@@ -43,6 +43,17 @@ use uuid::Uuid;
 /// when its jobs are rescued. A **parked** group ([`crate::park_group`]) gives none of its jobs,
 /// except up to its `probe_slots` ([`crate::wake_one`]).
 ///
+/// **Fifo groups** ([`crate::set_group_fifo`]). A fifo group is served only while its *head*,
+/// its oldest live job by id (`available`, `scheduled` or `executing`; one entry of
+/// `jobs_group_order_idx`, read for fifo groups only), is available in this queue; then the fetch
+/// takes that job and no other, and its cap is 1. So a head waiting for a retry or a snooze, or
+/// executing, holds back every later job of the group, on every node: the group row's lock and
+/// the cap re-checked under it keep two fetches from taking two of its jobs, and a fetch whose
+/// snapshot still shows the head live takes nothing. A blocked fifo group costs a fetch its head
+/// entry and that one index probe, and is not served, counted in the turns, or reported
+/// 'waiting' (a head that waits is woken by its promotion; one that executes makes the group
+/// 'capped').
+///
 /// **Gates.** A group in a gate ([`crate::set_group_gate`]) is served only if its gate lets it
 /// too. A gate is **counted** only when it is parked ([`crate::park_gate`]) or capped (its
 /// `max_in_flight`, else `limits.gate_ceiling`; both optional): then the fetch locks its row

@@ -31,7 +31,9 @@ macro_rules! headrows_select {
         concat!(
             r#"    SELECT h.group_id, h.priority, h.scheduled_at,
            coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
-           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) AS cap,
+           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
+                 CASE WHEN g.fifo THEN 1 END) AS cap,
+           (g.fifo AND NOT coalesce(fh.state = 'available' AND fh.queue = $1, false)) AS fifo_blocked,
            g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
            x.probe_slots AS gate_probe_slots, x.probe_group,
            coalesce(x.max_in_flight, $7) AS gate_cap,
@@ -42,6 +44,14 @@ macro_rules! headrows_select {
     FROM heads h
     JOIN job_groups g ON g.group_id = h.group_id
     LEFT JOIN job_gates x ON x.gate_key = g.gate_key
+    -- A fifo group's head: its oldest live job (one entry of jobs_group_order_idx, which only
+    -- statements saying `attempt >= 0` can use; a one-time filter, not read for other groups).
+    LEFT JOIN LATERAL (
+        SELECT f.state, f.queue FROM jobs f
+        WHERE g.fifo AND f.group_id = h.group_id
+          AND f.state IN ('available', 'scheduled', 'executing') AND f.attempt >= 0
+        ORDER BY f.id
+        LIMIT 1) fh ON true
 "#
         )
     };
@@ -55,7 +65,7 @@ macro_rules! share_ranks {
         r#"           sum(in_flight) OVER (PARTITION BY share) AS share_load,
            row_number() OVER (PARTITION BY share ORDER BY priority, in_flight, scheduled_at) AS share_rank
     FROM headrows
-    WHERE (NOT parked OR probe_slots > 0)"#
+    WHERE (NOT parked OR probe_slots > 0) AND NOT fifo_blocked"#
     };
 }
 
@@ -66,16 +76,18 @@ macro_rules! share_ranks {
 macro_rules! lock_groups {
     ($columns:literal, $also:literal) => {
         concat!(
-            "    SELECT g.group_id, t.share, t.share_load, ",
+            "    SELECT g.group_id, g.fifo, t.share, t.share_load, ",
             $columns,
-            r#"           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6)) - g.in_flight,
+            r#"           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
+                       CASE WHEN g.fifo THEN 1 END) - g.in_flight,
                  CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
     FROM job_groups g
     JOIN turns t ON t.group_id = g.group_id
     WHERE (NOT g.parked OR g.probe_slots > 0)
 "#,
             $also,
-            r#"      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6))
+            r#"      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
+                              CASE WHEN g.fifo THEN 1 END)
     FOR UPDATE OF g SKIP LOCKED
 "#
         )
@@ -92,10 +104,21 @@ macro_rules! group_jobs {
             "                                            ORDER BY c.priority, c.scheduled_at, c.id) AS group_load\n",
             "    FROM ", $from, " ", $a, "\n",
             "    CROSS JOIN LATERAL (\n",
-            "        SELECT id, priority, scheduled_at FROM jobs\n",
-            "        WHERE group_id = ", $a, ".group_id AND state = 'available' AND queue = $1\n",
-            "        ORDER BY priority, scheduled_at, id\n",
-            "        LIMIT ", $a, ".room) c\n",
+            "        (SELECT id, priority, scheduled_at FROM jobs\n",
+            "         WHERE group_id = ", $a, ".group_id AND state = 'available' AND queue = $1\n",
+            "           AND NOT ", $a, ".fifo\n",
+            "         ORDER BY priority, scheduled_at, id\n",
+            "         LIMIT ", $a, ".room)\n",
+            "        UNION ALL\n",
+            "        -- A fifo group: its oldest live job, if that is available in this queue (the\n",
+            "        -- group row is locked, so no other fetch claims it meanwhile).\n",
+            "        SELECT id, priority, scheduled_at FROM (\n",
+            "            SELECT id, priority, scheduled_at, state, queue FROM jobs\n",
+            "            WHERE group_id = ", $a, ".group_id AND ", $a, ".fifo\n",
+            "              AND state IN ('available', 'scheduled', 'executing') AND attempt >= 0\n",
+            "            ORDER BY id\n",
+            "            LIMIT 1) f\n",
+            "        WHERE f.state = 'available' AND f.queue = $1) c\n",
             "    WHERE ", $a, ".room > 0\n",
             "    UNION ALL\n"
         )
@@ -271,7 +294,7 @@ pub(super) const FETCH: &str = concat!(
     -- The locked groups the fetch may take jobs of: without a counted gate, or with a locked
     -- gate that has room and, if it is parked, whose probe slot is unbound or bound to this
     -- group. slot_key: the gate the jobs taken here are counted in (jobs.gate_slot), or NULL.
-    SELECT l.group_id, l.share, l.share_load, l.gate_share_load, l.in_flight, l.gate_key,
+    SELECT l.group_id, l.fifo, l.share, l.share_load, l.gate_share_load, l.in_flight, l.gate_key,
            CASE WHEN l.counted THEN l.gate_key END AS slot_key,
            least(l.room, coalesce(x.room, l.room)) AS room, x.room AS gate_room
     FROM locked l
@@ -343,7 +366,9 @@ pub(super) const FETCH: &str = concat!(
 -- to it: a slot frees when one of their jobs finishes), whose gate it leaves at the gate's cap
 -- ('gate_capped', with the gate's key), or did not serve for another reason ('waiting': its
 -- row or its gate's row locked by another transaction, or past this fetch's limit). Groups in a parked group or gate are none of
--- these (unless a probe slot is left): only a release or a probe wakes them.
+-- these (unless a probe slot is left): only a release or a probe wakes them. Nor is a fifo group
+-- whose head waits (a retry, a rate-limit turn): the head's promotion wakes it; one whose head
+-- executes is 'capped' (its cap is 1).
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
        CASE WHEN h.gate_counted AND h.gate_in_flight::int8 + coalesce(q.n, 0) >= h.gate_cap
             THEN h.gate_key END,
@@ -356,6 +381,7 @@ FROM headrows h
 LEFT JOIN per_group c ON c.group_id = h.group_id
 LEFT JOIN per_gate q ON q.gate_key = h.gate_key
 WHERE NOT h.parked
+  AND (NOT h.fifo_blocked OR h.in_flight >= h.cap)
   AND (NOT h.gate_counted OR NOT h.gate_parked OR h.gate_probe_slots - coalesce(q.n, 0) > 0)
   AND (c.n IS NULL
        OR h.in_flight::int8 + c.n >= h.cap
@@ -381,7 +407,7 @@ pub(super) const FETCH_LEAN: &str = concat!(
     r#"), full_needed AS (
     SELECT EXISTS (
         SELECT 1 FROM headrows
-        WHERE gate_counted AND (NOT parked OR probe_slots > 0) AND in_flight < cap
+        WHERE gate_counted AND (NOT parked OR probe_slots > 0) AND NOT fifo_blocked AND in_flight < cap
           AND (gate_cap IS NULL OR gate_in_flight < gate_cap)
           AND (NOT gate_parked
                OR (gate_probe_slots > 0 AND (probe_group IS NULL OR probe_group = group_id)))
@@ -448,6 +474,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, h.group_id, NULL,
 FROM headrows h
 LEFT JOIN per_group c ON c.group_id = h.group_id
 WHERE NOT h.parked
+  AND (NOT h.fifo_blocked OR h.in_flight >= h.cap)
   AND (NOT h.gate_counted OR NOT h.gate_parked OR h.gate_probe_slots > 0)
   AND (c.n IS NULL
        OR h.in_flight::int8 + c.n >= h.cap

@@ -29,6 +29,7 @@ from .before_open import BeforeOpen
 from .channel import Channel
 from .channel_filter_type_0 import ChannelFilterType0
 from .channel_headers import ChannelHeaders
+from .channel_ordering import ChannelOrdering
 from .channel_view import ChannelView
 from .circuit_defaults import CircuitDefaults
 from .circuit_state import CircuitState
@@ -147,6 +148,7 @@ __all__ = (
     "Channel",
     "ChannelFilterType0",
     "ChannelHeaders",
+    "ChannelOrdering",
     "ChannelView",
     "CircuitDefaults",
     "CircuitState",

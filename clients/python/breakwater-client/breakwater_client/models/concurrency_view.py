@@ -19,7 +19,8 @@ class ConcurrencyView:
             its backlog.
         limit (int): The adaptive limit in force (it follows the endpoint's own latency), whole deliveries.
         floor (int): Its lower bound.
-        ceiling (int): Its upper bound: the channel's `max_in_flight`, or the global ceiling.
+        ceiling (int): Its upper bound: the channel's `max_in_flight`, or the global ceiling; 1 for a `fifo`
+            channel.
     """
 
     in_flight: int

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.channel_ordering import ChannelOrdering
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ class CreateChannel:
             (null = none). Example: 80/s.
         max_in_flight (int | None | Unset): Ceiling of the channel's adaptive concurrency, cluster-wide (null = the
             global one).
+        ordering (ChannelOrdering | Unset): How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one
+            at a time, in
+            the order accepted).
         event_types (list[str] | None | Unset): Event types the channel receives from `POST /api/v1/messages` (1 to
             100): exact names,
             or prefix wildcards such as `invoice.*` (every type under `invoice.`); absent/null =
@@ -76,6 +80,7 @@ class CreateChannel:
     replay_window_ms: int | None | Unset = UNSET
     rate_limit: None | str | Unset = UNSET
     max_in_flight: int | None | Unset = UNSET
+    ordering: ChannelOrdering | Unset = UNSET
     event_types: list[str] | None | Unset = UNSET
     headers: CreateChannelHeadersType0 | None | Unset = UNSET
     auth: AuthInputType0 | AuthInputType1 | AuthInputType2 | None | Unset = UNSET
@@ -135,6 +140,10 @@ class CreateChannel:
             max_in_flight = UNSET
         else:
             max_in_flight = self.max_in_flight
+
+        ordering: str | Unset = UNSET
+        if not isinstance(self.ordering, Unset):
+            ordering = self.ordering.value
 
         event_types: list[str] | None | Unset
         if isinstance(self.event_types, Unset):
@@ -204,6 +213,8 @@ class CreateChannel:
             field_dict["rate_limit"] = rate_limit
         if max_in_flight is not UNSET:
             field_dict["max_in_flight"] = max_in_flight
+        if ordering is not UNSET:
+            field_dict["ordering"] = ordering
         if event_types is not UNSET:
             field_dict["event_types"] = event_types
         if headers is not UNSET:
@@ -293,6 +304,13 @@ class CreateChannel:
             return cast(int | None | Unset, data)
 
         max_in_flight = _parse_max_in_flight(d.pop("max_in_flight", UNSET))
+
+        _ordering = d.pop("ordering", UNSET)
+        ordering: ChannelOrdering | Unset
+        if isinstance(_ordering, Unset):
+            ordering = UNSET
+        else:
+            ordering = ChannelOrdering(_ordering)
 
         def _parse_event_types(data: object) -> list[str] | None | Unset:
             if data is None:
@@ -405,6 +423,7 @@ class CreateChannel:
             replay_window_ms=replay_window_ms,
             rate_limit=rate_limit,
             max_in_flight=max_in_flight,
+            ordering=ordering,
             event_types=event_types,
             headers=headers,
             auth=auth,

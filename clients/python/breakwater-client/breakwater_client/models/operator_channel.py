@@ -8,6 +8,7 @@ from uuid import UUID
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.channel_ordering import ChannelOrdering
 from ..models.circuit_state import CircuitState
 from ..models.tier import Tier
 from ..types import UNSET, Unset
@@ -37,6 +38,9 @@ class OperatorChannel:
         consecutive_failures (int): Consecutive transient failures counted while closed.
         trial_successes (int): Successful probe deliveries so far in the current half-open run (meaningful while
             `half_open`).
+        ordering (ChannelOrdering): How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one at a
+            time, in
+            the order accepted).
         probe_failures (int): Failed probes in a row (the cooldown doubles with each).
         circuit_generation (int): Bumped by every transition.
         rate_limited_total (int): Deliveries held back by the rate limit so far.
@@ -95,6 +99,7 @@ class OperatorChannel:
     circuit_changed_at: datetime.datetime
     consecutive_failures: int
     trial_successes: int
+    ordering: ChannelOrdering
     probe_failures: int
     circuit_generation: int
     rate_limited_total: int
@@ -145,6 +150,8 @@ class OperatorChannel:
         consecutive_failures = self.consecutive_failures
 
         trial_successes = self.trial_successes
+
+        ordering = self.ordering.value
 
         probe_failures = self.probe_failures
 
@@ -298,6 +305,7 @@ class OperatorChannel:
                 "circuit_changed_at": circuit_changed_at,
                 "consecutive_failures": consecutive_failures,
                 "trial_successes": trial_successes,
+                "ordering": ordering,
                 "probe_failures": probe_failures,
                 "circuit_generation": circuit_generation,
                 "rate_limited_total": rate_limited_total,
@@ -370,6 +378,8 @@ class OperatorChannel:
         consecutive_failures = d.pop("consecutive_failures")
 
         trial_successes = d.pop("trial_successes")
+
+        ordering = ChannelOrdering(d.pop("ordering"))
 
         probe_failures = d.pop("probe_failures")
 
@@ -627,6 +637,7 @@ class OperatorChannel:
             circuit_changed_at=circuit_changed_at,
             consecutive_failures=consecutive_failures,
             trial_successes=trial_successes,
+            ordering=ordering,
             probe_failures=probe_failures,
             circuit_generation=circuit_generation,
             rate_limited_total=rate_limited_total,

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.channel_ordering import ChannelOrdering
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ class PatchChannel:
         rate_limit (None | str | Unset): Rate limit `N/s`, `N/m` or `N/h` (null removes it; applies at once to waiting
             deliveries). Example: 80/s.
         max_in_flight (int | None | Unset): Concurrency ceiling (null = the global one).
+        ordering (ChannelOrdering | Unset): How a channel's deliveries are ordered: `none` (in parallel) or `fifo` (one
+            at a time, in
+            the order accepted).
         event_types (list[str] | None | Unset): Event types the channel receives from `POST /api/v1/messages` (1 to 100;
             exact match);
             `null` clears the filter (every type).
@@ -58,6 +62,7 @@ class PatchChannel:
     replay_window_ms: int | Unset = UNSET
     rate_limit: None | str | Unset = UNSET
     max_in_flight: int | None | Unset = UNSET
+    ordering: ChannelOrdering | Unset = UNSET
     event_types: list[str] | None | Unset = UNSET
     headers: None | PatchChannelHeadersType0 | Unset = UNSET
     auth: AuthInputType0 | AuthInputType1 | AuthInputType2 | None | Unset = UNSET
@@ -113,6 +118,10 @@ class PatchChannel:
             max_in_flight = UNSET
         else:
             max_in_flight = self.max_in_flight
+
+        ordering: str | Unset = UNSET
+        if not isinstance(self.ordering, Unset):
+            ordering = self.ordering.value
 
         event_types: list[str] | None | Unset
         if isinstance(self.event_types, Unset):
@@ -180,6 +189,8 @@ class PatchChannel:
             field_dict["rate_limit"] = rate_limit
         if max_in_flight is not UNSET:
             field_dict["max_in_flight"] = max_in_flight
+        if ordering is not UNSET:
+            field_dict["ordering"] = ordering
         if event_types is not UNSET:
             field_dict["event_types"] = event_types
         if headers is not UNSET:
@@ -263,6 +274,13 @@ class PatchChannel:
             return cast(int | None | Unset, data)
 
         max_in_flight = _parse_max_in_flight(d.pop("max_in_flight", UNSET))
+
+        _ordering = d.pop("ordering", UNSET)
+        ordering: ChannelOrdering | Unset
+        if isinstance(_ordering, Unset):
+            ordering = UNSET
+        else:
+            ordering = ChannelOrdering(_ordering)
 
         def _parse_event_types(data: object) -> list[str] | None | Unset:
             if data is None:
@@ -375,6 +393,7 @@ class PatchChannel:
             replay_window_ms=replay_window_ms,
             rate_limit=rate_limit,
             max_in_flight=max_in_flight,
+            ordering=ordering,
             event_types=event_types,
             headers=headers,
             auth=auth,
