@@ -9,7 +9,10 @@
 //! [`Beginner`] instead: the requests that arrive while a statement runs go together in the
 //! next one ([`circuit::admit_and_begin_many`]), as results do in the recorder
 //! ([`crate::batch`]). A lone request is sent at once (no window): no latency is added at low
-//! load.
+//! load. Each queue (tier) has its own batcher ([`Beginners`]): a high-tier delivery never waits
+//! in line behind a bulk backlog's begins (measured: sharing one, the e2e test
+//! `limits::a_bulk_backlog_does_not_delay_the_high_tier` saw a bulk backlog overtake high-tier
+//! deliveries twice as often).
 //!
 //! Nothing about the meaning changes: each delivery is decided and written as it would be
 //! alone, and a delivery that is not a plain send ([`Begun::Other`]) takes the full path as
@@ -71,6 +74,39 @@ impl Beginner {
             .await
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// This node's begin batchers, one per queue, each started on first use.
+#[derive(Clone)]
+pub(crate) struct Beginners {
+    pool: PgPool,
+    by_queue: Arc<std::sync::Mutex<std::collections::HashMap<String, Beginner>>>,
+}
+
+impl Beginners {
+    /// No batcher yet; each queue's starts on `pool` at its first [`Beginners::begin`].
+    pub(crate) fn new(pool: PgPool) -> Self {
+        Self {
+            pool,
+            by_queue: Arc::default(),
+        }
+    }
+
+    /// [`Beginner::begin`] in `queue`'s batcher.
+    pub(crate) async fn begin(
+        &self,
+        queue: &str,
+        channel_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<Begun> {
+        let beginner = {
+            let mut map = self.by_queue.lock().expect("beginners lock poisoned");
+            map.entry(queue.to_string())
+                .or_insert_with(|| Beginner::start(self.pool.clone()))
+                .clone()
+        };
+        beginner.begin(channel_id, delivery_id).await
     }
 }
 

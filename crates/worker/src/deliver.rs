@@ -45,7 +45,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     // A plainly closed channel (the common case): admitted and begun in one statement.
     let begun = w
         .beginner
-        .begin(target.channel_id, target.delivery_id)
+        .begin(&job.queue, target.channel_id, target.delivery_id)
         .await?;
     let mut conn = match begun {
         Begun::Send {

@@ -89,7 +89,7 @@ pub async fn run_node(
             limits.clone(),
             cfg.record_batch(),
         ),
-        beginner: crate::begin::Beginner::start(pool.clone()),
+        beginner: crate::begin::Beginners::new(pool.clone()),
         stall: stall.clone(),
         connect_timeout: Duration::from_millis(cfg.connect_timeout_ms),
         request_timeout: Duration::from_millis(cfg.request_timeout_ms),

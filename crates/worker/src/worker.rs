@@ -33,8 +33,8 @@ pub(crate) struct Worker {
     pub(crate) limits: GroupLimits,
     /// This node's batch recorder of plain successes ([`crate::batch`]).
     pub(crate) recorder: crate::batch::Recorder,
-    /// This node's begin batcher ([`crate::begin`]).
-    pub(crate) beginner: crate::begin::Beginner,
+    /// This node's begin batchers, one per queue ([`crate::begin`]).
+    pub(crate) beginner: crate::begin::Beginners,
     /// This node's own stalls ([`crate::stall`]): what its request timeout and the judgement of
     /// a failed attempt discount.
     pub(crate) stall: crate::stall::StallWatch,
