@@ -303,26 +303,29 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
     let (_, high_key) = app.tenant("vip-co", "high").await;
     let bulk = app.channel(&bulk_key, "bulk").await;
     let high = app.channel(&high_key, "vip").await;
-    app.deliver_many(&bulk_key, bulk, 5_000).await;
+    const BULK: usize = 5_000;
+    app.deliver_many(&bulk_key, bulk, BULK).await;
 
+    // One high-tier delivery every 20 ms: most are sent while the bulk backlog drains.
     let sent_at = app
-        .stream(&high_key, high, 50, Duration::from_millis(40))
+        .stream(&high_key, high, 50, Duration::from_millis(20))
         .await;
     app.wait_received("vip", 50, Duration::from_secs(10)).await;
     let high_p95 = p95(app.latencies_ms("vip", &sent_at));
     let bulk_done = app.receiver.count("bulk");
-    // How many bulk deliveries arrived while each high-tier one waited (from its enqueue to its
-    // arrival), for those sent while at least 1 000 of the bulk backlog were left: behind the
-    // backlog, one would wait for all of what was left; beside it, only for what the bulk tier's
-    // own workers send in the moment a high-tier delivery takes. A count, not a time, so a loaded
-    // machine, which slows both tiers alike, does not move it much (an assertion on the p95 in ms
-    // failed once beside a parallel build).
+    // For each high-tier delivery sent while at least 1 000 of the bulk backlog were left: the
+    // share of what was left that arrived while it waited (from its enqueue to its arrival).
+    // Behind the backlog, one would wait for all of it (a share of 1); beside it, only for what
+    // the bulk tier's own workers send in the moment a high-tier delivery takes. A share, not a
+    // time, so a loaded machine, which slows both tiers alike, does not move it much (an
+    // assertion on the p95 in ms failed once beside a parallel build); and not a count either,
+    // which grows with the bulk tier's own speed (it failed once the bulk tier got faster).
     let bulk_at: Vec<Instant> = {
         let mut v: Vec<Instant> = app.receiver.received("bulk").iter().map(|r| r.at).collect();
         v.sort();
         v
     };
-    let mut overtaken: Vec<u128> = app
+    let mut shares: Vec<u128> = app
         .receiver
         .received("vip")
         .iter()
@@ -330,21 +333,26 @@ async fn a_bulk_backlog_does_not_delay_the_high_tier(pool: PgPool) {
             let sent = *sent_at.get(r.webhook_id.as_ref()?)?;
             let from = bulk_at.partition_point(|t| *t <= sent);
             let to = bulk_at.partition_point(|t| *t <= r.at);
-            (5_000 - from >= 1_000).then_some((to - from) as u128)
+            let left = BULK - from;
+            // In per mille of what was left.
+            (left >= 1_000).then_some(((to - from) * 1000 / left) as u128)
         })
         .collect();
-    overtaken.sort();
-    let measured = overtaken.len();
-    println!("high tier beside a 5000 bulk backlog: p95 {high_p95} ms; bulk delivered so far {bulk_done}; {measured} of 50 sent with at least 1000 bulk left");
+    shares.sort();
+    let measured = shares.len();
+    println!("high tier beside a {BULK} bulk backlog: p95 {high_p95} ms; bulk delivered so far {bulk_done}; {measured} of 50 sent with at least 1000 bulk left");
     assert!(
         measured >= 25,
         "only {measured} of 50 high-tier deliveries were sent while at least 1000 bulk ones waited: the test measured nothing"
     );
-    let overtaken_p95 = p95(overtaken);
-    println!("bulk deliveries that arrived while a high-tier one waited: p95 {overtaken_p95}");
+    let share_p95 = p95(shares);
+    println!("share of the bulk backlog left that arrived while a high-tier one waited: p95 {share_p95} per mille");
+    // Behind the backlog every one of them would see all of what was left arrive first
+    // (1000‰); beside it most overtake a good part of it. Measured at 115–701‰ (p95) on a
+    // loaded 2-core machine, debug build.
     assert!(
-        overtaken_p95 < 500,
-        "{overtaken_p95} bulk deliveries (p95) arrived while a high-tier one waited ({high_p95} ms): it waited behind the bulk backlog"
+        share_p95 < 800,
+        "{share_p95}‰ of the bulk backlog left (p95) arrived while a high-tier one waited ({high_p95} ms): it waited behind the bulk backlog"
     );
     let queues: Vec<String> = sqlx::query_scalar("SELECT DISTINCT queue FROM jobs ORDER BY queue")
         .fetch_all(&pool)
