@@ -66,6 +66,7 @@ mod gate;
 mod group;
 mod job;
 pub mod maintenance;
+mod outage;
 mod outcome;
 mod repair;
 pub mod runner;
@@ -88,6 +89,7 @@ pub use group::{
     set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
+pub use outage::{is_transient, outage_delay, OUTAGE_RETRY_CAP};
 pub use outcome::{
     cancel, complete, discard, finish_batch, hand_back, retry, snooze, Finish, RetryOutcome,
 };
