@@ -76,7 +76,7 @@ async fn set_standby(admin: &PgPool, name: Option<&str>) {
 }
 
 /// Makes every commit that writes WAL wait for [`ABSENT_STANDBY`], and returns once that is in
-/// force: a probe transaction (it takes a transaction id, so its commit writes WAL) is seen
+/// force: a probe transaction (it creates a table, so its commit writes WAL) is seen
 /// waiting. The probe stays waiting until [`release`].
 async fn hold_commits(admin: &PgPool, url: &str) -> tokio::task::JoinHandle<()> {
     set_standby(admin, Some(ABSENT_STANDBY)).await;
@@ -85,10 +85,10 @@ async fn hold_commits(admin: &PgPool, url: &str) -> tokio::task::JoinHandle<()> 
         let probe = tokio::spawn(async move {
             let mut c = PgConnection::connect(&url).await.expect("a probe session");
             let mut tx = c.begin().await.expect("BEGIN");
-            sqlx::query("SELECT pg_current_xact_id()")
+            sqlx::query("CREATE TEMPORARY TABLE probe (n int)")
                 .execute(&mut *tx)
                 .await
-                .expect("an xid");
+                .expect("a write");
             tx.commit().await.expect("the probe's COMMIT");
         });
         wait_until(
@@ -149,12 +149,10 @@ async fn every_acknowledgement_waits_for_the_synchronous_standby() {
         .connect(&pg.url)
         .await
         .expect("an admin pool");
-    // The throwaway server runs with synchronous_commit off; a replicated primary runs it on.
-    sqlx::query("ALTER SYSTEM SET synchronous_commit = 'on'")
-        .execute(&admin)
-        .await
-        .unwrap();
-    sqlx::query("SELECT pg_reload_conf()")
+    // The throwaway server runs with synchronous_commit off (on its command line); a replicated
+    // primary runs it on. A database's own setting wins over the command line, for sessions
+    // opened from now on: the nodes' and the probes'.
+    sqlx::query("ALTER DATABASE postgres SET synchronous_commit = 'on'")
         .execute(&admin)
         .await
         .unwrap();
