@@ -208,6 +208,16 @@ impl Node {
         self.exited
     }
 
+    /// Asserts that it still runs after `fault` (e.g. "the outage"), with its log's tail if not.
+    pub fn assert_survived(&mut self, fault: &str) {
+        assert!(
+            self.running(),
+            "{} died in {fault}:\n{}",
+            self.name,
+            self.tail(40)
+        );
+    }
+
     /// The last `n` lines of its log.
     pub fn tail(&self, n: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

@@ -80,13 +80,7 @@ async fn a_45_s_database_outage_under_load_adds_no_duplicate_and_loses_nothing()
     proxy.restore();
     let back_at = Instant::now();
     for w in [w1, w2] {
-        let node = c.node(w);
-        assert!(
-            node.running(),
-            "{} died in the outage:\n{}",
-            node.name,
-            node.tail(40)
-        );
+        c.node(w).assert_survived("the outage");
     }
 
     // No delivery may arrive twice: an empty set of deliveries allowed to.

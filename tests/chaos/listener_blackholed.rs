@@ -9,7 +9,6 @@
 
 use breakwater_e2e::proxy::Proxy;
 use breakwater_queue::{notify_queues, ListenConfig, Wakers};
-use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -66,12 +65,7 @@ async fn a_blackholed_listener_is_noticed_logged_and_replaced(pool: PgPool) {
     let _ = tracing::subscriber::set_global_default(subscriber);
 
     // The listener's pool reaches Postgres through the proxy; NOTIFY goes direct.
-    let proxy = Proxy::start(Proxy::upstream_of(&pool)).await;
-    let via_proxy = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(proxy.options(&pool))
-        .await
-        .expect("a pool through the proxy");
+    let (proxy, via_proxy) = Proxy::in_front_of(&pool, 2).await;
 
     let wakers = Wakers::default();
     let wake = wakers.get("q");

@@ -257,12 +257,7 @@ async fn with_key(pool: &PgPool, channel: Uuid, key: &str) -> Vec<Uuid> {
 async fn a_connection_lost_at_commit_answers_503_and_the_retry_with_its_key_settles_it(
     pool: PgPool,
 ) {
-    let proxy = Proxy::start(Proxy::upstream_of(&pool)).await;
-    let via_proxy = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(proxy.options(&pool))
-        .await
-        .expect("a pool through the proxy");
+    let (proxy, via_proxy) = Proxy::in_front_of(&pool, 2).await;
     let app = TestApp::spawn_role(via_proxy, Role::Api, |_| {}).await;
     let (_, key) = app.tenant("ambiguous", "default").await;
     let channel = app.channel(&key, "ok").await;
@@ -320,12 +315,7 @@ const CUT_AFTER_ANSWERS: Duration = Duration::from_secs(2);
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_result_known_during_an_outage_is_written_after_it_and_not_sent_again(pool: PgPool) {
-    let proxy = Proxy::start(Proxy::upstream_of(&pool)).await;
-    let via_proxy = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(proxy.options(&pool))
-        .await
-        .expect("a pool through the proxy");
+    let (proxy, via_proxy) = Proxy::in_front_of(&pool, 2).await;
     // The node (API and workers) reaches Postgres only through the proxy; the test reads it
     // directly.
     let app = TestApp::spawn_with(via_proxy, |_| {}).await;

@@ -75,6 +75,18 @@ impl Proxy {
         Proxy { port, shared }
     }
 
+    /// A proxy in front of `pool`'s server, and a pool of `max` connections on the same
+    /// database through it.
+    pub async fn in_front_of(pool: &sqlx::PgPool, max: u32) -> (Self, sqlx::PgPool) {
+        let proxy = Self::start(Self::upstream_of(pool)).await;
+        let via = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(max)
+            .connect_with(proxy.options(pool))
+            .await
+            .expect("a pool through the proxy");
+        (proxy, via)
+    }
+
     /// Connect options of `pool`'s database through this proxy.
     pub fn options(&self, pool: &sqlx::PgPool) -> sqlx::postgres::PgConnectOptions {
         (*pool.connect_options())
