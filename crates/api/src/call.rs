@@ -82,13 +82,16 @@ impl<K> Call<K> {
 /// every row lock the transaction took before it was still held to the lock timeout.
 ///
 /// **Every commit here is durable before it is answered** (issue 34). Each call that commits
-/// a `CallTx` answers 2xx only after that commit, and the commit always writes WAL: the
-/// statement before it assigns the transaction an id (`pg_current_xact_id()`), so even a
-/// transaction that only read — an idempotent repeat of an enqueue or a message, which finds
-/// the row the first call wrote — ends with a commit record, and with synchronous replication
-/// its `COMMIT` returns only once a standby has that record and so (WAL being in order)
-/// everything the answer speaks of. A read-only commit writes nothing and waits for nobody: an
-/// old primary could acknowledge a row that exists only on itself. The same statement lifts
+/// a `CallTx` answers 2xx only after that commit, and the transaction always writes WAL before
+/// it: the statement before the `COMMIT` emits a transactional logical-decoding message
+/// (`pg_logical_emit_message(true, 'breakwater.ack', '')`: a few bytes of WAL, no table, no
+/// lock, any role may). So even a transaction that only read — an idempotent repeat of an
+/// enqueue or a message, which finds the rows the first call wrote — commits with WAL of its
+/// own, and with synchronous replication its `COMMIT` returns only once a standby has that WAL
+/// and so (WAL being in order) everything the answer speaks of. A read-only commit writes
+/// nothing and waits for nobody: an old primary could acknowledge a row that exists only on
+/// itself. (A transaction id alone is not enough: Postgres skips the flush and the standby
+/// wait for a transaction whose only WAL is its commit record.) The same statement lifts
 /// `statement_timeout` for the commit: a synchronous wait cancelled by a timeout reports
 /// success for a commit no standby has, so a commit is never bounded that way. A `COMMIT`
 /// whose answer is lost (the connection dropped) is 503 with `Retry-After`
@@ -104,7 +107,7 @@ impl CallTx {
         sqlx::query(
             "SELECT set_config('lock_timeout', '0', true),
                     set_config('statement_timeout', '0', true),
-                    pg_current_xact_id()",
+                    pg_logical_emit_message(true, 'breakwater.ack', '')",
         )
         .execute(&mut *self.0)
         .await?;
