@@ -208,6 +208,16 @@ impl Node {
         self.exited
     }
 
+    /// Asserts that it still runs after `fault` (e.g. "the outage"), with its log's tail if not.
+    pub fn assert_survived(&mut self, fault: &str) {
+        assert!(
+            self.running(),
+            "{} died in {fault}:\n{}",
+            self.name,
+            self.tail(40)
+        );
+    }
+
     /// The last `n` lines of its log.
     pub fn tail(&self, n: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -262,6 +272,9 @@ pub struct Cluster {
     pub http: reqwest::Client,
     /// Per-scenario settings, over [`BASE_ENV`], for every node.
     env: Vec<(String, String)>,
+    /// Where nodes spawned from now on reach the database, if not directly
+    /// ([`Cluster::route_through`]).
+    node_db: Option<String>,
     artifacts: PathBuf,
     /// When the cluster started.
     pub started: Instant,
@@ -308,6 +321,7 @@ impl Cluster {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            node_db: None,
             artifacts,
             started,
         }
@@ -338,11 +352,9 @@ impl Cluster {
         // Its connections carry its name (`pg_stat_activity.application_name`), so that what it
         // still runs on the database can be seen ([`Cluster::wait_disconnected`],
         // [`Cluster::frozen_holding`]).
-        cmd.env(
-            "DATABASE_URL",
-            format!("{}?application_name={name}", self.pg.url),
-        )
-        .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
+        let db_url = self.node_db.as_deref().unwrap_or(&self.pg.url);
+        cmd.env("DATABASE_URL", format!("{db_url}?application_name={name}"))
+            .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
         for (k, v) in BASE_ENV {
             cmd.env(k, v);
         }
@@ -419,6 +431,23 @@ impl Cluster {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The database server's `host:port` (what a proxy in front of it forwards to).
+    pub fn pg_addr(&self) -> String {
+        breakwater_e2e::proxy::Proxy::upstream_of(&self.db)
+    }
+
+    /// Nodes spawned from now on reach the database through a proxy on loopback port `port`
+    /// (in front of [`Cluster::pg_addr`]); the cluster's own checks still go directly.
+    pub fn route_through(&mut self, port: u16) {
+        let direct = format!(":{}/", self.db.connect_options().get_port());
+        assert!(
+            self.pg.url.contains(&direct),
+            "{} names its port",
+            self.pg.url
+        );
+        self.node_db = Some(self.pg.url.replace(&direct, &format!(":{port}/")));
     }
 
     /// Node `i`.

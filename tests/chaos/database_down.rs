@@ -83,13 +83,7 @@ async fn postgres_down_while_results_are_written_loses_nothing_and_strands_nothi
         .collect();
     let in_flight: BTreeSet<Uuid> = executing.union(&during).copied().collect();
     for n in 0..2 {
-        let node = c.node(n);
-        assert!(
-            node.running(),
-            "{} died in the outage:\n{}",
-            node.name,
-            node.tail(40)
-        );
+        c.node(n).assert_survived("the outage");
     }
 
     let verdict = settle(

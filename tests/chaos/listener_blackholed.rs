@@ -7,89 +7,12 @@
 //! listener waited on the dead connection for good, silently, and wake-ups fell back to
 //! polling.
 
+use breakwater_e2e::proxy::Proxy;
 use breakwater_queue::{notify_queues, ListenConfig, Wakers};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
-
-/// A TCP proxy on loopback to `upstream` that can blackhole the connections it carries: after
-/// [`Proxy::blackhole`], the bytes of every connection opened before are read and dropped in
-/// both directions, and the sockets stay open (nothing tells either end); connections opened
-/// after it are forwarded.
-struct Proxy {
-    port: u16,
-    /// Connections numbered below this are blackholed.
-    cut_below: Arc<AtomicU64>,
-    /// Connections accepted so far.
-    accepted: Arc<AtomicU64>,
-}
-
-impl Proxy {
-    async fn start(upstream: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let cut_below = Arc::new(AtomicU64::new(0));
-        let accepted = Arc::new(AtomicU64::new(0));
-        let (cut, count) = (cut_below.clone(), accepted.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((client, _)) = listener.accept().await else {
-                    return;
-                };
-                let n = count.fetch_add(1, Ordering::SeqCst);
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    continue;
-                };
-                let (cr, cw) = client.into_split();
-                let (sr, sw) = server.into_split();
-                tokio::spawn(pump(cr, sw, n, cut.clone()));
-                tokio::spawn(pump(sr, cw, n, cut.clone()));
-            }
-        });
-        Proxy {
-            port,
-            cut_below,
-            accepted,
-        }
-    }
-
-    /// Blackholes every connection opened so far.
-    fn blackhole(&self) {
-        self.cut_below
-            .store(self.accepted.load(Ordering::SeqCst), Ordering::SeqCst);
-    }
-}
-
-/// Copies `from` to `to` until either ends; once connection `n` is cut, reads and drops.
-async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    n: u64,
-    cut_below: Arc<AtomicU64>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    while let Ok(read) = from.read(&mut buf).await {
-        if read == 0 {
-            break;
-        }
-        if n < cut_below.load(Ordering::SeqCst) {
-            // Blackholed: dropped, and the sockets stay open.
-            continue;
-        }
-        if to.write_all(&buf[..read]).await.is_err() {
-            break;
-        }
-    }
-    if n < cut_below.load(Ordering::SeqCst) {
-        // Keep the other half open too: a blackhole sends no FIN.
-        std::future::pending::<()>().await;
-    }
-}
 
 /// A `MakeWriter` that appends everything to a shared buffer.
 #[derive(Clone, Default)]
@@ -142,14 +65,7 @@ async fn a_blackholed_listener_is_noticed_logged_and_replaced(pool: PgPool) {
     let _ = tracing::subscriber::set_global_default(subscriber);
 
     // The listener's pool reaches Postgres through the proxy; NOTIFY goes direct.
-    let direct: PgConnectOptions = (*pool.connect_options()).clone();
-    let upstream = format!("{}:{}", direct.get_host(), direct.get_port());
-    let proxy = Proxy::start(upstream).await;
-    let via_proxy = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(direct.clone().host("127.0.0.1").port(proxy.port))
-        .await
-        .expect("a pool through the proxy");
+    let (proxy, via_proxy) = Proxy::in_front_of(&pool, 2).await;
 
     let wakers = Wakers::default();
     let wake = wakers.get("q");

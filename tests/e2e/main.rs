@@ -8,6 +8,7 @@ mod circuit;
 mod closing;
 mod delivery;
 mod delivery_events;
+mod durability;
 mod event_types;
 mod filters;
 mod headers;

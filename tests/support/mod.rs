@@ -22,6 +22,7 @@ pub mod gauge;
 pub mod http;
 pub mod nodes;
 pub mod probe;
+pub mod proxy;
 pub mod routes;
 pub mod wait;
 

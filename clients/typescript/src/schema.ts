@@ -2905,7 +2905,7 @@ export interface components {
              *     `schema_violation`, `forbidden`, `not_found`, `method_not_allowed`, `conflict`,
              *     `not_dead`,
              *     `quota_exceeded`, `payload_too_large`, `unsupported_media_type`, `rate_limited`,
-             *     `unavailable`, `not_ready`, `internal`.
+             *     `unavailable`, `commit_outcome_unknown`, `not_ready`, `internal`.
              * @example not_found
              */
             code: string;
@@ -3468,7 +3468,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The database could not serve the request in time (a row lock held elsewhere, a busy pool: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry after `Retry-After` seconds. */
+        /** @description The database could not serve the request in time (a row lock held elsewhere, a busy pool, the database unreachable: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry after `Retry-After` seconds. `commit_outcome_unknown`: the connection was lost while the request committed, so it may or may not have taken effect; retry it with the same `Idempotency-Key`. */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */

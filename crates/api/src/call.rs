@@ -80,17 +80,45 @@ impl<K> Call<K> {
 /// 503 for a healthy tenant's enqueue that waited for no row at all (seen in the isolation
 /// benchmark's timeout mode). The commit waits its turn instead, bounded by `statement_timeout`;
 /// every row lock the transaction took before it was still held to the lock timeout.
+///
+/// **Every commit here is durable before it is answered** (issue 34). Each call that commits
+/// a `CallTx` answers 2xx only after that commit, and the transaction always writes WAL before
+/// it: the statement before the `COMMIT` emits a transactional logical-decoding message
+/// (`pg_logical_emit_message(true, 'breakwater.ack', '')`: a few bytes of WAL, no table, no
+/// lock, any role may). So even a transaction that only read — an idempotent repeat of an
+/// enqueue or a message, which finds the rows the first call wrote — commits with WAL of its
+/// own, and with synchronous replication its `COMMIT` returns only once a standby has that WAL
+/// and so (WAL being in order) everything the answer speaks of. A read-only commit writes
+/// nothing and waits for nobody: an old primary could acknowledge a row that exists only on
+/// itself. (A transaction id alone is not enough: Postgres skips the flush and the standby
+/// wait for a transaction whose only WAL is its commit record.) The same statement lifts
+/// `statement_timeout` for the commit: a synchronous wait cancelled by a timeout reports
+/// success for a commit no standby has, so a commit is never bounded that way. A `COMMIT`
+/// whose answer is lost (the connection dropped) is 503 with `Retry-After`
+/// ([`ApiError::commit_unknown`]): it may or may not have happened, and the client's retry
+/// with its idempotency key finds out.
 pub(crate) struct CallTx(Transaction<'static, Postgres>);
 
 impl CallTx {
-    /// Commits, waiting for Postgres's commit-time locks (the notification queue's) however long
-    /// `statement_timeout` allows, not only `lock_timeout`.
+    /// Commits durably (type doc), waiting for Postgres's commit-time locks (the notification
+    /// queue's) and for synchronous standbys however long it takes; one statement before the
+    /// `COMMIT`, as before (it set only `lock_timeout`).
     pub(crate) async fn commit(mut self) -> Result<(), ApiError> {
-        sqlx::query("SET LOCAL lock_timeout = 0")
-            .execute(&mut *self.0)
-            .await?;
-        self.0.commit().await?;
-        Ok(())
+        sqlx::query(
+            "SELECT set_config('lock_timeout', '0', true),
+                    set_config('statement_timeout', '0', true),
+                    pg_logical_emit_message(true, 'breakwater.ack', '')",
+        )
+        .execute(&mut *self.0)
+        .await?;
+        self.0.commit().await.map_err(|e| match e {
+            // The server answered: the transaction rolled back, its cause says why.
+            sqlx::Error::Database(_) => ApiError::from(e),
+            lost => {
+                tracing::warn!(error = %lost, "the connection was lost during COMMIT: 503, outcome unknown");
+                ApiError::commit_unknown()
+            }
+        })
     }
 }
 

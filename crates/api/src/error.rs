@@ -49,7 +49,7 @@ pub(crate) struct Problem<'a> {
     /// `schema_violation`, `forbidden`, `not_found`, `method_not_allowed`, `conflict`,
     /// `not_dead`,
     /// `quota_exceeded`, `payload_too_large`, `unsupported_media_type`, `rate_limited`,
-    /// `unavailable`, `not_ready`, `internal`.
+    /// `unavailable`, `commit_outcome_unknown`, `not_ready`, `internal`.
     #[schema(example = "not_found")]
     code: &'a str,
     /// What the error is about, when it is about one value: a body field or its path in the
@@ -253,6 +253,12 @@ impl From<breakwater_core::Error> for ApiError {
                 tracing::warn!("no free database connection in time: 503");
                 ApiError::unavailable()
             }
+            // The database unreachable, restarting or failing over: nothing was committed
+            // (a lost `COMMIT` is [`ApiError::commit_unknown`], mapped where it happens).
+            other if other.is_transient() => {
+                tracing::warn!(error = %other, "database unavailable: 503");
+                ApiError::unavailable()
+            }
             other => ApiError::internal(other),
         }
     }
@@ -266,6 +272,23 @@ impl ApiError {
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             "the service is busy; nothing was changed, retry shortly",
+        );
+        e.headers.push((header::RETRY_AFTER, "1".into()));
+        e
+    }
+}
+
+impl ApiError {
+    /// 503 `commit_outcome_unknown` with `Retry-After: 1`: the connection to the database was
+    /// lost while the request's `COMMIT` was on its way, so it may or may not have taken effect
+    /// (issue 34). Retrying with the same `Idempotency-Key` is safe and tells: it answers the
+    /// first request's objects if it did, and creates them if it did not.
+    pub fn commit_unknown() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "commit_outcome_unknown",
+            "the connection to the database was lost while this request was committing; it may \
+             or may not have taken effect: retry it with the same Idempotency-Key",
         );
         e.headers.push((header::RETRY_AFTER, "1".into()));
         e

@@ -117,8 +117,10 @@ const SERVICE_UNAVAILABLE: ProblemResponse = ProblemResponse {
         "503",
         "ServiceUnavailable",
         "The database could not serve the request in time (a row lock held elsewhere, \
-        a busy pool: `unavailable`), or is unreachable (`not_ready`). Nothing was changed; retry \
-        after `Retry-After` seconds.",
+        a busy pool, the database unreachable: `unavailable`), or is unreachable (`not_ready`). \
+        Nothing was changed; retry after `Retry-After` seconds. `commit_outcome_unknown`: the \
+        connection was lost while the request committed, so it may or may not have taken \
+        effect; retry it with the same `Idempotency-Key`.",
     )
 };
 

@@ -79,6 +79,13 @@ impl From<breakwater_queue::Error> for Error {
 }
 
 impl Error {
+    /// Whether this is a database error that says the database could not be reached or the
+    /// statement was cut off by something that passes (an outage, a failover, a deadlock), so
+    /// the same work may succeed later unchanged ([`breakwater_queue::is_transient`]).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Database(e) if breakwater_queue::is_transient(e))
+    }
+
     /// An [`Error::Invalid`] for `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         Error::Invalid {

@@ -66,6 +66,7 @@ mod gate;
 mod group;
 mod job;
 pub mod maintenance;
+mod outage;
 mod outcome;
 mod repair;
 pub mod runner;
@@ -89,6 +90,7 @@ pub use group::{
     GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
+pub use outage::{is_transient, outage_delay, OUTAGE_RETRY_CAP};
 pub use outcome::{
     cancel, complete, discard, finish_batch, hand_back, retry, snooze, Finish, RetryOutcome,
 };

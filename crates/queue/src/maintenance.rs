@@ -15,6 +15,16 @@
 //!   upkeep loop that bound): a step that would wait longer fails and runs again next period;
 //! - the heartbeat runs in a task of its own on a connection of its own ([`beat`]), so no
 //!   upkeep step, however stuck, delays it.
+//!
+//! **A node judges others only from a continuous heartbeat of its own** (issue 34). During a
+//! database outage (or a failover, or while this node was frozen) no node can beat, so right
+//! after it every heartbeat is old: a rescuer that judged then would take the claims of nodes
+//! that are alive and already sent those requests. So each node's row keeps `beating_since`,
+//! when its current unbroken run of heartbeats began ([`heartbeat`]: a failed beat, or a gap
+//! longer than [`MaintenanceConfig::max_beat_gap`], starts a new run), and [`rescue`] takes
+//! nothing until the rescuer's own run is as long as the rescue horizon: by then every live
+//! node has beaten again, and only the silent ones look dead. A node that really died is still
+//! rescued, one horizon later than its death at the earliest, as before.
 
 use crate::outcome::millis;
 use crate::slots::try_lock_slots;
@@ -45,12 +55,20 @@ pub fn upkeep_pool(pool: &PgPool, max: u32) -> PgPool {
         .connect_lazy_with(opts)
 }
 
-/// Records that `node_id` is alive (database time).
-pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
+/// Records that `node_id` is alive (database time). Its run of heartbeats (`beating_since`,
+/// read by [`rescue`]) goes on if its previous beat is at most `max_gap` old, and starts anew
+/// otherwise: pass [`Duration::ZERO`] for a beat after a failed one (the node could not reach
+/// the database, so it may have missed what others did meanwhile), and
+/// [`MaintenanceConfig::max_beat_gap`] for a beat on time. A node's first beat starts a run.
+pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str, max_gap: Duration) -> Result<()> {
     sqlx::query!(
         "INSERT INTO queue_nodes (id) VALUES ($1)
-         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(),
+             beating_since = CASE
+                 WHEN queue_nodes.heartbeat_at >= now() - ($2::float8 * interval '1 millisecond')
+                 THEN queue_nodes.beating_since ELSE now() END",
         node_id,
+        millis(max_gap) as _,
     )
     .execute(exec)
     .await?;
@@ -61,8 +79,16 @@ pub async fn heartbeat(exec: impl PgExecutor<'_>, node_id: &str) -> Result<()> {
 /// connection of its own (opened from `pool`'s settings, never taken from the pool; reopened
 /// after an error), each beat bounded by `interval` (at least 1 s): nothing else the node runs
 /// — an upkeep step waiting for a lock, a pool with every connection busy — delays it, so a
-/// node looks alive exactly as long as it runs. Failures are logged and retried next period.
-pub async fn beat(pool: PgPool, node_id: String, interval: Duration, shutdown: CancellationToken) {
+/// node looks alive exactly as long as it runs. Failures are logged and retried next period;
+/// the first beat after a failure, and one more than `max_gap` after the previous, starts a new
+/// run of heartbeats ([`heartbeat`]), so this node rescues nothing for a rescue horizon.
+pub async fn beat(
+    pool: PgPool,
+    node_id: String,
+    interval: Duration,
+    max_gap: Duration,
+    shutdown: CancellationToken,
+) {
     let bound = interval.max(Duration::from_secs(1));
     let opts = (*pool.connect_options()).clone().options([
         ("lock_timeout", format!("{}ms", bound.as_millis())),
@@ -71,24 +97,30 @@ pub async fn beat(pool: PgPool, node_id: String, interval: Duration, shutdown: C
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut conn: Option<PgConnection> = None;
+    let mut failed = false;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {}
         }
+        let gap = if failed { Duration::ZERO } else { max_gap };
         let beaten = tokio::time::timeout(bound, async {
             if conn.is_none() {
                 conn = Some(PgConnection::connect_with(&opts).await?);
             }
-            heartbeat(conn.as_mut().expect("connected above"), &node_id).await
+            heartbeat(conn.as_mut().expect("connected above"), &node_id, gap).await
         })
         .await;
         let error = match beaten {
-            Ok(Ok(())) => continue,
+            Ok(Ok(())) => {
+                failed = false;
+                continue;
+            }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {} ms", bound.as_millis()),
         };
         tracing::warn!(error = %error, "heartbeat failed; reconnecting");
+        failed = true;
         conn = None;
     }
     if let Some(conn) = conn {
@@ -136,8 +168,10 @@ pub struct RescuePolicy {
     /// A node silent this long is presumed dead: its executing jobs are rescued.
     pub stale_after: Duration,
     /// A claim older than this is abandoned even if its node still heartbeats (a result that
-    /// could not be written, a run stuck past every timeout). Set it above the longest a run
-    /// may take; the claim token fences the late result of a run that was only slow.
+    /// could not be written, a run stuck past every timeout), counted from the later of the
+    /// claim and the start of its node's current run of heartbeats ([`rescue`]). Set it above
+    /// the longest a run may take; the claim token fences the late result of a run that was
+    /// only slow.
     pub max_run: Duration,
     /// The rescuing node: it never rescues its own claims (it knows which it still runs; see
     /// the runner), so a node waking from a freeze cannot take back jobs it is running.
@@ -149,6 +183,17 @@ pub struct RescuePolicy {
 /// `policy.max_run`: each becomes `available` again, or `discarded` if that run was its last
 /// attempt. The claim token is cleared, so the abandoned run's late result changes nothing.
 /// Returns how many jobs were rescued.
+///
+/// A run's age (against `policy.max_run`) counts from its claim or from the start of its
+/// node's current run of heartbeats, whichever is later: time its node spent unable to reach
+/// the database (an outage, a failover) is not held against it, so the result it kept through
+/// an outage is written, not refused (issue 34). (A claim of a node without a heartbeat row is
+/// rescued as that of a silent node.)
+///
+/// Takes nothing unless the rescuer's own run of heartbeats (`policy.own_node`'s
+/// `beating_since`, [`heartbeat`]) is at least `policy.stale_after` long (module doc): right
+/// after an outage, when every heartbeat is old, it waits until the live nodes have beaten
+/// again. A rescuer without a heartbeat row takes nothing.
 ///
 /// Waits for no live work (issue 31): the jobs and then their group and gate rows are locked
 /// `SKIP LOCKED` (in the order everyone uses: group rows, then gate rows); a job whose row, or
@@ -169,11 +214,19 @@ pub async fn rescue(conn: &mut sqlx::PgConnection, policy: &RescuePolicy) -> Res
         SELECT j.id, j.group_id, j.gate_slot FROM jobs j
         WHERE j.state = 'executing'
           AND j.attempted_by IS DISTINCT FROM $3
-          AND (j.attempted_at < now() - ($2::float8 * interval '1 millisecond')
-               OR NOT EXISTS (
+          AND EXISTS (
+              SELECT 1 FROM queue_nodes me
+              WHERE me.id = $3
+                AND me.beating_since <= now() - ($1::float8 * interval '1 millisecond'))
+          AND (NOT EXISTS (
                    SELECT 1 FROM queue_nodes n
                    WHERE n.id = j.attempted_by
-                     AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond')))
+                     AND n.heartbeat_at > now() - ($1::float8 * interval '1 millisecond'))
+               OR EXISTS (
+                   SELECT 1 FROM queue_nodes n
+                   WHERE n.id = j.attempted_by
+                     AND greatest(j.attempted_at, n.beating_since)
+                         < now() - ($2::float8 * interval '1 millisecond')))
         FOR UPDATE OF j SKIP LOCKED
         "#,
         millis(policy.stale_after) as _,
@@ -294,6 +347,18 @@ pub struct MaintenanceConfig {
     pub prune_interval: Duration,
 }
 
+impl MaintenanceConfig {
+    /// The longest silence between two of this node's beats that still counts as one unbroken
+    /// run of heartbeats ([`heartbeat`]): a beat's period plus the most a beat may take
+    /// ([`beat`]: the period, at least 1 s), but at most half of `rescue_after`, so a node
+    /// whose run goes on never saw a gap in which a live node's heartbeat could age past the
+    /// rescue horizon.
+    pub fn max_beat_gap(&self) -> Duration {
+        (self.heartbeat_interval + self.heartbeat_interval.max(Duration::from_secs(1)))
+            .min(self.rescue_after / 2)
+    }
+}
+
 /// Runs heartbeat, promotion, rescue and pruning until `shutdown`. Errors are logged and the
 /// step is tried again next period.
 ///
@@ -306,6 +371,7 @@ pub async fn run(pool: PgPool, cfg: MaintenanceConfig, shutdown: CancellationTok
         pool.clone(),
         cfg.node_id.clone(),
         cfg.heartbeat_interval,
+        cfg.max_beat_gap(),
         shutdown.clone(),
     ));
     let pool = upkeep_pool(&pool, 2);
@@ -343,8 +409,9 @@ async fn upkeep(pool: &PgPool, cfg: &MaintenanceConfig, shutdown: &CancellationT
                 let r = async {
                     let mut conn = pool.acquire().await?;
                     // Beat first: a node that was frozen past the rescue time is alive again
-                    // before it judges anyone else's.
-                    heartbeat(&mut *conn, &cfg.node_id).await?;
+                    // before it judges anyone else's, and its frozen gap starts a new run of
+                    // heartbeats, so it judges nobody for a rescue horizon.
+                    heartbeat(&mut *conn, &cfg.node_id, cfg.max_beat_gap()).await?;
                     rescue(&mut conn, &RescuePolicy {
                         stale_after: cfg.rescue_after,
                         max_run: cfg.max_run,

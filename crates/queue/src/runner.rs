@@ -231,15 +231,16 @@ async fn run_one<H: Handler>(
         // Record the failure, retrying with backoff while the database is unreachable: the job
         // must not stay `executing` (its own node never rescues it). The claim token fences
         // this if the job was rescued or handed back meanwhile.
-        let mut wait = Duration::from_millis(200);
+        let mut tries = 0;
         loop {
             match retry(pool, id, token, cfg.backoff.delay(attempt), &error).await {
                 Ok(_) => break,
                 Err(e) => {
+                    tries += 1;
+                    let wait = crate::outage_delay(tries);
                     tracing::warn!(job_id = id, error = %e, retry_in_ms = wait.as_millis() as u64,
                         "could not record the handler failure; trying again");
                     tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(10));
                 }
             }
         }

@@ -20,8 +20,8 @@ use uuid::Uuid;
 
 mod support;
 use support::{
-    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
-    spawn_nodes, uncapped, Counters,
+    assert_backlog_flows_on_finished_jobs, beating_for_a_day, drain_concurrently,
+    enqueue_round_robin, job, spawn_nodes, uncapped, Counters, BEAT_GAP,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -558,7 +558,7 @@ async fn a_group_moved_between_capped_gates_with_jobs_in_flight_keeps_every_coun
 async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
     let groups = gated_groups(&pool, "host-a", None, 2, 5).await;
     let lim = limits(Some(3));
-    heartbeat(&pool, "dead-node").await.unwrap();
+    heartbeat(&pool, "dead-node", BEAT_GAP).await.unwrap();
     let running = fetch(&pool, "q", "dead-node", 10, &lim).await.unwrap();
     assert_eq!(running.len(), 3, "the gate's cap");
     assert!(fetch(&pool, "q", "other", 10, &lim)
@@ -588,6 +588,7 @@ async fn rescue_and_delete_give_the_gate_its_slots_back(pool: PgPool) {
         max_run: Duration::from_secs(3600),
         own_node: "live".into(),
     };
+    beating_for_a_day(&pool, "live").await;
     assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 2);
     assert_eq!(gate_in_flight(&pool, "host-a").await, 0);
     assert_eq!(gate_in_flight(&pool, "host-b").await, 0);
@@ -1189,7 +1190,8 @@ async fn a_rescue_leaves_jobs_whose_gate_a_result_holds_and_takes_the_rest(pool:
     let held = result_in_progress(&pool, Some(gated[0]), Some("host-a")).await;
     let bounded = bounded_pool(&pool).await;
     let mut rescuer = bounded.acquire().await.unwrap();
-    heartbeat(&mut *rescuer, "alive").await.unwrap();
+    heartbeat(&mut *rescuer, "alive", BEAT_GAP).await.unwrap();
+    beating_for_a_day(&pool, "alive").await;
     let policy = RescuePolicy {
         stale_after: Duration::from_secs(60),
         max_run: Duration::from_secs(3600),

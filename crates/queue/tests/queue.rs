@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 mod support;
 use support::{
-    assert_backlog_flows_on_finished_jobs, drain_concurrently, enqueue_round_robin, job,
-    spawn_nodes, uncapped, Counters,
+    assert_backlog_flows_on_finished_jobs, beating_for_a_day, drain_concurrently,
+    enqueue_round_robin, job, spawn_nodes, uncapped, Counters, BEAT_GAP,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -326,8 +326,8 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     let mut conn = pool.acquire().await.unwrap();
     let a = enqueue(&mut conn, &job(1)).await.unwrap().unwrap();
     let b = enqueue(&mut conn, &job(2)).await.unwrap().unwrap();
-    heartbeat(&pool, "dead-node").await.unwrap();
-    heartbeat(&pool, "live-node").await.unwrap();
+    heartbeat(&pool, "dead-node", BEAT_GAP).await.unwrap();
+    heartbeat(&pool, "live-node", BEAT_GAP).await.unwrap();
     let ja = fetch(&pool, "q", "dead-node", 1, &uncapped())
         .await
         .unwrap()
@@ -347,7 +347,7 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
     .execute(&pool)
     .await
     .unwrap();
-    heartbeat(&pool, "live-node").await.unwrap();
+    beating_for_a_day(&pool, "live-node").await;
     let policy = |own: &str| RescuePolicy {
         stale_after: Duration::from_secs(30),
         max_run: Duration::from_secs(3600),
@@ -397,7 +397,8 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
         .execute(&pool)
         .await
         .unwrap();
-    heartbeat(&pool, "live-node").await.unwrap();
+    heartbeat(&pool, "live-node", BEAT_GAP).await.unwrap();
+    beating_for_a_day(&pool, "other-node").await;
     assert_eq!(rescue(&mut conn, &policy("other-node")).await.unwrap(), 1);
     assert_eq!(state_of(&pool, old_claim).await.0, "available");
     assert!(
@@ -409,6 +410,76 @@ async fn rescue_frees_jobs_of_silent_nodes_only_and_fences_late_results(pool: Pg
         .execute(&pool)
         .await
         .unwrap();
+}
+
+/// Moves the database's view of the past: every node's heartbeat and run of heartbeats `secs`
+/// seconds earlier (as if that much time had gone by since).
+async fn age_nodes(pool: &PgPool, secs: i32, only: Option<&str>) {
+    sqlx::query(
+        "UPDATE queue_nodes SET heartbeat_at = heartbeat_at - make_interval(secs => $1),
+                beating_since = beating_since - make_interval(secs => $1)
+         WHERE $2::text IS NULL OR id = $2",
+    )
+    .bind(f64::from(secs))
+    .bind(only)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn after_an_outage_rescue_waits_until_its_own_heartbeat_ran_a_whole_horizon(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let id = enqueue(&mut conn, &job(1)).await.unwrap().unwrap();
+    // Two nodes that have run for a day; "busy" holds the job.
+    beating_for_a_day(&pool, "rescuer").await;
+    beating_for_a_day(&pool, "busy").await;
+    let claimed = fetch(&pool, "q", "busy", 1, &uncapped()).await.unwrap();
+    assert_eq!(claimed[0].id, id);
+    let policy = RescuePolicy {
+        stale_after: Duration::from_secs(30),
+        max_run: Duration::from_secs(3600),
+        own_node: "rescuer".into(),
+    };
+
+    // A 45 s database outage: nobody could beat. The rescuer is back first and beats (its
+    // 45 s gap breaks its run), then judges: "busy"'s heartbeat is 45 s old, but "busy" is
+    // alive and its request went out; nothing may be taken from it.
+    age_nodes(&pool, 45, None).await;
+    heartbeat(&pool, "rescuer", BEAT_GAP).await.unwrap();
+    assert_eq!(
+        rescue(&mut conn, &policy).await.unwrap(),
+        0,
+        "rescued a live node's claim right after an outage"
+    );
+    assert_eq!(state_of(&pool, id).await.0, "executing");
+    // Beats on time go on with the new run; a failed beat (max_gap zero) starts another.
+    age_nodes(&pool, 5, Some("rescuer")).await;
+    heartbeat(&pool, "rescuer", BEAT_GAP).await.unwrap();
+    assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 0);
+
+    // "busy" really died: it never beats again. Once the rescuer's own run is a whole horizon
+    // long (26 s more of beats on time), "busy" is judged dead and its job rescued, as before.
+    age_nodes(&pool, 26, Some("rescuer")).await;
+    heartbeat(&pool, "rescuer", Duration::ZERO).await.unwrap();
+    assert_eq!(
+        rescue(&mut conn, &policy).await.unwrap(),
+        0,
+        "a beat after a failed one starts a new run"
+    );
+    age_nodes(&pool, 31, Some("rescuer")).await;
+    heartbeat(&pool, "rescuer", BEAT_GAP).await.unwrap();
+    assert_eq!(
+        rescue(&mut conn, &policy).await.unwrap(),
+        0,
+        "a gap of 31 s between beats breaks the run too"
+    );
+    for _ in 0..4 {
+        age_nodes(&pool, 8, Some("rescuer")).await;
+        heartbeat(&pool, "rescuer", BEAT_GAP).await.unwrap();
+    }
+    assert_eq!(rescue(&mut conn, &policy).await.unwrap(), 1);
+    assert_eq!(state_of(&pool, id).await.0, "available");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -576,7 +647,7 @@ async fn the_cap_holds_across_three_nodes(pool: PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn runner_runs_everything_and_shutdown_hands_back_unfinished_jobs(pool: PgPool) {
     let mut conn = pool.acquire().await.unwrap();
-    heartbeat(&pool, "runner-node").await.unwrap();
+    heartbeat(&pool, "runner-node", BEAT_GAP).await.unwrap();
     enqueue_many(&mut conn, &(0..8).map(job).collect::<Vec<_>>())
         .await
         .unwrap();

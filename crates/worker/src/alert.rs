@@ -219,26 +219,31 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         return Ok(());
     }
     match class {
-        Class::Success => {
-            breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
-        }
         Class::Transient => {
-            tracing::warn!(%tenant_id, %error, attempt = job.attempt, "alert delivery failed; will retry");
-            breakwater_queue::retry(
-                &w.pool,
-                job.id,
-                job.claim_token,
-                w.backoff.delay(job.attempt),
-                &error,
-            )
-            .await?;
+            tracing::warn!(%tenant_id, %error, attempt = job.attempt, "alert delivery failed; will retry")
         }
         Class::Permanent => {
-            tracing::warn!(%tenant_id, %error, "alert endpoint refused the alert; giving up");
-            breakwater_queue::discard(&w.pool, job.id, job.claim_token, &error).await?;
+            tracing::warn!(%tenant_id, %error, "alert endpoint refused the alert; giving up")
         }
+        Class::Success => {}
     }
-    Ok(())
+    // The endpoint answered: the result is kept until written (issue 34), not sent again.
+    let delay = w.backoff.delay(job.attempt);
+    crate::keep::until_recorded("the alert's result", || async {
+        match class {
+            Class::Success => {
+                breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
+            }
+            Class::Transient => {
+                breakwater_queue::retry(&w.pool, job.id, job.claim_token, delay, &error).await?;
+            }
+            Class::Permanent => {
+                breakwater_queue::discard(&w.pool, job.id, job.claim_token, &error).await?;
+            }
+        }
+        Ok::<(), breakwater_core::Error>(())
+    })
+    .await
 }
 
 /// Sends one alert: the same signed request as a delivery ([`request::post`]), signed with the

@@ -30,9 +30,18 @@
 //! `(flushers + 1) × max` (the queue holds at most `max`), fewer than its pools' concurrency at
 //! the defaults: that is the bound on the duplicates batching can add.
 //!
-//! A batch that fails (the database unreachable, a deadlock) is rolled back whole and tried
-//! again up to [`WRITE_TRIES`] times; then each of its handlers gets the error, and the runner
-//! retries their jobs as for any handler error.
+//! **A batch the database cannot take now** (unreachable, failing over, a deadlock:
+//! [`breakwater_core::Error::is_transient`]) is rolled back whole and kept
+//! ([`crate::keep::until_recorded`]): written again after [`breakwater_queue::outage_delay`]
+//! (doubling, capped at [`breakwater_queue::OUTAGE_RETRY_CAP`], jittered), however long the
+//! outage, each row still
+//! fenced by its claim token (a claim rescued meanwhile is refused and its result dropped, as
+//! always). Its endpoints have answered, so giving the result up would send the deliveries
+//! again (issue 34). What this keeps in memory is bounded by the pools' concurrency: each kept
+//! result holds its handler, and so its pool slot, until written, so a node holds at most as
+//! many as it runs handlers (and it fetches nothing new while the database is away anyway).
+//! A batch that fails otherwise is tried again up to [`WRITE_TRIES`] times; then each of its
+//! handlers gets the error, and the runner retries their jobs as for any handler error.
 
 use breakwater_core::circuit::AttemptResult;
 use breakwater_core::deliveries::{self, Dispatch, Status, Success, SuccessRecorded};
@@ -204,21 +213,12 @@ impl Flush<Pending> for Writer {
 }
 
 impl Writer {
-    /// Writes `batch` (trying again on failure, [`WRITE_TRIES`]) and answers each of its
-    /// handlers.
+    /// Writes `batch` and answers each of its handlers: kept and tried again until written
+    /// while the database cannot take it ([`crate::keep::until_recorded`], module doc), else
+    /// tried [`WRITE_TRIES`] times ([`Writer::write_tried`]).
     async fn write_and_reply(&self, batch: Vec<Pending>) {
-        let mut tries = 0;
-        let written = loop {
-            tries += 1;
-            match self.write(&batch).await {
-                Ok(written) => break Ok(written),
-                Err(e) if tries < WRITE_TRIES => {
-                    tracing::warn!(results = batch.len(), error = %e, "writing a batch of results failed; trying again");
-                    tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
-                }
-                Err(e) => break Err(e),
-            }
-        };
+        let written =
+            crate::keep::until_recorded("a batch of results", || self.write_tried(&batch)).await;
         match written {
             Ok(mut written) => {
                 for p in batch {
@@ -231,6 +231,23 @@ impl Writer {
                 for p in batch {
                     let _ = p.reply.send(Err(Error::Unrecorded(text.clone())));
                 }
+            }
+        }
+    }
+
+    /// [`Writer::write`], tried again up to [`WRITE_TRIES`] times in all when it fails for
+    /// another reason than the database being unreachable (which is returned at once, for the
+    /// caller to keep the batch).
+    async fn write_tried(&self, batch: &[Pending]) -> Result<HashMap<Uuid, SuccessRecorded>> {
+        let mut tries = 1;
+        loop {
+            match self.write(batch).await {
+                Err(e) if !e.is_transient() && tries < WRITE_TRIES => {
+                    tracing::warn!(results = batch.len(), error = %e, "writing a batch of results failed; trying again");
+                    tokio::time::sleep(Duration::from_millis(20 * u64::from(tries))).await;
+                    tries += 1;
+                }
+                done => return done,
             }
         }
     }

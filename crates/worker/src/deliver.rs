@@ -293,12 +293,19 @@ async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
     }
 }
 
+/// Records the attempt's result ([`record_once`]), kept and tried again while the database
+/// cannot take it ([`crate::keep::until_recorded`], issue 34): the endpoint has answered, so
+/// the job must not run again for want of a write.
+async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
+    crate::keep::until_recorded("the attempt's result", || record_once(w, job, a, &at)).await
+}
+
 /// Records the result in one transaction: the attempt, the delivery's status and the circuits
 /// ([`circuit::after_attempt`], which takes the locks in their order), the channel's adaptive
 /// concurrency limit, and last the job (which releases its slot); then, once committed, the
 /// metrics. If the job's claim was lost (this run was rescued), the job update changes nothing
 /// and everything is rolled back.
-async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
+async fn record_once(w: &Worker, job: &Job, a: &Admitted, at: &Attempted) -> Result<()> {
     let error_text = describe(&at.sent);
     let result = AttemptResult {
         dispatch: &at.d,
@@ -318,7 +325,7 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
         return inconclusive(w, job, &result).await;
     }
     if result.moves_nothing() {
-        return record_in_batch(w, job, &at, &result).await;
+        return record_in_batch(w, job, at, &result).await;
     }
     let mut tx = w.pool.begin().await?;
     let after = circuit::after_attempt(&mut tx, &result, &w.circuit, &w.hosts, w.max_attempts);

@@ -14,7 +14,8 @@
 //! `observe`, which wraps `request::send`; `request` takes OAuth2 tokens from `oauth2`, which
 //! sends through the client of `http` (a leaf). `stall` (a leaf) watches the node's own stalls: the
 //! request timeout counts running time, and a failure the node's stall explains is
-//! inconclusive, not the endpoint's.
+//! inconclusive, not the endpoint's. `keep` (a leaf) keeps a result the node already has until
+//! the database takes it, through an outage (`deliver`, `alert` and the `batch` recorder).
 
 mod alert;
 mod batch;
@@ -24,6 +25,7 @@ mod deliver;
 mod handler;
 mod host_probe;
 mod http;
+mod keep;
 mod node;
 mod oauth2;
 mod observe;

@@ -107,7 +107,7 @@ pub async fn run_node(
         Err(e) => tracing::warn!(error = %e, "keying channels by host failed"),
     }
     // Heartbeat before the first fetch, so no other node's rescuer mistakes our jobs for orphans.
-    maintenance::heartbeat(&pool, &node_id)
+    maintenance::heartbeat(&pool, &node_id, Duration::ZERO)
         .await
         .map_err(|e| format!("first heartbeat failed: {e}"))?;
 

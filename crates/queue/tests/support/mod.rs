@@ -230,3 +230,20 @@ where
     }
     all
 }
+
+/// The `max_gap` of a beat on time in these tests ([`breakwater_queue::maintenance::heartbeat`]).
+pub const BEAT_GAP: Duration = Duration::from_secs(10);
+
+/// Makes `node` a node that has beaten without a break for a day (heartbeat now, its run of
+/// heartbeats a day old): a rescuer that may judge others at once.
+pub async fn beating_for_a_day(pool: &PgPool, node: &str) {
+    sqlx::query(
+        "INSERT INTO queue_nodes (id, beating_since) VALUES ($1, now() - interval '1 day')
+         ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(),
+             beating_since = now() - interval '1 day'",
+    )
+    .bind(node)
+    .execute(pool)
+    .await
+    .expect("a long-beating node");
+}

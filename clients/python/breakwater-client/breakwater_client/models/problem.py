@@ -31,7 +31,7 @@ class Problem:
             `schema_violation`, `forbidden`, `not_found`, `method_not_allowed`, `conflict`,
             `not_dead`,
             `quota_exceeded`, `payload_too_large`, `unsupported_media_type`, `rate_limited`,
-            `unavailable`, `not_ready`, `internal`. Example: not_found.
+            `unavailable`, `commit_outcome_unknown`, `not_ready`, `internal`. Example: not_found.
         field (None | str | Unset): What the error is about, when it is about one value: a body field or its path in the
             body (`url`, `deliveries[3].event_type`), a path parameter (`id`) or a query parameter
             (`tenant_id`).
