@@ -103,7 +103,8 @@ render() { # template output node
 start_etcd() {
   alive "$dir/etcd.pid" >/dev/null && return 0
   mkdir -p "$dir/etcd"
-  # Plain HTTP on loopback; peers and clients need TLS on a network.
+  # Plain HTTP on loopback; peers and clients need TLS on a network. The v2 API is what Patroni
+  # uses (patroni.yml.in says why).
   etcd --name etcd1 --data-dir "$dir/etcd/data" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" \
     --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -111,6 +112,7 @@ start_etcd() {
     --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
     --initial-cluster "etcd1=http://127.0.0.1:$etcd_peer" \
     --initial-cluster-state new \
+    --enable-v2=true \
     >"$dir/etcd/etcd.log" 2>&1 </dev/null &
   echo $! >"$dir/etcd.pid"
   for _ in $(seq 1 100); do

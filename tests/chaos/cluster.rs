@@ -434,18 +434,19 @@ impl Cluster {
                     .is_ok_and(|r| r.status().is_success()),
                 None => true,
             };
-            let ready = api_ready && (!role.worker() || {
-                let id: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM queue_nodes WHERE id ~ ('-' || $1 || '-[0-9a-f]{8}$')",
-                )
-                .bind(pid.to_string())
-                .fetch_optional(&self.db)
-                .await
-                .expect("reading queue_nodes");
-                let found = id.is_some();
-                self.nodes[i].node_id = id;
-                found
-            });
+            let ready = api_ready
+                && (!role.worker() || {
+                    let id: Option<String> = sqlx::query_scalar(
+                        "SELECT id FROM queue_nodes WHERE id ~ ('-' || $1 || '-[0-9a-f]{8}$')",
+                    )
+                    .bind(pid.to_string())
+                    .fetch_optional(&self.db)
+                    .await
+                    .expect("reading queue_nodes");
+                    let found = id.is_some();
+                    self.nodes[i].node_id = id;
+                    found
+                });
             if ready {
                 return;
             }

@@ -113,7 +113,7 @@ impl std::fmt::Display for Figures {
 }
 
 /// A scenario under way: the topology, the nodes, the producer, what was executing at each
-/// fault and when each fault struck.
+/// fault, when each fault struck and when writes were back after it.
 struct Run {
     producer: Option<Producer>,
     /// Dropped before the topology (fields drop in order): the nodes stop first.
@@ -122,6 +122,9 @@ struct Run {
     target: Target,
     executing: BTreeSet<Uuid>,
     faults: Vec<Instant>,
+    /// When writes were back after each fault (for the last one, the argument of
+    /// [`Run::finish`]).
+    backs: Vec<Instant>,
 }
 
 impl Run {
@@ -170,6 +173,7 @@ impl Run {
             target,
             executing: BTreeSet::new(),
             faults: Vec::new(),
+            backs: Vec::new(),
         }
     }
 
@@ -250,13 +254,20 @@ impl Run {
             let id: Uuid = r.webhook_id.as_deref()?.parse().ok()?;
             Some(aliases.get(&id).copied().unwrap_or(id))
         };
-        // In flight at the fault: executing just before a fault, or sent while writes were out
-        // (claimed before it: no claim commits while writes are out).
+        // In flight at a fault: executing just before it, or sent from then until writes were
+        // back (claimed before it: no claim commits while writes are out).
+        self.backs.push(writes_back);
+        let windows: Vec<(Instant, Instant)> = self
+            .faults
+            .iter()
+            .copied()
+            .zip(self.backs.iter().copied())
+            .collect();
         let mut in_flight = self.executing.clone();
         in_flight.extend(
             received
                 .iter()
-                .filter(|r| r.at >= first_fault && r.at <= writes_back)
+                .filter(|r| windows.iter().any(|(f, b)| r.at >= *f && r.at <= *b))
                 .filter_map(delivery_of),
         );
         let duplicated: Vec<Uuid> = copies
@@ -339,8 +350,11 @@ async fn sync_standby_then_primary_killed() {
     let primary = run.primary().await;
     let standby = run.ha.sync_standby().await.expect("a synchronous standby");
     run.strike("kill-node", &standby).await;
+    // Patroni names the third node synchronous standby; until then commits wait.
+    let back = run.ha.wait_writes(WRITES_TIMEOUT).await;
+    run.backs.push(back);
     // The fault's script: the primary goes 10 s after its standby.
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(run.faults[0].elapsed())).await;
     run.strike("kill-node", &primary).await;
     // The third node, synchronous standby since the first kill, takes over; in strict mode it
     // acknowledges nothing until a standby is back, so both come back (as their service manager
@@ -375,15 +389,12 @@ async fn primary_killed_during_message_commits() {
     let mut run = Run::start("ha_primary_killed_during_message_commits", 2).await;
     let primary = run.primary().await;
     let producer = run.producer();
-    let committing = breakwater_e2e::eventually_every(
-        Duration::from_secs(10),
-        Duration::from_millis(1),
-        || {
+    let committing =
+        breakwater_e2e::eventually_every(Duration::from_secs(10), Duration::from_millis(1), || {
             let pending = producer.pending_messages();
             async move { pending >= 1 }
-        },
-    )
-    .await;
+        })
+        .await;
     assert!(committing, "no message request was under way within 10 s");
     run.strike("kill-postgres", &primary).await;
     let back = run.failover(&primary).await;

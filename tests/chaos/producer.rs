@@ -116,8 +116,7 @@ impl Producer {
         );
         let task = tokio::spawn(async move {
             let mut requests = JoinSet::new();
-            let mut tick =
-                tokio::time::interval(Duration::from_secs(1) / target.rate.max(1));
+            let mut tick = tokio::time::interval(Duration::from_secs(1) / target.rate.max(1));
             let run = format!("{:08x}", rand_u32());
             let mut n = 0u64;
             loop {
@@ -290,7 +289,10 @@ impl Request {
         let uuid = |v: &Value| v.as_str()?.parse::<Uuid>().ok();
         match self.kind {
             Kind::Delivery => Some((uuid(&v["id"])?, None)),
-            Kind::Message => Some((uuid(&v["deliveries"][0]["delivery_id"])?, Some(uuid(&v["id"])?))),
+            Kind::Message => Some((
+                uuid(&v["deliveries"][0]["delivery_id"])?,
+                Some(uuid(&v["id"])?),
+            )),
         }
     }
 }

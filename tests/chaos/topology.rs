@@ -172,7 +172,10 @@ impl Drop for Topology {
             .env("HA_DIR", &self.dir)
             .status();
         if !down.as_ref().is_ok_and(|s| s.success()) {
-            eprintln!("ha: cluster.sh down failed ({down:?}); HA_DIR={}", self.dir.display());
+            eprintln!(
+                "ha: cluster.sh down failed ({down:?}); HA_DIR={}",
+                self.dir.display()
+            );
         }
     }
 }
