@@ -124,7 +124,7 @@ impl Producer {
                     _ = token.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                let kind = if n % target.message_every.max(1) == 0 {
+                let kind = if n.is_multiple_of(target.message_every.max(1)) {
                     Kind::Message
                 } else {
                     Kind::Delivery
