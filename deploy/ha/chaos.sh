@@ -30,6 +30,13 @@ all) filter='test(/^ha::/)' ;;
 esac
 
 deploy/ha/cluster.sh install
+# The `breakwater` binary the nodes run, then the test binary. The chaos harness rebuilds the
+# former when it is older than the latter, from inside the test, where the environment differs
+# enough that cargo rebuilds some dependencies (about a minute per scenario): it was just built
+# from the same sources, so it is marked newer.
+cargo build -p breakwater --bin breakwater
+cargo nextest run -p breakwater-e2e --test chaos --no-run
+touch "${CARGO_TARGET_DIR:-target}/debug/breakwater"
 # --no-capture: the figures are printed as each run ends.
 exec cargo nextest run -p breakwater-e2e --test chaos --run-ignored only --no-capture \
   --test-threads 1 -E "$filter"
