@@ -1,6 +1,7 @@
 //! The chaos harness: a Postgres cluster of the test's own ([`TempPostgres`], so stopping it
-//! touches nothing else), real `breakwater serve` processes on it, a receiver on loopback, and
-//! the API calls and database snapshots a scenario needs.
+//! touches nothing else, or the Patroni cluster of `deploy/ha/` for [`crate::ha`]), real
+//! `breakwater serve` processes on it, a receiver on loopback, and the API calls and database
+//! snapshots a scenario needs.
 //!
 //! A [`Cluster`] stops everything it started when it is dropped, on a panic too: nodes get
 //! SIGKILL (a frozen one as well), the receiver stops, the database is shut down and deleted.
@@ -69,6 +70,8 @@ pub enum Role {
     Api,
     /// The workers only.
     Worker,
+    /// Both, as one process.
+    All,
 }
 
 impl Role {
@@ -76,7 +79,16 @@ impl Role {
         match self {
             Role::Api => "api",
             Role::Worker => "worker",
+            Role::All => "all",
         }
+    }
+
+    fn api(self) -> bool {
+        matches!(self, Role::Api | Role::All)
+    }
+
+    fn worker(self) -> bool {
+        matches!(self, Role::Worker | Role::All)
     }
 }
 
@@ -131,6 +143,18 @@ pub fn breakwater_bin() -> &'static Path {
         assert!(bin.exists(), "no breakwater binary at {}", bin.display());
         bin
     })
+}
+
+/// `<target>/test-artifacts/chaos/<name>`, emptied.
+pub fn artifact_dir(name: &str) -> PathBuf {
+    let artifacts = profile_dir()
+        .parent()
+        .expect("target dir")
+        .join("test-artifacts/chaos")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&artifacts);
+    std::fs::create_dir_all(&artifacts).expect("creating the artifact directory");
+    artifacts
 }
 
 /// A free loopback port (bound and released; another process could take it in between, which
@@ -262,8 +286,10 @@ pub struct Cluster {
     pub name: &'static str,
     /// The nodes, in start order; [`Cluster::node`] by index.
     nodes: Vec<Node>,
-    /// The throwaway Postgres: stop and restart it for an outage.
-    pub pg: TempPostgres,
+    /// The throwaway Postgres ([`Cluster::pg`]), when the cluster runs on one.
+    temp: Option<TempPostgres>,
+    /// The database every node uses (`postgres://…`).
+    pub url: String,
     /// A pool on it, for snapshots and checks (reconnects after an outage).
     pub db: PgPool,
     /// The receiver every channel points at.
@@ -285,32 +311,45 @@ impl Cluster {
     /// overrides [`BASE_ENV`] for every node this cluster starts.
     pub async fn start(name: &'static str, env: &[(&str, &str)]) -> Self {
         let started = Instant::now();
-        let bin = breakwater_bin();
-        let artifacts = profile_dir()
-            .parent()
-            .expect("target dir")
-            .join("test-artifacts/chaos")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&artifacts);
-        std::fs::create_dir_all(&artifacts).expect("creating the artifact directory");
+        let artifacts = artifact_dir(name);
         let pg = TempPostgres::start().await.expect("a throwaway postgres");
+        let url = pg.url.clone();
+        Self::on(name, url, Some(pg), env, started, artifacts).await
+    }
+
+    /// [`Cluster::start`] on the database at `url` (e.g. the HA cluster's HAProxy), which the
+    /// caller started and stops; the schema is applied to it.
+    pub async fn start_on(name: &'static str, url: &str, env: &[(&str, &str)]) -> Self {
+        let (started, artifacts) = (Instant::now(), artifact_dir(name));
+        Self::on(name, url.to_string(), None, env, started, artifacts).await
+    }
+
+    async fn on(
+        name: &'static str,
+        url: String,
+        temp: Option<TempPostgres>,
+        env: &[(&str, &str)],
+        started: Instant,
+        artifacts: PathBuf,
+    ) -> Self {
+        let bin = breakwater_bin();
         let db = PgPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(&pg.url)
+            .connect(&url)
             .await
-            .expect("connecting to the throwaway postgres");
+            .expect("connecting to the scenario's postgres");
         breakwater::migrate(&db).await.expect("migrations");
         eprintln!(
-            "chaos[{name}]: binary {}, postgres {}, logs {}",
+            "chaos[{name}]: binary {}, postgres {url}, logs {}",
             bin.display(),
-            pg.url,
             artifacts.display()
         );
         Self {
             name,
             nodes: Vec::new(),
-            pg,
+            temp,
+            url,
             db,
             receiver: Receiver::start().await.expect("a receiver"),
             http: reqwest::Client::builder()
@@ -352,7 +391,7 @@ impl Cluster {
         // Its connections carry its name (`pg_stat_activity.application_name`), so that what it
         // still runs on the database can be seen ([`Cluster::wait_disconnected`],
         // [`Cluster::frozen_holding`]).
-        let db_url = self.node_db.as_deref().unwrap_or(&self.pg.url);
+        let db_url = self.node_db.as_deref().unwrap_or(&self.url);
         cmd.env("DATABASE_URL", format!("{db_url}?application_name={name}"))
             .env("BREAKWATER_LISTEN", format!("127.0.0.1:{port}"));
         for (k, v) in BASE_ENV {
@@ -365,14 +404,14 @@ impl Cluster {
         self.nodes.push(Node {
             name,
             role,
-            api: (role == Role::Api).then(|| format!("http://127.0.0.1:{port}")),
+            api: role.api().then(|| format!("http://127.0.0.1:{port}")),
             node_id: None,
             log,
             child,
             exited: None,
         });
         self.wait_serving(index).await;
-        if role == Role::Worker {
+        if role.worker() {
             // It heartbeats, so it is connected: the waits on its sessions rest on their name.
             assert!(
                 self.sessions(index, false).await > 0,
@@ -383,7 +422,7 @@ impl Cluster {
         index
     }
 
-    /// Waits until node `i` serves: its API answers `/healthz`, or its worker heartbeats (then
+    /// Waits until node `i` serves: its API answers `/healthz`, and its worker heartbeats (then
     /// its node id is read from `queue_nodes`: ids are `<host>-<pid>-<hex>`).
     async fn wait_serving(&mut self, i: usize) {
         let deadline = Instant::now() + START_TIMEOUT;
@@ -397,16 +436,18 @@ impl Cluster {
                 node.tail(40)
             );
             let pid = node.pid();
-            let ready = match node.role {
-                Role::Api => {
-                    let url = format!("{}/healthz", node.api.as_deref().expect("api url"));
-                    self.http
-                        .get(url)
-                        .send()
-                        .await
-                        .is_ok_and(|r| r.status().is_success())
-                }
-                Role::Worker => {
+            let role = node.role;
+            let api_ready = match node.api.as_deref() {
+                Some(api) => self
+                    .http
+                    .get(format!("{api}/healthz"))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success()),
+                None => true,
+            };
+            let ready = api_ready
+                && (!role.worker() || {
                     let id: Option<String> = sqlx::query_scalar(
                         "SELECT id FROM queue_nodes WHERE id ~ ('-' || $1 || '-[0-9a-f]{8}$')",
                     )
@@ -417,8 +458,7 @@ impl Cluster {
                     let found = id.is_some();
                     self.nodes[i].node_id = id;
                     found
-                }
-            };
+                });
             if ready {
                 return;
             }
@@ -442,12 +482,16 @@ impl Cluster {
     /// (in front of [`Cluster::pg_addr`]); the cluster's own checks still go directly.
     pub fn route_through(&mut self, port: u16) {
         let direct = format!(":{}/", self.db.connect_options().get_port());
-        assert!(
-            self.pg.url.contains(&direct),
-            "{} names its port",
-            self.pg.url
-        );
-        self.node_db = Some(self.pg.url.replace(&direct, &format!(":{port}/")));
+        assert!(self.url.contains(&direct), "{} names its port", self.url);
+        self.node_db = Some(self.url.replace(&direct, &format!(":{port}/")));
+    }
+
+    /// The throwaway Postgres; panics for a cluster started on another database
+    /// ([`Cluster::start_on`]).
+    pub fn pg(&mut self) -> &mut TempPostgres {
+        self.temp
+            .as_mut()
+            .expect("the scenario runs on a throwaway postgres")
     }
 
     /// Node `i`.

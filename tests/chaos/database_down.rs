@@ -63,7 +63,7 @@ async fn postgres_down_while_results_are_written_loses_nothing_and_strands_nothi
         executing.iter().any(|id| slow_ids.contains(id)),
         "no request to the slow endpoint was in flight at the outage"
     );
-    c.pg.stop().await.expect("stopping postgres");
+    c.pg().stop().await.expect("stopping postgres");
     let stopped_at = Instant::now();
     // The slow endpoint answers its 503s while nothing can be written; then it heals. (The
     // fault's script, not a wait: 1.5 s into the 25 s outage, and the outage's own length.)
@@ -72,7 +72,7 @@ async fn postgres_down_while_results_are_written_loses_nothing_and_strands_nothi
         .set(SLOW, Behavior::Delay(Duration::from_millis(200), 200));
     tokio::time::sleep(OUTAGE.saturating_sub(stopped_at.elapsed())).await;
     let restart_at = Instant::now();
-    c.pg.restart().await.expect("restarting postgres");
+    c.pg().restart().await.expect("restarting postgres");
     let back_at = Instant::now();
 
     let during: BTreeSet<Uuid> = c

@@ -18,6 +18,9 @@
 //! - [`listener_blackholed`]: the queue listener's path to Postgres silently drops packets (a
 //!   proxy in the test): noticed, reconnected, logged, wake-ups prompt again (issue 31, item 6).
 //!
+//! - [`ha`]: the HA topology of `deploy/ha/` (Patroni × 3, etcd, HAProxy) under load, one
+//!   failover fault per scenario (issue 34); `#[ignore]`d here, run by `deploy/ha/chaos.sh`.
+//!
 //! Every scenario ends the same way ([`verdict::settle`]): every delivery the API accepted is
 //! `delivered` within a bounded wait once the fault is over (0 lost), `breakwater doctor` finds
 //! no broken invariant, and the only deliveries the receiver got more than once are among those
@@ -34,8 +37,11 @@
 mod cluster;
 mod database_cut;
 mod database_down;
+mod ha;
 mod listener_blackholed;
+mod producer;
 mod result_frozen;
+mod topology;
 mod verdict;
 mod worker_drained;
 mod worker_frozen;

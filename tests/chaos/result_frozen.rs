@@ -125,7 +125,7 @@ async fn a_worker_frozen_in_its_result_transaction_stalls_neither_other_tenants_
         .await
         .expect("the channel's gate");
     install_freeze_point(&c, frozen).await;
-    let mut holder = sqlx::PgConnection::connect(&c.pg.url)
+    let mut holder = sqlx::PgConnection::connect(&c.url)
         .await
         .expect("the freeze point's holder");
     sqlx::query("SELECT pg_advisory_lock($1)")

@@ -74,6 +74,43 @@ pub async fn settle(
     fault_over: Instant,
     timeout: Duration,
 ) -> Verdict {
+    let settled_after = wait_delivered(cluster, endpoints, accepted, fault_over, timeout).await;
+    check_store(cluster, accepted.len()).await;
+    let received = cluster.received(endpoints);
+    let copies = answered_copies(cluster, endpoints, accepted, &HashMap::new()).await;
+    let duplicates: BTreeMap<Uuid, usize> = copies.into_iter().filter(|(_, n)| *n > 1).collect();
+    let outside: Vec<Uuid> = duplicates
+        .keys()
+        .filter(|id| !in_flight.contains(id))
+        .copied()
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "{} of {} duplicated deliveries were not in flight at the fault ({} were):\n{}",
+        outside.len(),
+        duplicates.len(),
+        in_flight.len(),
+        describe(cluster, endpoints, &outside[..outside.len().min(10)]).await
+    );
+    Verdict {
+        accepted: accepted.len(),
+        requests: received.len(),
+        duplicates,
+        in_flight: in_flight.len(),
+        settled_after,
+    }
+}
+
+/// Waits up to `timeout` after `fault_over` until every one of `accepted` is `delivered`;
+/// returns how long after `fault_over` that was. Panics at once when one is `dead`, and at the
+/// deadline, with the rows and requests of the first of them.
+pub async fn wait_delivered(
+    cluster: &Cluster,
+    endpoints: &[&str],
+    accepted: &[Uuid],
+    fault_over: Instant,
+    timeout: Duration,
+) -> Duration {
     let deadline = fault_over + timeout;
     loop {
         let stuck: Vec<(Uuid, String)> = sqlx::query_as(
@@ -110,15 +147,19 @@ pub async fn settle(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let settled_after = fault_over.elapsed();
+    fault_over.elapsed()
+}
 
+/// The database holds exactly `accepted` deliveries (none the API did not report accepting: a
+/// request retried with its idempotency key made no second row), and the invariants hold (the
+/// doctor, in process and as `breakwater doctor`, finds nothing).
+pub async fn check_store(cluster: &Cluster, accepted: usize) {
     let total: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries")
         .fetch_one(&cluster.db)
         .await
         .expect("counting deliveries");
     assert_eq!(
-        total as usize,
-        accepted.len(),
+        total as usize, accepted,
         "the database holds deliveries the API did not report accepting"
     );
 
@@ -132,8 +173,19 @@ pub async fn settle(
         "invariants broken after the run: {findings:?}"
     );
     doctor_cli(cluster).await;
+}
 
-    // The receiver's view: each delivery arrived signed, and answered 2xx at least once.
+/// The receiver's view of `accepted`: every request on `endpoints` is for one of them and
+/// arrived with a valid signature, and each of them was answered 2xx at least once (none lost);
+/// returns how many times each was answered 2xx. A request's `webhook-id` is the delivery id, or
+/// a key of `aliases` (a message id, the `webhook-id` of the message's deliveries), which maps it
+/// to the delivery id. Panics with the rows and requests of the offending deliveries.
+pub async fn answered_copies(
+    cluster: &Cluster,
+    endpoints: &[&str],
+    accepted: &[Uuid],
+    aliases: &HashMap<Uuid, Uuid>,
+) -> HashMap<Uuid, usize> {
     let received = cluster.received(endpoints);
     let known: BTreeSet<Uuid> = accepted.iter().copied().collect();
     let mut ok_copies: HashMap<Uuid, usize> = HashMap::new();
@@ -143,6 +195,7 @@ pub async fn settle(
             .as_deref()
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("a request without a delivery id as webhook-id: {r:?}"));
+        let id = aliases.get(&id).copied().unwrap_or(id);
         assert!(
             known.contains(&id),
             "a request for an unknown delivery {id}"
@@ -168,27 +221,7 @@ pub async fn settle(
         describe(cluster, endpoints, &never[..never.len().min(10)]).await
     );
 
-    let duplicates: BTreeMap<Uuid, usize> = ok_copies.into_iter().filter(|(_, n)| *n > 1).collect();
-    let outside: Vec<Uuid> = duplicates
-        .keys()
-        .filter(|id| !in_flight.contains(id))
-        .copied()
-        .collect();
-    assert!(
-        outside.is_empty(),
-        "{} of {} duplicated deliveries were not in flight at the fault ({} were):\n{}",
-        outside.len(),
-        duplicates.len(),
-        in_flight.len(),
-        describe(cluster, endpoints, &outside[..outside.len().min(10)]).await
-    );
-    Verdict {
-        accepted: accepted.len(),
-        requests: received.len(),
-        duplicates,
-        in_flight: in_flight.len(),
-        settled_after,
-    }
+    ok_copies
 }
 
 /// `breakwater doctor` against the scenario's database must exit 0.
@@ -201,7 +234,7 @@ async fn doctor_cli(cluster: &Cluster) {
         }
     }
     let out = cmd
-        .env("DATABASE_URL", &cluster.pg.url)
+        .env("DATABASE_URL", &cluster.url)
         .env("RUST_LOG", "warn")
         .output()
         .await
