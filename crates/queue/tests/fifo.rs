@@ -11,7 +11,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 mod support;
-use support::{enqueue_round_robin, job, uncapped};
+use support::{beating_for_a_day, enqueue_round_robin, job, uncapped, BEAT_GAP};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -201,8 +201,8 @@ async fn a_rescued_head_of_a_crashed_node_goes_again_before_the_rest(pool: PgPoo
     let mut conn = pool.acquire().await.unwrap();
     set_group_fifo(&mut conn, g, true).await.unwrap();
     let ids = fill(&pool, g, 3).await;
-    heartbeat(&pool, "dead-node").await.unwrap();
-    heartbeat(&pool, "live-node").await.unwrap();
+    heartbeat(&pool, "dead-node", BEAT_GAP).await.unwrap();
+    heartbeat(&pool, "live-node", BEAT_GAP).await.unwrap();
     let claimed = fetch(&pool, "q", "dead-node", 5, &uncapped())
         .await
         .unwrap();
@@ -218,6 +218,8 @@ async fn a_rescued_head_of_a_crashed_node_goes_again_before_the_rest(pool: PgPoo
     .execute(&pool)
     .await
     .unwrap();
+    // The rescuer has beaten without a break for longer than the rescue horizon.
+    beating_for_a_day(&pool, "live-node").await;
     let policy = RescuePolicy {
         stale_after: Duration::from_secs(30),
         max_run: Duration::from_secs(3600),
