@@ -92,7 +92,8 @@ pub use group::{
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outage::{is_transient, outage_delay, OUTAGE_RETRY_CAP};
 pub use outcome::{
-    cancel, complete, discard, finish_batch, hand_back, retry, snooze, Finish, RetryOutcome,
+    cancel, complete, discard, finish_batch, hand_back, hand_back_unknown, retry, snooze, Finish,
+    RetryOutcome,
 };
 pub use repair::{
     attempts_out_of_range, cancel_waiting_job, executing_job_exists_sql, last_job,

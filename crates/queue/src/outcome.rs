@@ -294,3 +294,37 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
     tx.commit().await?;
     Ok(n)
 }
+
+/// Hands back the jobs of `queue` that node `node_id` holds claimed but does not know of: every
+/// `executing` job of the queue attempted by the node whose id is not in `known` (the claims its
+/// pool of that queue holds). Returns how many were handed back (as [`hand_back`]: available
+/// again, no attempt used, fenced by their claim tokens).
+///
+/// A fetch whose answer was lost (the connection dropped after the statement committed: a
+/// database outage, a failover) leaves jobs claimed by a node that never got them. Nothing
+/// else would free them soon: the node is alive and beats, and a claim's age counts from its
+/// node's current run of heartbeats (issue 34), so the rescue waits the longest a run may take
+/// after the outage. The pool calls this before its first fetch after a failed one, when every
+/// claim it did get is in `known`. Only that pool fetches `queue` on this node, so no claim of
+/// its own can be missing from `known` then.
+pub async fn hand_back_unknown(
+    conn: &mut sqlx::PgConnection,
+    queue: &str,
+    node_id: &str,
+    known: &[i64],
+) -> Result<u64> {
+    let lost: Vec<(i64, Uuid)> = sqlx::query!(
+        r#"SELECT id, claim_token AS "claim_token!" FROM jobs
+         WHERE state = 'executing' AND attempted_by = $2 AND queue = $1
+           AND claim_token IS NOT NULL AND NOT (id = ANY($3))"#,
+        queue,
+        node_id,
+        known,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.claim_token))
+    .collect();
+    hand_back(conn, &lost).await
+}

@@ -1,7 +1,9 @@
 //! Running a pool of handlers on one queue.
 
 use crate::wake::sleep_or_cancel;
-use crate::{fetch_batch_from, hand_back, retry, Backoff, GroupLimits, Job, Wakers};
+use crate::{
+    fetch_batch_from, hand_back, hand_back_unknown, retry, Backoff, GroupLimits, Job, Wakers,
+};
 use futures::FutureExt;
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
@@ -49,6 +51,12 @@ type InFlight = Arc<Mutex<HashMap<i64, Uuid>>>;
 /// (`free` ≥ 1).
 fn ask_for(free: usize) -> usize {
     1 << (usize::BITS - 1 - free.max(1).leading_zeros())
+}
+
+/// How long a pool waits after `errors` failed fetches in a row: 200 ms doubling, capped at
+/// 6.4 s.
+fn fetch_backoff(errors: u32) -> Duration {
+    Duration::from_millis(100 * 2u64.pow(errors.min(6)))
 }
 
 /// How soon a pool fetches again after a fetch that left a group waiting ([`Fetched::waiting`]:
@@ -105,6 +113,33 @@ pub async fn run_pool<H: Handler>(
                 fetch_now = true;
             }
         }
+        // After a failed fetch: it may have claimed jobs whose answer never came (a lost
+        // connection after its commit). Hand them back before fetching again.
+        if db_errors > 0 {
+            let known: Vec<i64> = in_flight.lock().unwrap().keys().copied().collect();
+            let handed = async {
+                let mut conn = pool.acquire().await?;
+                hand_back_unknown(&mut conn, &cfg.queue, &cfg.node_id, &known).await
+            }
+            .await;
+            match handed {
+                Ok(n) => {
+                    db_errors = 0;
+                    if n > 0 {
+                        tracing::info!(queue = %cfg.queue, jobs = n,
+                            "handed back jobs a lost fetch had claimed");
+                    }
+                }
+                Err(e) => {
+                    db_errors += 1;
+                    tracing::warn!(queue = %cfg.queue, error = %e, "fetch failed");
+                    if sleep_or_cancel(fetch_backoff(db_errors), &shutdown).await {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
         let free = slots.available_permits();
         let mut fetched_full = false;
         if free > 0 && fetch_now {
@@ -156,8 +191,7 @@ pub async fn run_pool<H: Handler>(
                 Err(e) => {
                     db_errors += 1;
                     tracing::warn!(queue = %cfg.queue, error = %e, "fetch failed");
-                    let backoff = Duration::from_millis(100 * 2u64.pow(db_errors.min(6)));
-                    if sleep_or_cancel(backoff, &shutdown).await {
+                    if sleep_or_cancel(fetch_backoff(db_errors), &shutdown).await {
                         break;
                     }
                     continue;

@@ -3,9 +3,10 @@
 use breakwater_queue::maintenance::{heartbeat, promote_due, rescue, RescuePolicy};
 use breakwater_queue::runner::{run_pool, Handler, PoolConfig};
 use breakwater_queue::{
-    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, group_state, index_rows,
-    park_group, release_group, reschedule_unique, retry, set_max_in_flight, snooze, wake_one,
-    Backoff, GroupLimits, Job, NewJob, RetryOutcome, Wakers, PRIORITY_NORMAL, PRIORITY_URGENT,
+    complete, define_group, enqueue, enqueue_many, explain_fetch, fetch, group_state,
+    hand_back_unknown, index_rows, park_group, release_group, reschedule_unique, retry,
+    set_max_in_flight, snooze, wake_one, Backoff, GroupLimits, Job, NewJob, RetryOutcome, Wakers,
+    PRIORITY_NORMAL, PRIORITY_URGENT,
 };
 use serde_json::json;
 use sqlx::PgPool;
@@ -1041,4 +1042,43 @@ async fn a_batch_of_results_ends_each_fenced_job_and_releases_each_group_and_gat
         (0, 0, 0)
     );
     assert!(finish_batch(&pool, &[]).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_pool_hands_back_the_claims_of_a_fetch_whose_answer_it_lost(pool: PgPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    for n in 1..=4 {
+        enqueue(&mut conn, &job(n)).await.unwrap().unwrap();
+    }
+    // One fetch answered (the pool runs its job), one whose answer was lost (its claims
+    // committed, the pool never saw them), and another node's claim.
+    let kept = fetch(&pool, "q", "node-a", 1, &uncapped()).await.unwrap();
+    let lost = fetch(&pool, "q", "node-a", 2, &uncapped()).await.unwrap();
+    let other = fetch(&pool, "q", "node-b", 1, &uncapped()).await.unwrap();
+    assert_eq!((kept.len(), lost.len(), other.len()), (1, 2, 1));
+    let known: Vec<i64> = kept.iter().map(|j| j.id).collect();
+    assert_eq!(
+        hand_back_unknown(&mut conn, "q", "node-a", &known)
+            .await
+            .unwrap(),
+        2
+    );
+    for j in &lost {
+        assert_eq!(
+            state_of(&pool, j.id).await.0,
+            "available",
+            "a lost claim is back, no attempt used"
+        );
+        assert_eq!(state_of(&pool, j.id).await.1, 0);
+    }
+    assert_eq!(state_of(&pool, kept[0].id).await.0, "executing");
+    assert_eq!(state_of(&pool, other[0].id).await.0, "executing");
+    // Another queue's claims of the same node are its own pool's business.
+    assert_eq!(
+        hand_back_unknown(&mut conn, "other-queue", "node-a", &[])
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(state_of(&pool, kept[0].id).await.0, "executing");
 }
