@@ -2,6 +2,7 @@
 //! dead endpoint), the healthy tenant and its channel, and with `--prune-rows` the old finished
 //! deliveries the pruner deletes during the loaded stream.
 
+use super::options::DeadOrdering;
 use super::Options;
 use crate::api::TenantKey;
 use crate::receiver::DeadEndpoint;
@@ -61,7 +62,12 @@ impl Cast {
                     &dead_tenants[i % o.dead_tenants],
                     &name,
                     &url,
-                    serde_json::json!({ "ordering": o.dead_ordering.as_str() }),
+                    // The field only when not the default: a build from before ordered
+                    // channels (the old side of loadtest/compare.sh) refuses it.
+                    match o.dead_ordering {
+                        DeadOrdering::None => serde_json::json!({}),
+                        DeadOrdering::Fifo => serde_json::json!({ "ordering": "fifo" }),
+                    },
                 )
                 .await?,
             );
