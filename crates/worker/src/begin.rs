@@ -102,9 +102,14 @@ impl Beginners {
     ) -> Result<Begun> {
         let beginner = {
             let mut map = self.by_queue.lock().expect("beginners lock poisoned");
-            map.entry(queue.to_string())
-                .or_insert_with(|| Beginner::start(self.pool.clone()))
-                .clone()
+            // No key allocated on the hot path: only a queue's first begin inserts.
+            match map.get(queue) {
+                Some(b) => b.clone(),
+                None => map
+                    .entry(queue.to_string())
+                    .or_insert_with(|| Beginner::start(self.pool.clone()))
+                    .clone(),
+            }
         };
         beginner.begin(channel_id, delivery_id).await
     }
