@@ -132,7 +132,8 @@ pub async fn run_pool<H: Handler>(
                 }
                 Err(e) => {
                     db_errors += 1;
-                    tracing::warn!(queue = %cfg.queue, error = %e, "fetch failed");
+                    tracing::warn!(queue = %cfg.queue, error = %e,
+                        "handing back a lost fetch's claims failed");
                     if sleep_or_cancel(fetch_backoff(db_errors), &shutdown).await {
                         break;
                     }
