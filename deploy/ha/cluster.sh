@@ -131,7 +131,10 @@ start_node() {
   render "$here/patroni.yml.in" "$dir/$n/patroni.yml" "$n"
   chown -R postgres: "$dir/$n" 2>/dev/null || true
   chmod 700 "$dir/$n"
-  "${as_postgres[@]}" patroni "$dir/$n/patroni.yml" >>"$dir/$n/patroni.log" 2>&1 </dev/null &
+  # From the node's own directory: the caller's working directory may be one the postgres
+  # user cannot enter (a clone under a 0700 `mktemp -d`), and Postgres then fails to start.
+  (cd "$dir/$n" && exec "${as_postgres[@]}" patroni "$dir/$n/patroni.yml") \
+    >>"$dir/$n/patroni.log" 2>&1 </dev/null &
   echo $! >"$dir/$n/patroni.pid"
 }
 
