@@ -52,17 +52,28 @@ async fn install_freeze_point(c: &Cluster, group: Uuid) {
     .expect("installing the freeze point");
 }
 
-/// Connections of node `name` in state `state` (`pg_stat_activity`), optionally only those
-/// waiting for an advisory lock.
-async fn sessions(c: &Cluster, name: &str, state: &str, on_advisory: bool) -> i64 {
+/// The backend of node `name` that waits at the freeze point (an advisory lock), if one does.
+async fn waiting_at_freeze_point(c: &Cluster, name: &str) -> Option<i32> {
     sqlx::query_scalar(
-        "SELECT count(*) FROM pg_stat_activity
-         WHERE application_name = $1 AND state = $2
-           AND (NOT $3 OR (wait_event_type = 'Lock' AND wait_event = 'advisory'))",
+        "SELECT pid FROM pg_stat_activity
+         WHERE application_name = $1 AND state = 'active'
+           AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
     )
     .bind(name)
-    .bind(state)
-    .bind(on_advisory)
+    .fetch_optional(&c.db)
+    .await
+    .expect("reading pg_stat_activity")
+}
+
+/// Whether backend `pid` is open and idle inside a transaction (`pg_stat_activity`). Only the
+/// victim's result connection is asked about: another of its connections may have been
+/// stopped inside a transaction of its own (a fetch, a begin), which says nothing here.
+async fn idle_in_transaction(c: &Cluster, pid: i32) -> bool {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                        WHERE pid = $1 AND state = 'idle in transaction')",
+    )
+    .bind(pid)
     .fetch_one(&c.db)
     .await
     .expect("reading pg_stat_activity")
@@ -143,9 +154,12 @@ async fn a_worker_frozen_in_its_result_transaction_stalls_neither_other_tenants_
     wait_until(
         Duration::from_secs(10),
         "the victim's result transaction reaches the freeze point",
-        || async { sessions(&c, &victim_name, "active", true).await == 1 },
+        || async { waiting_at_freeze_point(&c, &victim_name).await.is_some() },
     )
     .await;
+    let result_pid = waiting_at_freeze_point(&c, &victim_name)
+        .await
+        .expect("the victim's result connection at the freeze point");
     c.node(victim).signal("STOP");
     let frozen_at = Instant::now();
     sqlx::query("SELECT pg_advisory_unlock($1)")
@@ -158,7 +172,7 @@ async fn a_worker_frozen_in_its_result_transaction_stalls_neither_other_tenants_
     wait_until(
         Duration::from_secs(10),
         "the frozen victim's transaction is open and idle",
-        || async { sessions(&c, &victim_name, "idle in transaction", false).await == 1 },
+        || async { idle_in_transaction(&c, result_pid).await },
     )
     .await;
     assert!(
@@ -217,7 +231,7 @@ async fn a_worker_frozen_in_its_result_transaction_stalls_neither_other_tenants_
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(
-        sessions(&c, &victim_name, "idle in transaction", false).await == 1,
+        idle_in_transaction(&c, result_pid).await,
         "the victim's transaction ended during the observation: the scenario tested less"
     );
 
