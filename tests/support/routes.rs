@@ -3,15 +3,30 @@
 use crate::TestApp;
 use serde_json::json;
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
+/// The Rust sources under `dir`, its subdirectories included.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the API's route sources") {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// Every path registered with `.route("…")` in the API's route modules
-/// (`crates/api/src/routes/`).
+/// (`crates/api/src/routes/` and its subdirectories).
 pub fn router_paths() -> BTreeSet<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/api/src/routes");
     let mut paths = BTreeSet::new();
-    for entry in std::fs::read_dir(dir).expect("the API's route sources") {
-        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    for file in sources(Path::new(dir)) {
+        let source = std::fs::read_to_string(file).unwrap();
         for (_, rest) in source
             .match_indices(".route(")
             .map(|(i, _)| source.split_at(i + 7))

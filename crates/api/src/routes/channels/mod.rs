@@ -1,28 +1,24 @@
 //! Tenant routes for channels: create, list, read; enqueue deliveries to a channel.
 //!
 //! - this file: the router, and creating, listing, reading and updating a channel;
-//! - `enqueue` (`channels_enqueue.rs`): enqueueing one delivery or a batch to a channel;
-//! - `manual` (`channels_manual.rs`): the manual circuit actions (pause, resume), the replay
-//!   of a window of dead deliveries and the recover of final deliveries since a time;
-//! - `filter` (`channels_filter.rs`): testing a channel's payload filter on a sample message;
-//! - `explain` (`channels_explain.rs`): what the channel's breaker and retry policy will do to a
-//!   dead endpoint, from its settings alone.
+//! - [`enqueue`]: enqueueing one delivery or a batch to a channel;
+//! - [`manual`]: the manual circuit actions (pause, resume), the replay of a window of dead
+//!   deliveries and the recover of final deliveries since a time;
+//! - [`filter`]: testing a channel's payload filter on a sample message;
+//! - [`explain`]: what the channel's breaker and retry policy will do to a dead endpoint, from
+//!   its settings alone.
 
-// Flat sibling files (not a `channels/` directory): the tests read `routes/` as a flat list of
-// route sources.
-#[path = "channels_enqueue.rs"]
-mod enqueue;
-#[path = "channels_explain.rs"]
-mod explain;
-#[path = "channels_filter.rs"]
-mod filter;
-#[path = "channels_manual.rs"]
-mod manual;
+pub(crate) mod enqueue;
+pub(crate) mod explain;
+pub(crate) mod filter;
+pub(crate) mod manual;
 
-pub(crate) use enqueue::*;
-pub(crate) use explain::*;
-pub(crate) use filter::*;
-pub(crate) use manual::*;
+pub(crate) use enqueue::{check_payload, idempotency_key, IdempotencyKey};
+use enqueue::{enqueue_batch, enqueue_one};
+use explain::explain_circuit;
+use filter::test_filter;
+pub(crate) use manual::{count_committed, manual, ReasonQuery};
+use manual::{pause, recover, replay_window, resume};
 
 use super::checked_url;
 use crate::call::TenantCall;
