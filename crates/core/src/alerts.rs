@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 pub mod events;
 mod rejection;
-pub use rejection::*;
+pub use rejection::{endpoint_rejected, rejection_cleared};
 
 use crate::jobs::{AlertArgs, AlertHost, FlappingWatchArgs, JobArgs, TenantGroup};
 pub use crate::jobs::{JOB_ALERT, JOB_FLAPPING_WATCH, QUEUE_ALERTS};

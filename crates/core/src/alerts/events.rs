@@ -39,11 +39,18 @@
 //! node died and the rescuer discarded the job (the database trigger marks it dead), or
 //! `breakwater doctor` repaired it — sends no `delivery.dead`.
 
-use super::*;
+use super::{channel_alert, timer_job};
+use crate::audit;
 use crate::deliveries::Status;
 use crate::jobs::AlertEventsWatchArgs;
+use crate::jobs::{AlertArgs, JobArgs};
 use crate::Error;
+use crate::Result;
 use chrono::TimeDelta;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
 
 /// The alert of one dead delivery.
 pub const EVENT_DELIVERY_DEAD: &str = "delivery.dead";

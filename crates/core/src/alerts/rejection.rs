@@ -1,7 +1,14 @@
 //! Endpoint rejections (401/403): the streak on the channel, audited and alerted once.
 
-use super::*;
-
+use super::{
+    channel_alert, has_alert_url, policy, ACTION_ENDPOINT_REJECTED, EVENT_ENDPOINT_REJECTED,
+};
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::jobs::AlertArgs;
+use crate::Result;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
 /// A delivery to the channel was rejected (401/403): records it on the channel
 /// (`last_failure_at`, `last_failure_reason`; the circuit does not move) and, for the first
 /// rejection of a streak only, writes one audit row (system actor) and one

@@ -2,14 +2,23 @@
 //! the delivery's status, its channel's circuits (its host's and its own), a `Retry-After`
 //! hold — in one transaction of the worker's.
 
-use super::*;
+use super::{
+    probe_failed, probe_inconclusive, probe_succeeded, record_failure, record_success,
+    set_retry_after, CircuitConfig, State,
+};
+use crate::alerts;
+use crate::audit;
 use crate::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
 use crate::hosts::{self, HostsConfig};
 use crate::outcome::{
     classify, honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class,
     Observed,
 };
+use crate::Result;
+use sqlx::PgConnection;
+use std::time::Duration;
 use std::time::SystemTime;
+use uuid::Uuid;
 
 /// What one attempt of a delivery gave. Built by the worker after the request, from the
 /// delivery it loaded ([`deliveries::begin_attempt`]), the [`Admission::Send`] that let it go

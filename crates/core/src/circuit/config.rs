@@ -1,8 +1,10 @@
 //! Circuit settings: the configuration, the cluster-wide defaults in force (`circuit_defaults`)
 //! and the range checks of `close_after_successes`.
 
-use super::*;
-
+use crate::audit;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgExecutor};
 /// Circuit settings (`[circuit]` in `config/default.toml`; environment
 /// `BREAKWATER_CIRCUIT__<FIELD>`). Threshold and cooldown can be overridden per channel.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -1,8 +1,14 @@
 //! The gate: what the worker reads of a channel (and its host) before it touches a delivery,
 //! the pure admission decision, and the probe-role claim of [`admit`].
 
-use super::*;
+use super::{schedule_probe, CircuitConfig, State};
+use crate::ratelimit::RateLimit;
 use crate::retry_policy::RetryPolicy;
+use crate::Result;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use std::time::Duration;
+use uuid::Uuid;
 
 /// What the worker reads of a channel before it touches a delivery (no payload, no secret).
 #[derive(Debug, Clone, sqlx::FromRow)]

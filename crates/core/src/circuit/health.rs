@@ -1,7 +1,10 @@
 //! The health check: opens closed channels whose transient-failure ratio crossed the line.
 
-use super::*;
-
+use super::{open_from_closed, CircuitConfig, Transition};
+use crate::audit::ACTOR_CIRCUIT_BREAKER;
+use crate::Result;
+use sqlx::PgConnection;
+use uuid::Uuid;
 /// One health-check pass: for every closed channel with attempts since the later of the window
 /// start and its last transition, computes the transient-failure ratio, stores the verdict in
 /// `health_unhealthy`, and for each channel whose verdict moved from healthy to unhealthy opens

@@ -1,7 +1,14 @@
 //! Manual changes of a channel's circuit: pause, resume, force open, force close.
 
-use super::*;
-
+use super::{
+    audit_transition, drop_retry_after, enqueue_alert, on_closed, on_opened, park_backlog,
+    CircuitConfig, State, Transition, TransitionRow,
+};
+use crate::alerts;
+use crate::audit;
+use crate::{Error, Result};
+use sqlx::PgConnection;
+use uuid::Uuid;
 /// A manual change of a channel's circuit, by a tenant (pause, resume) or an operator (any of
 /// them, plus force open / force close).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -112,25 +112,40 @@ mod probe_result;
 mod tests;
 mod transitions;
 
-pub use attempt::*;
-pub use config::*;
-pub use explain::*;
-pub use gate::*;
-pub use health::*;
-pub use manual::*;
-pub use probe::*;
-pub use probe_result::*;
-pub use transitions::*;
+pub use attempt::{
+    after_attempt, attempt_inconclusive, locks_channel, AfterAttempt, AttemptResult,
+};
+pub use config::{
+    check_close_after_successes, check_overrides, effective_close_after_successes,
+    effective_defaults, set_defaults, CircuitConfig, DefaultsChange, MAX_CLOSE_AFTER_SUCCESSES,
+    MAX_COOLDOWN_MS, MAX_FAILURE_THRESHOLD,
+};
+pub use explain::{
+    explain, probe_times, requests_before_open, BeforeOpen, DeadMode, ExplainInput,
+    ExplainedSettings, Explanation, UntilDead, Warning, WhileOpen,
+};
+pub use gate::{
+    admit, admit_and_begin, admit_and_begin_many, decide, enqueue_parked, lock_gate,
+    snooze_for_hold, Admission, Begun, GateRow, ProbeRole,
+};
+pub use health::health_check;
+pub use manual::{apply_manual, Manual, ManualBy};
+use probe::{audit_half_open, choose_probe, role_details, schedule_probe};
+pub use probe::{probe_key, probe_new_endpoint, probe_step, probe_watch, ProbeStep};
+pub use probe_result::{
+    after_success, probe_failed, probe_inconclusive, probe_succeeded, AfterSuccess, ProbeSuccess,
+};
+pub use transitions::{
+    drop_retry_after, enqueue_alert, open_from_closed, park_backlog, reconcile_parking,
+    record_failure, record_success, release_backlog, set_retry_after,
+};
+use transitions::{on_closed, on_opened};
 
-use crate::alerts;
-use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
-use crate::ratelimit::RateLimit;
-use crate::{Error, Result, JOB_DELIVER};
-use breakwater_queue::{Reconciled, PRIORITY_URGENT};
+use crate::audit;
+use crate::Result;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::{PgConnection, PgExecutor};
-use std::time::Duration;
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 pub use crate::jobs::{JOB_ALERT, JOB_PROBE, QUEUE_ALERTS, QUEUE_CIRCUIT};

@@ -1,8 +1,15 @@
 //! The probe watcher: its step (claim `half_open` after the cooldown or a lease expiry) and the
 //! choice of the probe delivery. The probe's results are in `probe_result.rs`.
 
-use super::*;
+use super::{audit_transition, CircuitConfig, State};
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::jobs::{DeliverArgs, JobArgs, ProbeArgs};
+use crate::{Result, JOB_DELIVER};
+use breakwater_queue::PRIORITY_URGENT;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use std::time::Duration;
+use uuid::Uuid;
 
 /// The unique key of channel `channel_id`'s probe watcher job.
 pub fn probe_key(channel_id: Uuid) -> String {

@@ -2,8 +2,15 @@
 //! success, else the next trial), failed (re-open, cooldown doubled), inconclusive (a permanent
 //! failure passes the role on).
 
-use super::*;
-
+use super::{
+    audit_half_open, choose_probe, enqueue_parked, on_closed, on_opened, role_details,
+    schedule_probe, transition, CircuitConfig, State, Transition, TransitionRow,
+};
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::Result;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
 /// What a successful probe (or trial) delivery does to a half-open circuit that needs `needed`
 /// consecutive successes and had `passed_before` of them (module doc, "Careful closing").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,5 @@
 use super::*;
+use std::time::Duration;
 
 fn gate(state: &str, probe: Option<Uuid>, retry_after_secs: Option<i64>) -> GateRow {
     let now = Utc::now();

@@ -2,8 +2,17 @@
 //! closed) and their effects (park or release the backlog, audit, alert), plus the reconciler
 //! of parking.
 
-use super::*;
-
+use super::{
+    audit_transition, schedule_probe, transition, CircuitConfig, State, Transition, TransitionRow,
+};
+use crate::alerts;
+use crate::audit::ACTOR_CIRCUIT_BREAKER;
+use crate::Result;
+use breakwater_queue::Reconciled;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgExecutor};
+use std::time::Duration;
+use uuid::Uuid;
 /// Counts one transient failure of a closed channel and, when the count reaches the channel's
 /// threshold, opens the circuit (see [`open_from_closed`]) with `reason`. Failures of a channel
 /// that is not closed are not counted. Returns the transition if this call made it.

@@ -1,7 +1,7 @@
 //! Host circuit settings and the host key of a channel URL.
 
-use super::*;
-
+use serde::{Deserialize, Serialize};
+use url::{Host, Url};
 /// How channels are grouped into host circuits (`[hosts] granularity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

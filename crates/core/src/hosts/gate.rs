@@ -1,8 +1,10 @@
 //! The host part of the gate: the pure decision, the probe-role claim, and the assignment of
 //! a channel to its host's gate.
 
-use super::*;
-
+use super::{set_probe, State};
+use crate::Result;
+use sqlx::PgConnection;
+use uuid::Uuid;
 /// What the host circuit says about one delivery (part of the gate read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostGate {

@@ -122,22 +122,24 @@ mod tests;
 mod transitions;
 mod watch;
 
-pub use config::*;
-pub use gate::*;
-pub use operator::*;
-pub use results::*;
-pub use transitions::*;
-pub use watch::*;
+pub use config::{host_key, Granularity, HostsConfig, DEFAULT_HOST_MAX_IN_FLIGHT};
+pub use gate::{assign, claim_probe, decide, hand_on_probe, HostGate};
+pub(crate) use gate::{hand_on_inconclusive_probe, hand_on_stale_probe};
+pub use operator::{
+    apply_manual, get, list, reconcile_gates, rekey_missing, set_overrides, state_of, HostCircuit,
+    Manual, Overrides,
+};
+pub use results::record_result;
+pub use transitions::watcher_key;
+use transitions::{close, open, park_host_jobs, release_host_jobs, wake_host_probe};
+use watch::{probe_failed, probe_succeeded, set_probe};
+pub use watch::{watch, watch_step, WatchStep};
 
-use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
-use crate::outcome::Class;
-use crate::{Error, Result, JOB_DELIVER};
-use breakwater_queue::PRIORITY_URGENT;
+use crate::audit;
+use crate::Result;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use std::time::Duration;
-use url::{Host, Url};
 use uuid::Uuid;
 
 pub use crate::jobs::JOB_HOST_PROBE;

@@ -1,8 +1,17 @@
 //! The operator's view and changes of host circuits (force open/close, list, overrides) and
 //! the reconciler of host gates.
 
-use super::*;
+use super::{
+    assign, close, host_key, open, park_host_jobs, release_host_jobs, Granularity, HostsConfig,
+    State, Transition,
+};
+use crate::audit;
+use crate::{Error, Result};
 use breakwater_queue::Reconciled;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgConnection;
+use uuid::Uuid;
 
 /// An operator's change of a host circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,12 @@
 //! An attempt's result for its host circuit: counting failures (opening the host through
 //! [`open`]) or handing a host probe's answer to the watcher's results.
 
-use super::*;
-
+use super::{open, probe_failed, probe_succeeded, HostsConfig, State, Transition};
+use crate::audit::ACTOR_CIRCUIT_BREAKER;
+use crate::outcome::Class;
+use crate::Result;
+use sqlx::PgConnection;
+use uuid::Uuid;
 /// Records the result of one attempt of `delivery_id` of channel `channel_id` for its host
 /// circuit: called by [`crate::circuit::after_attempt`], in the transaction that records the
 /// attempt, before the channel circuit's calls. The locks of that transaction, in order: the

@@ -2,8 +2,17 @@
 //! operator) and close (a probe's success or the operator), each parking or releasing the host's
 //! jobs, auditing and alerting; the host probe's wake-up and its watcher job.
 
-use super::*;
+use super::{
+    excuse_failing_channels, forget_failures, HostRow, HostsConfig, State, Transition,
+    EVENT_CLOSED, EVENT_OPENED,
+};
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
 use crate::jobs::{AlertArgs, DeliverArgs, HostProbeArgs, JobArgs};
+use crate::{Result, JOB_DELIVER};
+use breakwater_queue::PRIORITY_URGENT;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
 
 /// Opens host `key` from one of `from` with one conditional UPDATE; `reopen` doubles the
 /// cooldown (a failed probe). The winner parks the host's channels, schedules the watcher,

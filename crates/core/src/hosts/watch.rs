@@ -1,8 +1,13 @@
 //! The host probe watcher's step and the host probe's results (closing or reopening the host
 //! through [`close`] and [`open`]).
 
-use super::*;
-
+use super::{close, open, wake_host_probe, HostRow, HostsConfig, State, Transition};
+use crate::audit::{self, ACTOR_CIRCUIT_BREAKER};
+use crate::Result;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use std::time::Duration;
+use uuid::Uuid;
 /// What the watcher reads when there is nothing to claim: state, next probe time, probe
 /// deadline, database now.
 pub(super) type WatchRow = (
