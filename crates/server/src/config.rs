@@ -243,6 +243,49 @@ impl Settings {
 mod tests {
     use super::*;
 
+    /// `config/default.toml` is what operators read and what the binary loads; each section's
+    /// `Default` is what the library crates and their tests use. They must be the same values.
+    #[test]
+    fn the_embedded_file_and_each_sections_default_agree() {
+        let s = Settings::load(None).expect("embedded defaults are valid");
+        let same = |section: &str, file: String, code: String| {
+            assert_eq!(
+                file, code,
+                "[{section}] in config/default.toml differs from its Default"
+            );
+        };
+        same(
+            "worker",
+            format!("{:?}", s.worker),
+            format!("{:?}", WorkerConfig::default()),
+        );
+        same(
+            "circuit",
+            format!("{:?}", s.circuit),
+            format!("{:?}", CircuitConfig::default()),
+        );
+        same(
+            "alerts",
+            format!("{:?}", s.alerts),
+            format!("{:?}", AlertConfig::default()),
+        );
+        same(
+            "hosts",
+            format!("{:?}", s.hosts),
+            format!("{:?}", HostsConfig::default()),
+        );
+        same(
+            "retention",
+            format!("{:?}", s.retention),
+            format!("{:?}", RetentionConfig::default()),
+        );
+        same(
+            "api",
+            format!("{:?}", s.api),
+            format!("{:?}", ApiConfig::default()),
+        );
+    }
+
     #[test]
     fn host_defaults_are_loaded_and_checked() {
         let mut s = Settings::load(None).expect("embedded defaults are valid");

@@ -1,5 +1,6 @@
 //! Worker settings.
 
+use crate::batch::BatchConfig;
 use breakwater_queue::{Backoff, GroupLimits};
 use serde::Deserialize;
 use std::time::Duration;
@@ -111,8 +112,18 @@ pub struct WorkerConfig {
     pub record_batch_writers: usize,
 }
 
+/// `d` in whole milliseconds, for the `_ms` settings (saturating; defaults are far below).
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The defaults; the retry backoff's are [`Backoff::default`]'s and the result batching's
+/// [`BatchConfig::default`]'s, so each default is written once (`config/default.toml` repeats
+/// them for operators to read; a test in the server's config module checks it agrees).
 impl Default for WorkerConfig {
     fn default() -> Self {
+        let backoff = Backoff::default();
+        let batch = BatchConfig::default();
         Self {
             pool_high: 100,
             pool_default: 200,
@@ -136,18 +147,18 @@ impl Default for WorkerConfig {
             listener_ping_timeout_ms: 3_000,
             response_excerpt_bytes: 1_024,
             max_attempts: 12,
-            backoff_base_ms: 10_000,
-            backoff_factor: 3.0,
-            backoff_cap_ms: 12 * 3_600_000,
-            backoff_jitter: 0.2,
+            backoff_base_ms: duration_ms(backoff.base),
+            backoff_factor: backoff.factor,
+            backoff_cap_ms: duration_ms(backoff.cap),
+            backoff_jitter: backoff.jitter,
             heartbeat_interval_ms: 5_000,
             rescue_after_ms: 30_000,
             rescue_interval_ms: 10_000,
             promote_interval_ms: 50,
             job_retention_ms: 24 * 3_600_000,
-            record_batch_max: 128,
-            record_batch_window_ms: 0,
-            record_batch_writers: 1,
+            record_batch_max: batch.max,
+            record_batch_window_ms: duration_ms(batch.window),
+            record_batch_writers: batch.flushers,
         }
     }
 }
