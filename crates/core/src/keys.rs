@@ -52,7 +52,8 @@ fn check_key_name(name: Option<&str>) -> Result<Option<String>> {
     name.map(crate::names::display_name).transpose()
 }
 
-/// Creates a key for `tenant_id` named `name`, with a `key.created` audit row by `actor`
+/// Creates a key for `tenant_id` named `name`, naming `cell` (this node's, `None` without cells:
+/// [`generate_api_key`]), with a `key.created` audit row by `actor`
 /// (the key's id and name, never the key), in the caller's transaction. Errors: the tenant is
 /// missing or deleted ([`Error::NotFound`]), the name is invalid ([`Error::Invalid`]), or the
 /// tenant already holds as many unrevoked keys as its `active_keys` quota allows (its override,
@@ -69,6 +70,7 @@ pub async fn create(
     tenant_id: Uuid,
     name: Option<&str>,
     defaults: &crate::quotas::QuotaDefaults,
+    cell: Option<&crate::api_key::Cell>,
     actor: &str,
 ) -> Result<CreatedKey> {
     let name = check_key_name(name)?;
@@ -80,7 +82,7 @@ pub async fn create(
     .fetch_one(&mut *conn)
     .await?;
     crate::quotas::check_new_key(&mut *conn, tenant_id, live, defaults).await?;
-    let api_key = generate_api_key();
+    let api_key = generate_api_key(cell);
     let key: ApiKey = sqlx::query_as(&format!(
         "INSERT INTO api_keys (id, tenant_id, key_hash, prefix, name) VALUES ($1, $2, $3, $4, $5)
          RETURNING {KEY_COLUMNS}"

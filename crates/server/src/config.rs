@@ -109,6 +109,12 @@ pub struct Settings {
     pub allow_private_targets: bool,
     /// `text` or `json`.
     pub log_format: String,
+    /// This node's cell (`BREAKWATER_CELL`, issue 34): 1 to 8 characters `a`–`z`, `0`–`9`, the
+    /// same on every node of one cell (one Postgres or Patroni cluster). Unset or empty (the
+    /// default): a deployment without cells, keys `bw_…`. Set: new API keys are `bw_<cell>_…`
+    /// and portal tokens `bwp_<cell>_…`, so the router in front of the cells (deploy/cells/)
+    /// sends a tenant's requests to its cell; keys made before stay valid in their cell.
+    pub cell: Option<String>,
     /// `[database]`.
     pub database: DatabaseConfig,
     /// `[api]`.
@@ -162,6 +168,9 @@ impl Settings {
         if s.operator_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             s.operator_key = None;
         }
+        if s.cell.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            s.cell = None;
+        }
         if s.metrics_token.as_ref().is_some_and(|k| k.0.is_empty()) {
             s.metrics_token = None;
         }
@@ -169,7 +178,16 @@ impl Settings {
         Ok(s)
     }
 
+    /// The cell (`cell`), checked; `None` without one.
+    pub fn cell(&self) -> Result<Option<breakwater_core::api_key::Cell>, String> {
+        self.cell
+            .as_deref()
+            .map(|c| breakwater_core::api_key::Cell::new(c).map_err(|e| format!("cell: {e}")))
+            .transpose()
+    }
+
     fn validate(&self) -> Result<(), String> {
+        self.cell()?;
         self.worker.validate()?;
         self.circuit.validate()?;
         self.alerts.validate()?;
