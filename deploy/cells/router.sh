@@ -14,6 +14,9 @@
 #                                         are given to CELL from now on (a moved tenant's keys and
 #                                         portal tokens): at once, through HAProxy's runtime API,
 #                                         and for good, in moved.map
+#   deploy/cells/router.sh hold DIGEST... answer the credentials with these digests 503
+#                                         `tenant_moving` with Retry-After: 1 (a tenant's intake
+#                                         paused for the cut-over of its move) until a `move`
 #   deploy/cells/router.sh install        only install HAProxy (Debian package haproxy 2.6)
 #
 # The cells file ($CELLS_CONF, default deploy/cells/cells.conf), one statement per line, `#`
@@ -125,6 +128,8 @@ PY
     "the Breakwater-Cell header names no cell of this deployment (cells: $ids; GET /api/v1/cells)"
   problem "$dir/problem-cell-required.json" 400 "Bad Request" cell_required \
     "this deployment has cells ($ids): a tenant key names its own; with the operator key, name one in the Breakwater-Cell header (GET /api/v1/cells lists them)"
+  problem "$dir/problem-moving.json" 503 "Service Unavailable" tenant_moving \
+    "this tenant is being moved to another cell: retry in a second with the same Idempotency-Key"
   problem "$dir/problem-503.json" 503 "Service Unavailable" cell_unavailable \
     "no node of this cell is up; retry later"
   {
@@ -202,10 +207,12 @@ print(out.decode().strip())
 PY
 }
 
+# Maps each digest to $1 (a cell, or @moving) in moved.map and in the running HAProxy.
 move() {
   local cell="$1" digest answer
   shift
-  grep -qw "$cell" <(python3 -c 'import json,sys; [print(c["id"]) for c in json.load(open(sys.argv[1]))["cells"]]' "$dir/cells.json") || {
+  [ "$cell" = @moving ] ||
+    grep -qx "$cell" <(python3 -c 'import json,sys; [print(c["id"]) for c in json.load(open(sys.argv[1]))["cells"]]' "$dir/cells.json") || {
     log "no cell $cell"
     exit 2
   }
@@ -227,7 +234,7 @@ move() {
       exit 1
     }
   done
-  log "moved $# credentials to cell $cell"
+  log "$# credentials now go to $cell"
 }
 
 cmd="${1:-}"
@@ -239,8 +246,9 @@ reload) reload ;;
 down) down ;;
 url) url ;;
 move) move "$@" ;;
+hold) move @moving "$@" ;;
 *)
-  sed -n '2,30p' "$0" >&2
+  sed -n '2,33p' "$0" >&2
   exit 2
   ;;
 esac
