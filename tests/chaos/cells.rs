@@ -604,12 +604,68 @@ async fn a_key_reaches_only_its_cell_and_the_operator_sees_both() {
         421,
         "a node of cell a refuses a request meant for b"
     );
+    admin_page_shows_each_cell(&cells, &a, &b).await;
     eprintln!(
         "cells: {by_key} tenant routes with A's key and {by_token} with A's portal token on B's \
          objects: none reached B; unknown and forged cells refused; operator saw {} tenants in 2 \
          cells",
         seen.len()
     );
+}
+
+/// The admin page through the router, in a real browser: a cell picker listing both cells, a
+/// Cells card with a row per cell, and the channels of the cell chosen only (A's, then B's after
+/// "Show" on B's row); a screenshot `admin-cells.png` in the scenario's artifacts.
+async fn admin_page_shows_each_cell(cells: &Cells, a: &Objects, b: &Objects) {
+    use breakwater_e2e::browser::{click, js, start_driver};
+    use fantoccini::Locator;
+    let (_driver, c) = start_driver().await;
+    c.goto(&format!("{}/admin", cells.router.url))
+        .await
+        .unwrap();
+    let input = c
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#key-input"))
+        .await
+        .expect("the key prompt");
+    input.send_keys(OPERATOR_KEY).await.unwrap();
+    click(&c, "#key-submit").await;
+    let shows = |ch: Uuid| {
+        let c = c.clone();
+        async move {
+            let script = format!(
+                "return document.querySelector('#channels tr[data-channel-id=\"{ch}\"]') !== null"
+            );
+            js(&c, &script).await == json!(true)
+        }
+    };
+    let seen_a = breakwater_e2e::eventually(Duration::from_secs(10), || shows(a.channel)).await;
+    assert!(seen_a, "the page shows cell a's channel first");
+    assert!(!shows(b.channel).await, "and not cell b's");
+    let picker = js(
+        &c,
+        "return [document.getElementById('cell-picker').hidden, \
+         [...document.querySelectorAll('#cell option')].map(o => o.value), \
+         document.querySelectorAll('#cells tbody tr').length]",
+    )
+    .await;
+    assert_eq!(
+        picker,
+        json!([false, ["a", "b"], 2]),
+        "the picker and the Cells card"
+    );
+    click(&c, "#cells tr[data-cell=\"b\"] button").await;
+    let seen_b = breakwater_e2e::eventually(Duration::from_secs(10), || shows(b.channel)).await;
+    assert!(
+        seen_b,
+        "after Show on cell b, the page shows cell b's channel"
+    );
+    assert!(!shows(a.channel).await, "and no longer cell a's");
+    let png = c.screenshot().await.expect("a screenshot");
+    std::fs::write(cells.router.artifacts.join("admin-cells.png"), png)
+        .expect("writing the screenshot");
+    c.close().await.expect("closing the browser session");
 }
 
 /// The steady single-delivery probe of one tenant: every `gap`, one enqueue through the router;
