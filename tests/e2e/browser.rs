@@ -10,10 +10,10 @@
 //! The tenant portal's browser test (`portal_browser`) reuses this module's WebDriver set-up.
 
 pub(crate) use breakwater_e2e::browser::{click, js, start_driver};
-use breakwater_e2e::{host_of, wait_until, Behavior, TestApp, OPERATOR_KEY};
+use breakwater_e2e::{eventually, host_of, wait_until, Behavior, TestApp, OPERATOR_KEY};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
-use serde_json::{json, Value};
+use serde_json::json;
 use sqlx::PgPool;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

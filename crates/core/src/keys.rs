@@ -42,7 +42,8 @@ pub struct CreatedKey {
     /// The key's listing.
     #[serde(flatten)]
     pub key: ApiKey,
-    /// The key (`bw_…`). Only its SHA-256 digest is stored; it cannot be shown again.
+    /// The key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its SHA-256 digest is
+    /// stored; it cannot be shown again.
     pub api_key: String,
 }
 

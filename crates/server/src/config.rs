@@ -318,4 +318,17 @@ mod tests {
         let e = s.validate().unwrap_err();
         assert!(e.contains("api.public_url"), "{e}");
     }
+
+    #[test]
+    fn no_cell_by_default_and_a_cell_id_is_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.cell().unwrap(), None, "a deployment without cells");
+        s.cell = Some("eu1".into());
+        assert_eq!(s.cell().unwrap().unwrap().as_str(), "eu1");
+        for bad in ["EU1", "a_b", "abcdefghi"] {
+            s.cell = Some(bad.into());
+            let e = s.validate().unwrap_err();
+            assert!(e.starts_with("cell: "), "{e}");
+        }
+    }
 }
