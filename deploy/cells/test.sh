@@ -4,7 +4,7 @@
 # BREAKWATER_CELL=a and b) behind the router of deploy/cells/ (HAProxy; the Debian package is
 # installed if missing, as root or with sudo), all on loopback.
 #
-#   deploy/cells/test.sh            every scenario (about 1.5 minutes)
+#   deploy/cells/test.sh            every scenario (about 1.5 minutes once built)
 #   deploy/cells/test.sh isolation  a key reaches only its cell; the operator sees both
 #   deploy/cells/test.sh flood      a flood in cell a, cell b's p95 idle and flooded
 #   deploy/cells/test.sh move       a tenant moved from cell a to cell b under load
