@@ -2,7 +2,8 @@
 # The two-cell test (issue 34, docs/cells.md): the scenarios of tests/chaos/cells.rs, one at a
 # time, each on two cells (a throwaway Postgres server and a `breakwater serve` node each,
 # BREAKWATER_CELL=a and b) behind the router of deploy/cells/ (HAProxy; the Debian package is
-# installed if missing, as root or with sudo), all on loopback.
+# installed if missing, as root or with sudo, and so are Chromium and its driver for the admin
+# page), all on loopback.
 #
 #   deploy/cells/test.sh            every scenario (about 1.5 minutes once built)
 #   deploy/cells/test.sh isolation  a key reaches only its cell; the operator sees both
@@ -27,6 +28,15 @@ all) filter='test(/^cells::/)' ;;
 esac
 
 deploy/cells/router.sh install
+# The isolation scenario also looks at the admin page through the router in headless Chromium
+# (as scripts/test.sh installs it for the other browser tests); move.sh needs psql and curl.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    chromium chromium-driver >/dev/null
+fi
 # The `breakwater` binary the nodes run, then the test binary; the binary is marked newer than
 # the test so the harness does not rebuild it from inside the test (deploy/ha/chaos.sh says why).
 cargo build -p breakwater --bin breakwater
