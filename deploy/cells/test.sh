@@ -5,7 +5,7 @@
 # installed if missing, as root or with sudo, and so are Chromium and its driver for the admin
 # page), all on loopback.
 #
-#   deploy/cells/test.sh            every scenario (about 1.5 minutes once built)
+#   deploy/cells/test.sh            every scenario (about 2 minutes once built)
 #   deploy/cells/test.sh isolation  a key reaches only its cell; the operator sees both
 #   deploy/cells/test.sh flood      a flood in cell a, cell b's p95 idle and flooded
 #   deploy/cells/test.sh move       a tenant moved from cell a to cell b under load

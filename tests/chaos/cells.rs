@@ -10,11 +10,14 @@
 //!   before cells reaches the home cell; the operator lists the cells and each cell's tenants by
 //!   the `Breakwater-Cell` header, and an operator request naming no cell is refused (400).
 //! - [`a_flood_in_one_cell_leaves_the_other_cells_p95`]: a probe tenant in B (and a control
-//!   tenant in A) sends single deliveries at a steady rate while A is idle, then while A is
-//!   flooded (a backlog to a dead endpoint and a slow one, enqueued in batches as fast as the
-//!   router takes them); B's p95 (enqueue acknowledged, and enqueue to receipt) flooded over idle
-//!   is printed and held to a loose bound. The cells share this machine's cores, so the ratio is
-//!   an upper bound of what cells on their own hardware would show.
+//!   tenant in A) sends single deliveries at a steady rate in windows alternating between A idle
+//!   and A flooded (a backlog to a dead endpoint and a slow one, enqueued in batches as fast as
+//!   the router takes them); B's p95 (enqueue acknowledged, and enqueue to receipt) flooded over
+//!   idle is printed and held to a loose bound. The cells share this machine's cores, so the
+//!   ratio is an upper bound of what cells on their own hardware would show.
+//! - [`a_tenant_moves_from_one_cell_to_another_under_load`]: `deploy/cells/move.sh` moves a
+//!   tenant from A to B while a producer sends it 40 deliveries/s with idempotency keys: lost 0,
+//!   duplicates bounded, its old key works on B.
 //!
 //! They need HAProxy (the Debian package `haproxy`; `deploy/cells/router.sh` installs it as root
 //! or with sudo), so they are `#[ignore]`d in the ordinary chaos run: `deploy/cells/test.sh`
@@ -746,12 +749,16 @@ async fn window_p95(c: &Cluster, endpoint: &str, w: &Window) -> (f64, f64) {
     (p95(ack), p95(e2e))
 }
 
-/// Requests per second of each probe, and how long each window lasts.
+/// Requests per second of each probe (one every 50 ms), how long each measured window lasts,
+/// how many windows of each kind (idle, flooded: alternating), and how long the flood is on or
+/// off before a window opens (so each window sees one state).
 const PROBE_GAP: Duration = Duration::from_millis(50);
-const WINDOW: Duration = Duration::from_secs(15);
+const WINDOW: Duration = Duration::from_secs(5);
+const ROUNDS: usize = 3;
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// Most deliveries the flood enqueues in cell A (two loops of batches of 1000): a bound the
-/// window's 17 s does not reach on 2 cores, so A is flooded for the whole window.
+/// flooded windows do not reach on 2 cores, so A is flooded for the whole of each.
 const FLOOD_MAX: usize = 200_000;
 
 /// The loose bound on cell B's p95 flooded over idle (both the acknowledgement and the
@@ -762,8 +769,15 @@ const MAX_RATIO: f64 = 4.0;
 /// Below this, a p95 is noise on loopback: a ratio is taken over at least this, ms.
 const FLOOR_MS: f64 = 5.0;
 
-/// A flood in cell A leaves cell B's p95 (nearly) unchanged: B's probe measured with A idle,
-/// then with A flooded, in one run; A's own control probe shows what the flood does to its cell.
+/// A flood in cell A leaves cell B's p95 (nearly) unchanged: B's probe measured with A idle and
+/// with A flooded in one run, the windows alternating ([`ROUNDS`] of each, idle first) so that a
+/// change of the machine's own load over the run (other processes on these shared cores) falls
+/// on both alike; A's own control probe shows what the flood does to its cell.
+///
+/// The flood: two loops enqueueing batches of 1000 through the router, to a dead endpoint (503)
+/// and a slow one (1 s), as fast as they are taken, while it is on. An idle window after the
+/// first flooded one has A taking no new work, its backlog from the floods before waiting
+/// (mostly parked behind the dead endpoint's open circuit).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "needs HAProxy: run by deploy/cells/test.sh"]
 async fn a_flood_in_one_cell_leaves_the_other_cells_p95() {
@@ -831,25 +845,26 @@ async fn a_flood_in_one_cell_leaves_the_other_cells_p95() {
         probe_ctl.run(&cells, PROBE_GAP, Duration::from_secs(2))
     );
 
-    // A idle.
-    let (idle_b, idle_ctl) = tokio::join!(
-        probe_b.run(&cells, PROBE_GAP, WINDOW),
-        probe_ctl.run(&cells, PROBE_GAP, WINDOW)
-    );
-
-    // A flooded: two loops enqueue batches of 1000 to the dead and the slow channel as fast as
-    // the router takes them, for the window (at most FLOOD_MAX).
+    // The flood's loops run for the whole test and enqueue while `on` says so.
+    let (on, _) = tokio::sync::watch::channel(false);
     let stop = CancellationToken::new();
     let flood = |channel: Uuid| {
-        let (http, url, key, stop) = (
+        let (http, url, key, stop, mut on) = (
             cells.http.clone(),
             cells.router.url.clone(),
             key_flood.clone(),
             stop.clone(),
+            on.subscribe(),
         );
         tokio::spawn(async move {
             let mut sent = 0usize;
             while !stop.is_cancelled() && sent < FLOOD_MAX / 2 {
+                if !*on.borrow() {
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = on.changed() => continue,
+                    }
+                }
                 let items: Vec<Value> = (0..1000)
                     .map(|i| json!({ "event_type": "cells.flood", "payload": { "i": i } }))
                     .collect();
@@ -863,26 +878,37 @@ async fn a_flood_in_one_cell_leaves_the_other_cells_p95() {
                     sent += 1000;
                 }
             }
-            (sent, Instant::now())
+            sent
         })
     };
-    let flood_started = Instant::now();
     let floods = [flood(dead), flood(slow)];
-    // The flood is under way before the window opens.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let (flooded_b, flooded_ctl) = tokio::join!(
-        probe_b.run(&cells, PROBE_GAP, WINDOW),
-        probe_ctl.run(&cells, PROBE_GAP, WINDOW)
-    );
-    let window_end = Instant::now();
-    stop.cancel();
-    let (mut flooded, mut flood_end) = (0, flood_started);
-    for f in floods {
-        let (sent, ended) = f.await.expect("a flood loop");
-        flooded += sent;
-        flood_end = flood_end.max(ended);
+    let (mut idle_b, mut idle_ctl, mut flooded_b, mut flooded_ctl) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut flooded_for = Duration::ZERO;
+    for _ in 0..ROUNDS {
+        for flooding in [false, true] {
+            on.send_replace(flooding);
+            tokio::time::sleep(SETTLE).await;
+            let started = Instant::now();
+            let (b, ctl) = tokio::join!(
+                probe_b.run(&cells, PROBE_GAP, WINDOW),
+                probe_ctl.run(&cells, PROBE_GAP, WINDOW)
+            );
+            let (to_b, to_ctl) = if flooding {
+                flooded_for += started.elapsed() + SETTLE;
+                (&mut flooded_b, &mut flooded_ctl)
+            } else {
+                (&mut idle_b, &mut idle_ctl)
+            };
+            to_b.extend(b);
+            to_ctl.extend(ctl);
+        }
     }
-    let flood_secs = flood_end.min(window_end).duration_since(flood_started);
+    stop.cancel();
+    let mut flooded = 0;
+    for f in floods {
+        flooded += f.await.expect("a flood loop");
+    }
     let backlog: i64 =
         sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE status <> 'delivered'")
             .fetch_one(&cells.a.db)
@@ -896,19 +922,20 @@ async fn a_flood_in_one_cell_leaves_the_other_cells_p95() {
     let ratio = |flooded: f64, idle: f64| flooded.max(FLOOR_MS) / idle.max(FLOOR_MS);
     let (rb_ack, rb_e2e) = (ratio(fb_ack, ib_ack), ratio(fb_e2e, ib_e2e));
     eprintln!(
-        "cells: flood of {flooded} deliveries in cell a, enqueued for {:.1} s of the {:.1} s \
-         from its start to the window's end ({backlog} of cell a's deliveries not delivered at \
-         the end); {} + {} probe requests per window of {} s at {}/s.\n\
+        "cells: flood of {flooded} deliveries in cell a over {:.1} s ({backlog} of cell a's \
+         deliveries not delivered at the end); {ROUNDS} idle and {ROUNDS} flooded windows of {} s \
+         alternating, probes at {}/s in each cell ({} + {} requests idle, {} + {} flooded).\n\
          cells: cell b p95 idle/flooded: acknowledged {ib_ack:.1}/{fb_ack:.1} ms (x{rb_ack:.2}), \
          delivered {ib_e2e:.1}/{fb_e2e:.1} ms (x{rb_e2e:.2})\n\
          cells: cell a (the flooded cell's own control tenant) p95 idle/flooded: acknowledged \
          {ic_ack:.1}/{fc_ack:.1} ms (x{:.2}), delivered {ic_e2e:.1}/{fc_e2e:.1} ms (x{:.2})",
-        flood_secs.as_secs_f64(),
-        window_end.duration_since(flood_started).as_secs_f64(),
-        flooded_b.len(),
-        flooded_ctl.len(),
+        flooded_for.as_secs_f64(),
         WINDOW.as_secs(),
         1000 / PROBE_GAP.as_millis(),
+        idle_b.len(),
+        idle_ctl.len(),
+        flooded_b.len(),
+        flooded_ctl.len(),
         ratio(fc_ack, ic_ack),
         ratio(fc_e2e, ic_e2e),
     );
