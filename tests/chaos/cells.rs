@@ -16,7 +16,7 @@
 //!   idle is printed and held to a loose bound. The cells share this machine's cores, so the
 //!   ratio is an upper bound of what cells on their own hardware would show.
 //! - [`a_tenant_moves_from_one_cell_to_another_under_load`]: `deploy/cells/move.sh` moves a
-//!   tenant from A to B while a producer sends it 40 deliveries/s with idempotency keys: lost 0,
+//!   tenant from A to B while 4 producer streams send it 40 deliveries/s with idempotency keys: lost 0,
 //!   duplicates bounded, its old key works on B.
 //!
 //! They need HAProxy (the Debian package `haproxy`; `deploy/cells/router.sh` installs it as root
@@ -950,8 +950,11 @@ async fn a_flood_in_one_cell_leaves_the_other_cells_p95() {
     );
 }
 
-/// Requests per second of the mover's producer.
-const MOVE_RATE_GAP: Duration = Duration::from_millis(25);
+/// The mover's producer: this many streams, each sending one request every
+/// [`MOVE_STREAM_GAP`] (40 requests/s together), so that requests are in flight at every moment
+/// of the cut-over.
+const MOVE_STREAMS: usize = 4;
+const MOVE_STREAM_GAP: Duration = Duration::from_millis(100);
 
 /// One request of the move's producer: its idempotency key, the delivery id it was answered
 /// with, and how many tries it took.
@@ -961,14 +964,16 @@ struct Sent {
     acked: Instant,
 }
 
-/// Single deliveries to `channel` with `key` through the router, one every
-/// [`MOVE_RATE_GAP`], each with its own `Idempotency-Key`, retried with it every 100 ms on any
-/// answer but 200/202 (the router's 503 `tenant_moving` during the cut-over, a node's 5xx) until
-/// `stop`; returns what was acknowledged.
+/// Stream `stream` of the mover's producer: single deliveries to `channel` with `key` through
+/// the router, one every [`MOVE_STREAM_GAP`], each with its own `Idempotency-Key`, retried with
+/// it every 100 ms on any answer but 200/202 (the router's 503 `tenant_moving` during the
+/// cut-over, a node's 5xx, a connection cut) until `stop`; returns what was acknowledged, in
+/// order.
 fn produce(
     cells: &Cells,
     key: String,
     channel: Uuid,
+    stream: usize,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<Vec<Sent>> {
     let (http, url) = (cells.http.clone(), cells.router.url.clone());
@@ -979,7 +984,7 @@ fn produce(
             if stop.is_cancelled() {
                 break;
             }
-            let idem = format!("move-{n}");
+            let idem = format!("move-{stream}-{n}");
             let mut tries = 0;
             let id = loop {
                 tries += 1;
@@ -1007,7 +1012,7 @@ fn produce(
                 tries,
                 acked: Instant::now(),
             });
-            next += MOVE_RATE_GAP;
+            next += MOVE_STREAM_GAP;
             tokio::time::sleep_until(next.into()).await;
         }
         sent
@@ -1049,7 +1054,9 @@ async fn a_tenant_moves_from_one_cell_to_another_under_load() {
         )
         .await;
     let stop = CancellationToken::new();
-    let producer = produce(&cells, key.clone(), channel, stop.clone());
+    let producers: Vec<_> = (0..MOVE_STREAMS)
+        .map(|i| produce(&cells, key.clone(), channel, i, stop.clone()))
+        .collect();
     tokio::time::sleep(Duration::from_secs(4)).await;
 
     let started = Instant::now();
@@ -1077,7 +1084,18 @@ async fn a_tenant_moves_from_one_cell_to_another_under_load() {
 
     tokio::time::sleep(Duration::from_secs(4)).await;
     stop.cancel();
-    let sent = producer.await.expect("the producer");
+    let mut streams = Vec::new();
+    for p in producers {
+        streams.push(p.await.expect("a producer stream"));
+    }
+    // The longest time a stream waited between two acknowledgements: the hold, as a client saw
+    // it.
+    let hold = streams
+        .iter()
+        .flat_map(|s| s.windows(2).map(|w| w[1].acked.duration_since(w[0].acked)))
+        .max()
+        .unwrap_or_default();
+    let sent: Vec<Sent> = streams.into_iter().flatten().collect();
 
     // The tenant lives on cell b now: its old key (`bw_a_…`) reaches it there, a new key names b.
     let me = cells.get(&key, None, "/api/v1/tenant").await;
@@ -1135,11 +1153,6 @@ async fn a_tenant_moves_from_one_cell_to_another_under_load() {
     let lost = acked.iter().filter(|id| !times.contains_key(**id)).count();
     let duplicates = times.values().filter(|&&n| n > 1).count();
     let retried = sent.iter().filter(|s| s.tries > 1).count();
-    let hold = sent
-        .windows(2)
-        .map(|w| w[1].acked.duration_since(w[0].acked))
-        .max()
-        .unwrap_or_default();
     // Cell b's books agree: every acknowledged delivery is `delivered` there (the last status
     // writes may trail the receipts by a moment).
     let delivered_b = std::sync::atomic::AtomicI64::new(0);
@@ -1166,7 +1179,7 @@ async fn a_tenant_moves_from_one_cell_to_another_under_load() {
          after a retry, {held_tries} retries in all), move.sh {:.1} s, longest gap between \
          acknowledgements {:.2} s; lost {lost}; duplicates {duplicates}; {delivered_b} \
          delivered on cell b's books",
-        1000 / MOVE_RATE_GAP.as_millis(),
+        MOVE_STREAMS as u128 * 1000 / MOVE_STREAM_GAP.as_millis(),
         sent.len(),
         took.as_secs_f64(),
         hold.as_secs_f64()
