@@ -16,8 +16,8 @@
 //!   idle is printed and held to a loose bound. The cells share this machine's cores, so the
 //!   ratio is an upper bound of what cells on their own hardware would show.
 //! - [`a_tenant_moves_from_one_cell_to_another_under_load`]: `deploy/cells/move.sh` moves a
-//!   tenant from A to B while 4 producer streams send it 40 deliveries/s with idempotency keys: lost 0,
-//!   duplicates bounded, its old key works on B.
+//!   tenant from A to B while 4 producer streams send it 40 deliveries/s with idempotency keys:
+//!   lost 0, duplicates bounded, its old key works on B.
 //!
 //! They need HAProxy (the Debian package `haproxy`; `deploy/cells/router.sh` installs it as root
 //! or with sudo), so they are `#[ignore]`d in the ordinary chaos run: `deploy/cells/test.sh`
