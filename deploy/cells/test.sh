@@ -9,6 +9,7 @@
 #   deploy/cells/test.sh isolation  a key reaches only its cell; the operator sees both
 #   deploy/cells/test.sh flood      a flood in cell a, cell b's p95 idle and flooded
 #   deploy/cells/test.sh move       a tenant moved from cell a to cell b under load
+#   deploy/cells/test.sh hosts      a host gets its cap from each cell
 #
 # The flood scenario prints cell b's p95 with cell a idle and flooded and their ratio (the
 # figures of docs/cells.md); the move prints what was lost (asserted 0) and duplicated. Logs:
@@ -20,9 +21,10 @@ case "${1:-all}" in
 isolation) filter='test(=cells::a_key_reaches_only_its_cell_and_the_operator_sees_both)' ;;
 flood) filter='test(=cells::a_flood_in_one_cell_leaves_the_other_cells_p95)' ;;
 move) filter='test(/^cells::a_tenant_moves/)' ;;
+hosts) filter='test(=cells::a_host_gets_its_cap_from_each_cell)' ;;
 all) filter='test(/^cells::/)' ;;
 *)
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 2
   ;;
 esac

@@ -18,6 +18,8 @@
 //! - [`a_tenant_moves_from_one_cell_to_another_under_load`]: `deploy/cells/move.sh` moves a
 //!   tenant from A to B while 4 producer streams send it 40 deliveries/s with idempotency keys:
 //!   lost 0, duplicates bounded, its old key works on B.
+//! - [`a_host_gets_its_cap_from_each_cell`]: host caps are per cell: one slow host, a tenant in
+//!   each cell, the host holds the cap from each.
 //!
 //! They need HAProxy (the Debian package `haproxy`; `deploy/cells/router.sh` installs it as root
 //! or with sudo), so they are `#[ignore]`d in the ordinary chaos run: `deploy/cells/test.sh`
@@ -131,14 +133,25 @@ struct Answer {
 
 impl Cells {
     async fn start(a: &'static str, b: &'static str) -> Self {
-        Self::start_with(a, b, false).await
+        Self::start_with(a, b, false, &[]).await
     }
 
     /// [`Cells::start`]; with `logical`, cell a's Postgres runs `wal_level = logical` (the
-    /// source of a tenant move: a restart before its node starts).
-    async fn start_with(a: &'static str, b: &'static str, logical: bool) -> Self {
-        let mut ca = Cluster::start(a, &[("BREAKWATER_CELL", "a")]).await;
-        let mut cb = Cluster::start(b, &[("BREAKWATER_CELL", "b")]).await;
+    /// source of a tenant move: a restart before its node starts); `env` adds to both cells'
+    /// node settings.
+    async fn start_with(
+        a: &'static str,
+        b: &'static str,
+        logical: bool,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let with = |cell| {
+            let mut e = vec![("BREAKWATER_CELL", cell)];
+            e.extend_from_slice(env);
+            e
+        };
+        let mut ca = Cluster::start(a, &with("a")).await;
+        let mut cb = Cluster::start(b, &with("b")).await;
         if logical {
             sqlx::query("ALTER SYSTEM SET wal_level = logical")
                 .execute(&ca.db)
@@ -749,6 +762,101 @@ async fn window_p95(c: &Cluster, endpoint: &str, w: &Window) -> (f64, f64) {
     (p95(ack), p95(e2e))
 }
 
+/// The per-host cap of [`a_host_gets_its_cap_from_each_cell`], and how long its endpoint takes
+/// to answer.
+const HOST_CAP: usize = 2;
+const HOST_DELAY: Duration = Duration::from_millis(1500);
+
+/// Host caps are per cell (docs/cells.md, "What becomes per cell"): with `hosts.max_in_flight`
+/// = [`HOST_CAP`] in both cells and a tenant of each sending a backlog to one slow host, that
+/// host gets [`HOST_CAP`] requests at once from each cell: twice the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs HAProxy: run by deploy/cells/test.sh"]
+async fn a_host_gets_its_cap_from_each_cell() {
+    let cap = HOST_CAP.to_string();
+    let cells = Cells::start_with(
+        "cells_host_a",
+        "cells_host_b",
+        false,
+        &[("BREAKWATER_HOSTS__MAX_IN_FLIGHT", &cap)],
+    )
+    .await;
+    // One host: cell a's receiver, for both cells' channels.
+    let host = &cells.a.receiver;
+    let mut backlog = Vec::new();
+    for (cell, c) in [("a", &cells.a), ("b", &cells.b)] {
+        let t = cells
+            .operator_post(
+                cell,
+                "/api/v1/tenants",
+                json!({ "name": format!("host-{cell}") }),
+                201,
+            )
+            .await;
+        let key = t["api_key"].as_str().unwrap().to_string();
+        let endpoint = format!("slow-{cell}");
+        let ch = c
+            .channel_on(host, &key, &endpoint, Behavior::Delay(HOST_DELAY, 200))
+            .await;
+        backlog.push((key, ch, endpoint));
+    }
+    for (key, ch, _) in &backlog {
+        let items: Vec<Value> = (0..10)
+            .map(|i| json!({ "event_type": "cells.host", "payload": { "i": i } }))
+            .collect();
+        cells
+            .post(
+                key,
+                &format!("/api/v1/channels/{ch}/deliveries/batch"),
+                json!({ "deliveries": items }),
+                202,
+            )
+            .await;
+    }
+    // The most requests the host holds at once, from each cell and together: each request is
+    // held HOST_DELAY from its arrival.
+    let arrived = breakwater_e2e::eventually_every(
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        || {
+            let n: usize = backlog.iter().map(|(_, _, e)| host.count(e)).sum();
+            async move { n >= 4 * HOST_CAP }
+        },
+    )
+    .await;
+    assert!(arrived, "the host got requests from both cells");
+    let peak = |endpoints: &[&str]| {
+        let at: Vec<Instant> = endpoints
+            .iter()
+            .flat_map(|e| host.received(e))
+            .map(|r| r.at)
+            .collect();
+        at.iter()
+            .map(|&t| at.iter().filter(|&&u| u <= t && t < u + HOST_DELAY).count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (pa, pb, both) = (
+        peak(&["slow-a"]),
+        peak(&["slow-b"]),
+        peak(&["slow-a", "slow-b"]),
+    );
+    eprintln!(
+        "cells: host cap {HOST_CAP} in each cell: the host held at most {pa} requests from cell a, \
+         {pb} from cell b, {both} at once in all"
+    );
+    assert_eq!(
+        (pa, pb),
+        (HOST_CAP, HOST_CAP),
+        "each cell holds the host to its cap"
+    );
+    assert_eq!(
+        both,
+        2 * HOST_CAP,
+        "together the host gets the cap from each cell"
+    );
+}
+
 /// Requests per second of each probe (one every 50 ms), how long each measured window lasts,
 /// how many windows of each kind (idle, flooded: alternating), and how long the flood is on or
 /// off before a window opens (so each window sees one state).
@@ -1026,7 +1134,7 @@ fn produce(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs HAProxy: run by deploy/cells/test.sh"]
 async fn a_tenant_moves_from_one_cell_to_another_under_load() {
-    let cells = Cells::start_with("cells_move_a", "cells_move_b", true).await;
+    let cells = Cells::start_with("cells_move_a", "cells_move_b", true, &[]).await;
     // A cell's own identity ranges (docs/cells.md, creating a cell): the moved tenant's audit
     // rows and attempts keep their ids, which must not collide with the target's own.
     sqlx::raw_sql(
