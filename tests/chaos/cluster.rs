@@ -588,7 +588,7 @@ impl Cluster {
     }
 
     /// The first API node's base URL.
-    fn api(&self) -> &str {
+    pub fn api(&self) -> &str {
         self.nodes
             .iter()
             .find_map(|n| n.api.as_deref())

@@ -18,6 +18,9 @@
 //! - [`listener_blackholed`]: the queue listener's path to Postgres silently drops packets (a
 //!   proxy in the test): noticed, reconnected, logged, wake-ups prompt again (issue 31, item 6).
 //!
+//! - [`cells`]: two tenant cells (each its own Postgres and node) behind the router of
+//!   `deploy/cells/` (HAProxy): a key reaches only its cell, the operator sees both, a flood in
+//!   one leaves the other's p95 (issue 34); `#[ignore]`d here, run by `deploy/cells/test.sh`.
 //! - [`ha`]: the HA topology of `deploy/ha/` (Patroni × 3, etcd, HAProxy) under load, one
 //!   failover fault per scenario (issue 34); `#[ignore]`d here, run by `deploy/ha/chaos.sh`.
 //!
@@ -34,6 +37,7 @@
 //! test. Node logs are kept under `<target>/test-artifacts/chaos/<scenario>/` and their tails
 //! printed when a check fails.
 
+mod cells;
 mod cluster;
 mod database_cut;
 mod database_down;

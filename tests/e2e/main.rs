@@ -4,6 +4,7 @@ mod alerts;
 mod api;
 mod audit;
 mod browser;
+mod cells;
 mod circuit;
 mod closing;
 mod delivery;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub mod browser;
 pub mod db;
 pub mod gauge;
 pub mod http;

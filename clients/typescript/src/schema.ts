@@ -2008,12 +2008,18 @@ export interface components {
         };
         /** @description A created key with the key itself, shown this once. */
         CreatedKey: components["schemas"]["ApiKey"] & {
-            /** @description The key (`bw_…`). Only its SHA-256 digest is stored; it cannot be shown again. */
+            /**
+             * @description The key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its SHA-256 digest is
+             *     stored; it cannot be shown again.
+             */
             api_key: string;
         };
         /** @description A created tenant with its secrets, shown once. */
         CreatedTenant: components["schemas"]["Tenant"] & {
-            /** @description The tenant's API key (`bw_…`). Only its SHA-256 digest is stored. */
+            /**
+             * @description The tenant's API key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its
+             *     SHA-256 digest is stored.
+             */
             api_key: string;
             /** @description The secret (`whsec_…`) that signs the tenant's alert webhooks. */
             alert_secret: string;

@@ -1,12 +1,18 @@
 // Breakwater operator page. Plain browser JavaScript, no build step, no dependencies.
 //
 // The operator key lives in this tab's sessionStorage and travels only as an Authorization
-// header to the operator API; it is never put in a URL. Everything a tenant can name (tenant
+// header to the operator API; it is never put in a URL.
+//
+// Behind the cells router (deploy/cells/, docs/cells.md) `GET /api/v1/cells` lists the cells:
+// the page then shows one cell at a time (the picker in the header; every call names it in the
+// Breakwater-Cell header) and a card with every cell's queues. Without it (a node answers 404),
+// the page is as it was: one database, no cell. Everything a tenant can name (tenant
 // and channel names) is inserted as text (textContent), never as HTML.
 "use strict";
 
 (() => {
   const KEY_STORE = "breakwater.operatorKey";
+  const CELL_STORE = "breakwater.cell";
   const POLL_MS = 2000;
   const POLL_HIDDEN_MS = 10000;
   const MAX_CHANNEL_PAGES = 10; // of 1000 channels each
@@ -49,6 +55,8 @@
 
   const { $, el, toast, allPages } = window.Breakwater; // common.js
   let key = sessionStorage.getItem(KEY_STORE);
+  let cells = []; // cell ids from GET /api/v1/cells; empty without cells
+  let cell = sessionStorage.getItem(CELL_STORE); // the cell shown
   let timer = null;
   let skewMs = 0; // server clock minus this browser's clock, from the Date header
   let lastOkAt = 0;
@@ -99,12 +107,16 @@
 
   class Unauthorized extends Error {}
 
-  async function api(path, init) {
+  // An operator API call on the cell shown, or on `onCell`.
+  async function api(path, init, onCell) {
+    const headers = { Authorization: `Bearer ${key}`, Accept: "application/json" };
+    const target = onCell || cell;
+    if (target) headers["Breakwater-Cell"] = target;
     const resp = await fetch(path, {
       cache: "no-store",
       credentials: "omit",
       ...init,
-      headers: { Authorization: `Bearer ${key}`, Accept: "application/json" },
+      headers,
     });
     const date = resp.headers.get("Date");
     if (date) skewMs = new Date(date).getTime() - Date.now();
@@ -117,6 +129,75 @@
       throw new Error(detail ? `${resp.status}: ${detail}` : `HTTP ${resp.status}`);
     }
     return body;
+  }
+
+  // ---- cells --------------------------------------------------------------------------------
+
+  // Reads the cells (no key needed: the router answers it); fills the picker when there are.
+  async function loadCells() {
+    try {
+      const resp = await fetch("/api/v1/cells", {
+        cache: "no-store", credentials: "omit", headers: { Accept: "application/json" },
+      });
+      const body = resp.ok ? await resp.json() : null;
+      cells = ((body && body.cells) || []).map((c) => c.id);
+    } catch {
+      cells = [];
+    }
+    if (!cells.length) {
+      cell = null;
+      return;
+    }
+    if (!cells.includes(cell)) cell = cells[0];
+    sessionStorage.setItem(CELL_STORE, cell);
+    $("cell").replaceChildren(...cells.map((id) => el("option", { value: id, text: id })));
+    $("cell").value = cell;
+    $("cell-picker").hidden = false;
+  }
+
+  function showCell(id) {
+    if (!cells.includes(id) || id === cell) return;
+    cell = id;
+    sessionStorage.setItem(CELL_STORE, cell);
+    $("cell").value = cell;
+    prevStates = new Map();
+    prevHostStates = new Map();
+    refresh();
+  }
+
+  // Every cell's queues (a cell that does not answer says so), for the cells card.
+  async function cellSummaries() {
+    if (cells.length < 2) return null;
+    return Promise.all(cells.map((id) => api("/api/v1/admin/queues", undefined, id).then(
+      (q) => ({ id, queues: q.data }),
+      (e) => {
+        if (e instanceof Unauthorized) throw e;
+        return { id, error: e.message };
+      })));
+  }
+
+  function renderCells(rows) {
+    $("cells-card").hidden = !rows;
+    if (!rows) return;
+    const sum = (qs, f) => qs.reduce((n, q) => n + q[f], 0);
+    const trs = rows.map((r) => {
+      const show = el("button", { type: "button", text: "Show", title: `Show cell ${r.id}` });
+      show.disabled = r.id === cell;
+      show.addEventListener("click", () => showCell(r.id));
+      const tr = el("tr", { dataset: { cell: r.id }, class: r.id === cell ? "current" : "" },
+        el("td", { text: r.id }));
+      if (r.error) {
+        tr.append(el("td", { colspan: "3", class: "error", text: r.error }));
+      } else {
+        tr.append(
+          el("td", { class: "num", text: sum(r.queues, "available") }),
+          el("td", { class: "num", text: sum(r.queues, "executing") }),
+          el("td", { class: "num", text: sum(r.queues, "parked") }));
+      }
+      tr.append(el("td", { class: "actions" }, show));
+      return tr;
+    });
+    $("cells").tBodies[0].replaceChildren(...trs);
   }
 
   // ---- sign in / out ------------------------------------------------------------------------
@@ -180,12 +261,14 @@
   async function refresh() {
     if (!key) return;
     try {
-      const [queues, list, audit, hostPage] = await Promise.all([
+      const [queues, list, audit, hostPage, cellRows] = await Promise.all([
         api("/api/v1/admin/queues"),
         listChannels(),
         api("/api/v1/admin/audit?limit=100"),
         api("/api/v1/admin/hosts?limit=1000"),
+        cellSummaries(),
       ]);
+      renderCells(cellRows);
       hosts = hostPage.data;
       channels = list.all;
       channelById = new Map(channels.map((c) => [c.id, c]));
@@ -195,7 +278,8 @@
       renderTransitions(audit.data);
       lastOkAt = Date.now();
       $("banner").hidden = true;
-      setLive(true, `live · ${new Date().toLocaleTimeString([], { hour12: false })}`);
+      const where = cell ? `cell ${cell} · ` : "";
+      setLive(true, `${where}live · ${new Date().toLocaleTimeString([], { hour12: false })}`);
     } catch (e) {
       if (e instanceof Unauthorized) {
         signOut(e.message);
@@ -464,8 +548,11 @@
     document.addEventListener("visibilitychange", () => {
       if (!document.hidden && key) refresh();
     });
+    $("cell").addEventListener("change", () => showCell($("cell").value));
     setInterval(tick, 1000);
-    if (key) start();
-    else showLogin("");
+    loadCells().then(() => {
+      if (key) start();
+      else showLogin("");
+    });
   });
 })();

@@ -7,6 +7,7 @@
 
 mod auth;
 mod call;
+pub mod cell;
 mod connection;
 mod created;
 pub mod error;
@@ -145,6 +146,10 @@ pub struct AppSettings {
     pub connect_timeout_ms: u64,
     /// `retention.deliveries_days` (for the breaker's explanation; 0 = kept for ever).
     pub retention_days: u32,
+    /// This node's cell (`cell`, issue 34), or `None` in a deployment without cells: the cell
+    /// every key and portal token it mints names, and the one a request's [`cell::HEADER`] must
+    /// name if it names one ([`cell::misdirected`]).
+    pub cell: Option<breakwater_core::api_key::Cell>,
 }
 
 struct Inner {
@@ -236,6 +241,10 @@ pub fn app(state: AppState) -> Router {
                 "this route does not accept that method",
             )
         })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cell::misdirected,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         // Outermost: every request gets an `x-request-id` (the client's, or a fresh UUID), sent
         // back on the response and written on the request's audit rows.

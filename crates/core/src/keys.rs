@@ -42,7 +42,8 @@ pub struct CreatedKey {
     /// The key's listing.
     #[serde(flatten)]
     pub key: ApiKey,
-    /// The key (`bw_…`). Only its SHA-256 digest is stored; it cannot be shown again.
+    /// The key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its SHA-256 digest is
+    /// stored; it cannot be shown again.
     pub api_key: String,
 }
 
@@ -52,7 +53,8 @@ fn check_key_name(name: Option<&str>) -> Result<Option<String>> {
     name.map(crate::names::display_name).transpose()
 }
 
-/// Creates a key for `tenant_id` named `name`, with a `key.created` audit row by `actor`
+/// Creates a key for `tenant_id` named `name`, naming `cell` (this node's, `None` without cells:
+/// [`generate_api_key`]), with a `key.created` audit row by `actor`
 /// (the key's id and name, never the key), in the caller's transaction. Errors: the tenant is
 /// missing or deleted ([`Error::NotFound`]), the name is invalid ([`Error::Invalid`]), or the
 /// tenant already holds as many unrevoked keys as its `active_keys` quota allows (its override,
@@ -69,6 +71,7 @@ pub async fn create(
     tenant_id: Uuid,
     name: Option<&str>,
     defaults: &crate::quotas::QuotaDefaults,
+    cell: Option<&crate::api_key::Cell>,
     actor: &str,
 ) -> Result<CreatedKey> {
     let name = check_key_name(name)?;
@@ -80,7 +83,7 @@ pub async fn create(
     .fetch_one(&mut *conn)
     .await?;
     crate::quotas::check_new_key(&mut *conn, tenant_id, live, defaults).await?;
-    let api_key = generate_api_key();
+    let api_key = generate_api_key(cell);
     let key: ApiKey = sqlx::query_as(&format!(
         "INSERT INTO api_keys (id, tenant_id, key_hash, prefix, name) VALUES ($1, $2, $3, $4, $5)
          RETURNING {KEY_COLUMNS}"

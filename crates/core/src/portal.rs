@@ -11,11 +11,9 @@
 //! session's id and scope, never the token; what a session does is audited as
 //! [`actor`] (`portal:<session id>`).
 
-use crate::api_key::hash_key;
+use crate::api_key::{hash_key, Cell};
 use crate::{audit, Error, Result};
-use base64::Engine;
 use chrono::{DateTime, Utc};
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
@@ -99,14 +97,14 @@ pub fn actor(session_id: Uuid) -> String {
     format!("portal:{session_id}")
 }
 
-/// A fresh token: [`TOKEN_PREFIX`] + 43 URL-safe base64 characters (32 random bytes).
-pub fn generate_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    format!(
-        "{TOKEN_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    )
+/// Random characters of a token (32 random bytes in URL-safe base64).
+pub const TOKEN_RANDOM_CHARS: usize = 43;
+
+/// A fresh token: [`TOKEN_PREFIX`] + 43 URL-safe base64 characters (32 random bytes), or with a
+/// cell `bwp_<cell>_` + the same 43, so the router in front of the cells sends the portal's
+/// requests to the tenant's cell as it does its API keys' ([`crate::api_key::credential_cell`]).
+pub fn generate_token(cell: Option<&Cell>) -> String {
+    crate::api_key::generate_credential(TOKEN_PREFIX, cell, 32)
 }
 
 /// The lifetime a request asks for, checked: `None` is [`DEFAULT_TTL_S`]; 1 to [`MAX_TTL_S`]
@@ -125,8 +123,9 @@ pub fn check_ttl(ttl_s: Option<i64>) -> Result<i64> {
 const COLUMNS: &str = "id, tenant_id, scope, created_by, created_at, expires_at, revoked_at";
 
 /// Opens a session for `tenant_id` with `scope`, lasting `ttl_s` seconds (checked by the caller
-/// with [`check_ttl`]), with a `portal_session.created` audit row by `actor` (the session's id,
-/// scope and expiry, never the token), in the caller's transaction. A missing or deleted tenant
+/// with [`check_ttl`]), its token naming `cell` (this node's, [`generate_token`]), with a
+/// `portal_session.created` audit row by `actor` (the session's id, scope and expiry, never the
+/// token), in the caller's transaction. A missing or deleted tenant
 /// is [`Error::NotFound`]; the tenant's row is held `FOR SHARE` so a deletion either waits for
 /// the session (and revokes it) or comes first.
 pub async fn open(
@@ -134,10 +133,11 @@ pub async fn open(
     tenant_id: Uuid,
     scope: Scope,
     ttl_s: i64,
+    cell: Option<&Cell>,
     actor: &str,
 ) -> Result<OpenedSession> {
     crate::tenants::hold_live(&mut *conn, tenant_id, crate::tenants::Hold::Share).await?;
-    let token = generate_token();
+    let token = generate_token(cell);
     let session: PortalSession = sqlx::query_as(&format!(
         "INSERT INTO portal_sessions (id, tenant_id, token_hash, scope, created_by, expires_at)
          VALUES ($1, $2, $3, $4, $5, now() + $6::float8 * interval '1 second')
@@ -260,13 +260,19 @@ mod tests {
 
     #[test]
     fn tokens_carry_256_random_bits_behind_their_prefix() {
-        let a = generate_token();
-        let b = generate_token();
+        let a = generate_token(None);
+        let b = generate_token(None);
         assert_ne!(a, b);
         assert!(a.starts_with(TOKEN_PREFIX));
-        assert_eq!(a.len(), TOKEN_PREFIX.len() + 43);
+        assert_eq!(a.len(), TOKEN_PREFIX.len() + TOKEN_RANDOM_CHARS);
         // Never mistaken for an API key (`bw_`).
         assert!(!a.starts_with(crate::api_key::TENANT_KEY_PREFIX));
+        let cell = crate::api_key::credential_cell;
+        assert_eq!(cell(&a, TOKEN_PREFIX, TOKEN_RANDOM_CHARS), None);
+        let c = generate_token(Some(&Cell::new("b2").unwrap()));
+        assert!(c.starts_with("bwp_b2_"), "{c}");
+        assert_eq!(c.len(), "bwp_b2_".len() + TOKEN_RANDOM_CHARS);
+        assert_eq!(cell(&c, TOKEN_PREFIX, TOKEN_RANDOM_CHARS), Some("b2"));
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub struct NewTenant {
     pub tier: Tier,
     /// Alert webhook URL, already checked by the caller.
     pub alert_url: Option<String>,
+    /// The cell of the node that creates it, which its first key names
+    /// ([`token::generate_api_key`]); `None` in a deployment without cells.
+    pub cell: Option<token::Cell>,
 }
 
 /// A created tenant with its secrets, shown once.
@@ -106,7 +109,8 @@ pub struct CreatedTenant {
     /// The tenant.
     #[serde(flatten)]
     pub tenant: Tenant,
-    /// The tenant's API key (`bw_…`). Only its SHA-256 digest is stored.
+    /// The tenant's API key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its
+    /// SHA-256 digest is stored.
     pub api_key: String,
     /// The secret (`whsec_…`) that signs the tenant's alert webhooks.
     pub alert_secret: String,
@@ -130,7 +134,7 @@ pub async fn create(
 ) -> Result<CreatedTenant> {
     let name = crate::names::display_name(&new.name)?;
     let alert_secret = signing::generate_secret();
-    let api_key = token::generate_api_key();
+    let api_key = token::generate_api_key(new.cell.as_ref());
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)

@@ -109,6 +109,12 @@ pub struct Settings {
     pub allow_private_targets: bool,
     /// `text` or `json`.
     pub log_format: String,
+    /// This node's cell (`BREAKWATER_CELL`, issue 34): 1 to 8 characters `a`–`z`, `0`–`9`, the
+    /// same on every node of one cell (one Postgres or Patroni cluster). Unset or empty (the
+    /// default): a deployment without cells, keys `bw_…`. Set: new API keys are `bw_<cell>_…`
+    /// and portal tokens `bwp_<cell>_…`, so the router in front of the cells (deploy/cells/)
+    /// sends a tenant's requests to its cell; keys made before stay valid in their cell.
+    pub cell: Option<String>,
     /// `[database]`.
     pub database: DatabaseConfig,
     /// `[api]`.
@@ -162,6 +168,9 @@ impl Settings {
         if s.operator_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             s.operator_key = None;
         }
+        if s.cell.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            s.cell = None;
+        }
         if s.metrics_token.as_ref().is_some_and(|k| k.0.is_empty()) {
             s.metrics_token = None;
         }
@@ -169,7 +178,16 @@ impl Settings {
         Ok(s)
     }
 
+    /// The cell (`cell`), checked; `None` without one.
+    pub fn cell(&self) -> Result<Option<breakwater_core::api_key::Cell>, String> {
+        self.cell
+            .as_deref()
+            .map(|c| breakwater_core::api_key::Cell::new(c).map_err(|e| format!("cell: {e}")))
+            .transpose()
+    }
+
     fn validate(&self) -> Result<(), String> {
+        self.cell()?;
         self.worker.validate()?;
         self.circuit.validate()?;
         self.alerts.validate()?;
@@ -342,5 +360,18 @@ mod tests {
         s.api.public_url = "hooks.example.com".into();
         let e = s.validate().unwrap_err();
         assert!(e.contains("api.public_url"), "{e}");
+    }
+
+    #[test]
+    fn no_cell_by_default_and_a_cell_id_is_checked() {
+        let mut s = Settings::load(None).expect("embedded defaults are valid");
+        assert_eq!(s.cell().unwrap(), None, "a deployment without cells");
+        s.cell = Some("eu1".into());
+        assert_eq!(s.cell().unwrap().unwrap().as_str(), "eu1");
+        for bad in ["EU1", "a_b", "abcdefghi"] {
+            s.cell = Some(bad.into());
+            let e = s.validate().unwrap_err();
+            assert!(e.starts_with("cell: "), "{e}");
+        }
     }
 }

@@ -149,6 +149,7 @@ pub async fn start_node(
                 },
                 connect_timeout_ms: settings.worker.connect_timeout_ms,
                 retention_days: settings.retention.deliveries_days,
+                cell: settings.cell().map_err(anyhow::Error::msg)?,
             },
         )
         .with_metrics(settings.metrics_listen.is_none().then(|| metrics.clone()));

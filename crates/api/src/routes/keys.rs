@@ -76,6 +76,7 @@ async fn create<K>(
         tenant_id,
         body.name.as_deref(),
         &call.state.quota_defaults(),
+        call.state.settings().cell.as_ref(),
         call.actor(),
     )
     .await?;

@@ -78,7 +78,8 @@ async fn open<K>(
         .map_err(|_| ApiError::invalid("scope", "must be one of manage, read"))?;
     let ttl_s = portal::check_ttl(body.ttl_s)?;
     let mut tx = call.begin_audited().await?;
-    let opened = portal::open(&mut tx, tenant_id, scope, ttl_s, call.actor()).await?;
+    let cell = call.state.settings().cell.as_ref();
+    let opened = portal::open(&mut tx, tenant_id, scope, ttl_s, cell, call.actor()).await?;
     tx.commit().await?;
     let s = opened.session;
     // The token is never logged: only the session's id.

@@ -84,6 +84,7 @@ pub(crate) async fn create(
             name: body.name,
             tier,
             alert_url,
+            cell: call.state.settings().cell.clone(),
         },
         call.actor(),
     )

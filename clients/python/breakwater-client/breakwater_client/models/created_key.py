@@ -22,7 +22,8 @@ class CreatedKey:
         tenant_id (UUID): Its owner.
         prefix (str): The key's first 7 characters (`bw_` + 4), to tell keys apart; not a secret.
         created_at (datetime.datetime): Created at.
-        api_key (str): The key (`bw_…`). Only its SHA-256 digest is stored; it cannot be shown again.
+        api_key (str): The key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its SHA-256 digest is
+            stored; it cannot be shown again.
         name (None | str | Unset): Optional label (1–200 characters), e.g. `"ci"`.
         last_used_at (datetime.datetime | None | Unset): Last request made with it (at most [`LAST_USED_RESOLUTION_S`]
             old); `None` = never used.

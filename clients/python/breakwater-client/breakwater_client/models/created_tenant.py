@@ -33,7 +33,8 @@ class CreatedTenant:
             catalog
             ([`crate::event_types`]) is refused (422 on `event_type`); default false: accepted.
         created_at (datetime.datetime): Creation time.
-        api_key (str): The tenant's API key (`bw_…`). Only its SHA-256 digest is stored.
+        api_key (str): The tenant's API key (`bw_…`, `bw_<cell>_…` in a deployment with cells). Only its
+            SHA-256 digest is stored.
         alert_secret (str): The secret (`whsec_…`) that signs the tenant's alert webhooks.
         alert_url (None | str | Unset): Where circuit alerts for this tenant's channels are sent, if anywhere.
         retry_policy (None | RetryPolicy | Unset):
