@@ -91,6 +91,38 @@ impl RunOptions {
     }
 }
 
+/// A report's `goals` (an object of booleans, `null` where a goal was not judged) in words:
+/// `met: p95 under 100ms, lost zero; missed: p95 within 1.5× baseline; not judged: …`.
+pub fn goals_line(goals: &Value) -> String {
+    let Some(goals) = goals.as_object() else {
+        return "none".into();
+    };
+    let words = |k: &str| -> String {
+        let k = k.strip_prefix("goal_").unwrap_or(k);
+        k.replace("_1_5x_", " 1.5× ").replace('_', " ")
+    };
+    let mut parts = Vec::new();
+    for (label, want) in [
+        ("met", Some(true)),
+        ("missed", Some(false)),
+        ("not judged", None),
+    ] {
+        let names: Vec<String> = goals
+            .iter()
+            .filter(|(_, v)| v.as_bool() == want)
+            .map(|(k, _)| words(k))
+            .collect();
+        if !names.is_empty() {
+            parts.push(format!("{label}: {}", names.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// Writes `value` as pretty JSON to `dir/name`, creating `dir`.
 pub fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -218,4 +250,26 @@ where
     out.into_iter()
         .map(|r| r.context("a task did not finish")?)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goals_line;
+    use serde_json::json;
+
+    #[test]
+    fn goals_are_said_in_words_grouped_by_verdict() {
+        let goals = json!({
+            "goal_p95_under_100ms": true,
+            "goal_p95_within_1_5x_baseline": false,
+            "dead_requests_within_budget": null,
+            "lost_zero": true,
+        });
+        assert_eq!(
+            goals_line(&goals),
+            "met: p95 under 100ms, lost zero; missed: p95 within 1.5× baseline; \
+             not judged: dead requests within budget"
+        );
+        assert_eq!(goals_line(&json!(null)), "none");
+    }
 }
