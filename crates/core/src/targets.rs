@@ -93,7 +93,7 @@ fn unseen(c: char) -> bool {
 /// request, so `…#x` would be delivered to `…` while the channel showed `#x`), no space,
 /// control or invisible character anywhere ([`unseen`]: the WHATWG URL parser silently drops
 /// leading and trailing ones and every tab and newline, and IDNA drops invisible ones from a
-/// host, so the stored URL would differ from the one given without a word: a new-user trial),
+/// host, so the stored URL would differ from the one given without a word),
 /// at most 2 048 characters. A host that is a literal
 /// internal IP is refused unless `allow_private`. Errors are messages for the `url` field.
 pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
@@ -114,8 +114,8 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
     }
     // The WHATWG parser reads `http:///x`, `http:/x`, `http:x` and `http:\\x` as `http://x/`:
     // a slash too many or too few, or a backslash, and the path becomes the host. Only
-    // `scheme://host…` is taken, so the URL stored is the one given (a new-user trial: `http:///x`
-    // was created as a channel to host `x`).
+    // `scheme://host…` is taken, so the URL stored is the one given (not `http:///x` stored as
+    // a channel to host `x`).
     let authority = raw.get(url.scheme().len() + 1..).unwrap_or_default();
     if !authority.starts_with("//") || authority[2..].starts_with(['/', '\\']) {
         return Err(format!(
