@@ -1,4 +1,4 @@
-//! Breakwater's load-test harness (issue 6).
+//! Breakwater's load-test harness.
 //!
 //! Everything runs in one process on loopback: the service itself (K nodes, each on its own
 //! thread with its own Tokio runtime and its own database pool, as separate processes would

@@ -559,8 +559,7 @@ fn assert_null_refused(status: u16, body: &Value, field: &str) {
 
 /// Routes whose every body field is optional take a bare `POST` (no body, no content type): a
 /// channel's replay (the last 24 h), a new API key (no label), a signing-secret rotation (the
-/// default grace). A body that is there must still be JSON. (A new-user trial got 415 for the
-/// first two.)
+/// default grace). A body that is there must still be JSON.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_bare_post_is_accepted_where_every_body_field_is_optional(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
