@@ -108,6 +108,10 @@ run() {
   [ ${#backlogs[@]} -gt 0 ] || backlogs=(10000 100000)
   mkdir -p "$out"
   psql -Atc "SHOW autovacuum" "$DATABASE_URL" | sed 's/^/autovacuum = /'
+  # Which builds and when, for scripts/bench-table.py (result.json does not know its commit:
+  # the binaries are built from worktrees that are gone by now).
+  printf '{\n  "new": "%s",\n  "old": "%s",\n  "date": "%s"\n}\n' "$(cat "$bench/rev-new")" \
+    "$(cat "$bench/rev-old")" "$(date -u '+%Y-%m-%d, from %H:%M UTC')" >"$out/run.json"
   for n in "${backlogs[@]}"; do
     for mode in timeout refuse 503 slow; do
       both "$out" "iso-$mode-$n" isolation --backlog "$n" --duration 30 --dead-mode "$mode"

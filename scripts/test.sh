@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, starts Postgres, then runs every test.
+# The test command: installs what is missing, starts Postgres, then runs every test, or the
+# tests of the areas named.
 #
-#   scripts/test.sh [extra cargo-nextest arguments]
+#   scripts/test.sh                          every test
+#   scripts/test.sh AREA [AREA…] [ARGS…]     one area's tests (several: any of them), e.g.
+#                                            `scripts/test.sh circuit`; docs/testing.md lists them
+#   scripts/test.sh [ARGS…]                  extra cargo-nextest arguments, e.g. -E 'test(/retry/)'
+#
+# An AREA is a test module of tests/e2e or tests/chaos (`circuit` runs `circuit::…` there and
+# in the crates' unit tests), a test file of crates/*/tests (`fifo`), a crate (`queue`, `core`,
+# `worker`, `api`, `telemetry`, `server`, `loadtest`), or a test binary (`e2e`, `chaos`): the
+# union of what the name matches. `scripts/test.sh --areas` lists every name.
 #
 # On a fresh Debian/Ubuntu machine (as root, or with sudo) it installs cargo-nextest (from
 # crates.io), chromium and chromium-driver (Debian packages, for the admin page's and the tenant portal's
@@ -10,6 +19,56 @@
 # server (trust auth, user postgres); each test creates its own database there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Every area name, one a line (see above).
+areas() {
+  {
+    printf '%s\n' e2e chaos core queue worker api telemetry server loadtest
+    # Files and module folders that hold tests (not the harness's helper modules).
+    for f in tests/e2e/*.rs tests/e2e/*/mod.rs tests/chaos/*.rs crates/*/tests/*.rs; do
+      [ -e "$f" ] || continue
+      local d="$f"
+      case "$f" in */mod.rs) d=$(dirname "$f") ;; esac
+      grep -rqE '#\[((tokio|sqlx)::)?test' "$d" || continue
+      basename "$d" .rs
+    done
+  } | sort -u
+}
+
+# The nextest filter of one area: every kind of thing its name matches, joined by `|`.
+area_filter() {
+  local a="$1" parts=()
+  case "$a" in
+    e2e | chaos) parts+=("binary(=$a)") ;;
+    server) parts+=("package(=breakwater)") ;;
+    loadtest | core | queue | worker | api | telemetry) parts+=("package(=breakwater-$a)") ;;
+  esac
+  if compgen -G "crates/*/tests/$a.rs" >/dev/null; then parts+=("binary(=$a)"); fi
+  if [ -e "tests/e2e/$a.rs" ] || [ -d "tests/e2e/$a" ] || [ -e "tests/chaos/$a.rs" ]; then
+    parts+=("test(/^$a::/)")
+  fi
+  local IFS='|'
+  echo "${parts[*]}"
+}
+
+if [ "${1:-}" = --areas ]; then
+  areas
+  exit 0
+fi
+filter=""
+while [ $# -gt 0 ] && [[ "$1" != -* ]]; do
+  if ! areas | grep -qx -- "$1"; then
+    echo "scripts/test.sh: no test area '$1'; the areas are:" >&2
+    areas | paste -sd' ' >&2
+    exit 2
+  fi
+  filter="${filter:+$filter | }$(area_filter "$1")"
+  shift
+done
+if [ -n "$filter" ]; then
+  set -- -E "$filter" "$@"
+  echo "tests of: $filter"
+fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 apt_install() {

@@ -103,23 +103,12 @@ pub fn latency_svg(path: &Path, title: &str, panels: &[Panel]) -> anyhow::Result
             )?
             .label(format!("delivery ({} points)", p.points.len()))
             .legend(move |(x, y)| Circle::new((x + 8, y), 3, blue.filled()));
-        if !p.dead_requests.is_empty() {
-            let gray = RGBColor(90, 90, 90);
-            let y0 = y_lo * 1.15;
-            let y1 = y_lo * 1.6;
-            let step = (p.dead_requests.len() / 5_000).max(1);
-            chart
-                .draw_series(
-                    p.dead_requests
-                        .iter()
-                        .step_by(step)
-                        .map(|&x| PathElement::new(vec![(x, y0), (x, y1)], gray.mix(0.6))),
-                )?
-                .label(format!("dead-endpoint request ({})", p.dead_requests.len()))
-                .legend(move |(x, y)| PathElement::new(vec![(x + 8, y - 5), (x + 8, y + 5)], gray));
-        }
         let mut labelled = std::collections::HashSet::new();
-        for (i, m) in p.markers.iter().enumerate() {
+        // Labels of markers close together (a backlog enqueued and its breaker opening in the
+        // same second) go on different heights, so they do not print over one another.
+        let near = (x_max - x_min) * 0.12;
+        let mut placed: Vec<f64> = Vec::new();
+        for m in &p.markers {
             if m.t_s < x_min || m.t_s > x_max {
                 continue;
             }
@@ -134,12 +123,32 @@ pub fn latency_svg(path: &Path, title: &str, panels: &[Panel]) -> anyhow::Result
                 });
             }
             let short = m.label.trim_start_matches("circuit.");
-            let y_text = y_hi / 1.6 / (1.0 + 0.6 * (i % 3) as f64);
+            let level = placed.iter().filter(|&&x| (x - m.t_s).abs() < near).count();
+            placed.push(m.t_s);
+            let y_text = y_hi / 1.6 / (1.0 + 0.6 * (level % 5) as f64);
+            // A time that rounds to zero is "0.0s", not "-0.0s".
+            let t = if m.t_s.abs() < 0.05 { 0.0 } else { m.t_s };
             chart.draw_series(std::iter::once(Text::new(
-                format!(" {short} @{:.1}s", m.t_s),
+                format!(" {short} @{t:.1}s"),
                 (m.t_s, y_text),
                 ("sans-serif", 12).into_font().color(&c),
             )))?;
+        }
+        // After the markers, so a transition's line does not hide the requests around it.
+        if !p.dead_requests.is_empty() {
+            let gray = RGBColor(90, 90, 90);
+            let y0 = y_lo * 1.15;
+            let y1 = y_lo * 1.6;
+            let step = (p.dead_requests.len() / 5_000).max(1);
+            chart
+                .draw_series(
+                    p.dead_requests
+                        .iter()
+                        .step_by(step)
+                        .map(|&x| PathElement::new(vec![(x, y0), (x, y1)], gray.mix(0.6))),
+                )?
+                .label(format!("dead-endpoint request ({})", p.dead_requests.len()))
+                .legend(move |(x, y)| PathElement::new(vec![(x + 8, y - 5), (x + 8, y + 5)], gray));
         }
         chart
             .configure_series_labels()

@@ -186,7 +186,10 @@ pub fn print_summary(report: &Value) {
         );
     }
     println!("  ratios: {}", report["ratios"]);
-    println!("  goals (parked, capped ≤ 1.2 × none): {}", report["goals"]);
+    println!(
+        "  goals (parked, capped ≤ 1.2 × none): {}",
+        crate::goals_line(&report["goals"])
+    );
 }
 
 async fn with_db(o: &Options, db: &Database) -> anyhow::Result<Value> {

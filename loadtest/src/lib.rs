@@ -1,4 +1,4 @@
-//! Breakwater's load-test harness (issue 6).
+//! Breakwater's load-test harness.
 //!
 //! Everything runs in one process on loopback: the service itself (K nodes, each on its own
 //! thread with its own Tokio runtime and its own database pool, as separate processes would
@@ -88,6 +88,38 @@ impl RunOptions {
         if self.print {
             eprintln!("[{:>7.1}s] {line}", now_us() as f64 / 1e6);
         }
+    }
+}
+
+/// A report's `goals` (an object of booleans, `null` where a goal was not judged) in words:
+/// `met: p95 under 100ms, lost zero; missed: p95 within 1.5× baseline; not judged: …`.
+pub fn goals_line(goals: &Value) -> String {
+    let Some(goals) = goals.as_object() else {
+        return "none".into();
+    };
+    let words = |k: &str| -> String {
+        let k = k.strip_prefix("goal_").unwrap_or(k);
+        k.replace("_1_5x_", " 1.5× ").replace('_', " ")
+    };
+    let mut parts = Vec::new();
+    for (label, want) in [
+        ("met", Some(true)),
+        ("missed", Some(false)),
+        ("not judged", None),
+    ] {
+        let names: Vec<String> = goals
+            .iter()
+            .filter(|(_, v)| v.as_bool() == want)
+            .map(|(k, _)| words(k))
+            .collect();
+        if !names.is_empty() {
+            parts.push(format!("{label}: {}", names.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join("; ")
     }
 }
 
@@ -218,4 +250,26 @@ where
     out.into_iter()
         .map(|r| r.context("a task did not finish")?)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goals_line;
+    use serde_json::json;
+
+    #[test]
+    fn goals_are_said_in_words_grouped_by_verdict() {
+        let goals = json!({
+            "goal_p95_under_100ms": true,
+            "goal_p95_within_1_5x_baseline": false,
+            "dead_requests_within_budget": null,
+            "lost_zero": true,
+        });
+        assert_eq!(
+            goals_line(&goals),
+            "met: p95 under 100ms, lost zero; missed: p95 within 1.5× baseline; \
+             not judged: dead requests within budget"
+        );
+        assert_eq!(goals_line(&json!(null)), "none");
+    }
 }

@@ -158,6 +158,8 @@ fn init_tracing() {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
+    let out = cli.run.out.clone();
+    let started = std::time::SystemTime::now();
     breakwater_loadtest::clock::epoch();
     // Each scenario returns its report (already written to `--out`); its summary is printed here.
     let (report, summary): (_, fn(&serde_json::Value)) = match cli.command {
@@ -259,10 +261,35 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     summary(&report);
+    print_written(out.as_deref(), started);
     // A run that lost deliveries is a failed run.
     if report["lost"].as_u64().unwrap_or(0) > 0 {
         eprintln!("LOST DELIVERIES: {}", report["lost"]);
         std::process::exit(2);
     }
     Ok(())
+}
+
+/// Says where the run's files are: `result.json` and the charts this run wrote in `--out`
+/// (a chart left there by an earlier run is not named), or that nothing was written.
+fn print_written(out: Option<&std::path::Path>, started: std::time::SystemTime) {
+    let Some(dir) = out else {
+        println!("nothing written: give --out DIR for result.json and the chart");
+        return;
+    };
+    let written: Vec<String> = ["result.json", "latency.svg", "throughput.svg"]
+        .iter()
+        .map(|f| dir.join(f))
+        .filter(|p| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= started)
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    if written.is_empty() {
+        println!("nothing written in {}", dir.display());
+    } else {
+        println!("wrote {}", written.join(", "));
+    }
 }

@@ -127,6 +127,7 @@ pub fn print_summary(report: &Value) {
     for line in cpu::summary_lines(report) {
         println!("{line}");
     }
+    println!("  goals: {}", crate::goals_line(&report["goals"]));
 }
 
 /// Counts per 1-s bucket of harness times (µs) relative to `origin_us`.

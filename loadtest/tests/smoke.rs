@@ -106,7 +106,7 @@ async fn small_isolation_scenario_runs_end_to_end() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// The dead-host variant (issue 13), small: 6 channels of 2 tenants on one endpoint answering
+/// The dead-host variant, small: 6 channels of 2 tenants on one endpoint answering
 /// 503, 3-s streams. Checks that the harness sees the host circuit open (the report's
 /// `dead_host`), that the requests before it are counted, and that nothing else changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,12 @@
-//! A database outage of [`OUTAGE`] under load (issue 34): two worker nodes deliver 1 000
+//! A database outage of [`OUTAGE`] under load: two worker nodes deliver 1 000
 //! deliveries to endpoints that answer after 0.5 s, and the path from both nodes to Postgres is
 //! cut (a proxy in front of it closes every connection and refuses new ones) while ~64
 //! requests are in flight; then it is restored. The endpoints answer those requests during the
 //! outage, so each node holds results it cannot write.
 //!
-//! Before issue 34 every such result was thrown away (the handler failed, the job was retried,
-//! its delivery sent again: 64 duplicates), and after an outage longer than the rescue horizon
-//! the first node back could rescue the other's live claims. Now: every kept result is written
+//! A result thrown away there (the handler failing, the job retried) sends its delivery again:
+//! 64 duplicates; and after an outage longer than the rescue horizon the first node back could
+//! rescue the other's live claims. So, asserted here: every kept result is written
 //! once the database is back, no live claim is rescued (nodes judge others only after a rescue
 //! horizon of their own continuous heartbeats), every delivery is delivered (0 lost), and the
 //! receiver gets each one exactly once (0 duplicates, counted by `webhook-id`).

@@ -12,10 +12,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// How long the database is down: the issue's smallest input (25 s, the top of its 10–25 s
-/// range). A node waits up to 10 s for a connection (its pools' acquire timeout), so an outage
+/// How long the database is down: 25 s, the top of a 10–25 s failover. A node waits up to 10 s for a connection (its pools' acquire timeout), so an outage
 /// under 20 s ends before even a single retry of a failed result write gives up: only a longer
-/// one tells "retried until written" from "tried twice" (issue 11, item 2 (b)).
+/// one tells "retried until written" from "tried twice".
 pub const OUTAGE: Duration = Duration::from_secs(25);
 
 const SLOW: &str = "slow";

@@ -1,4 +1,4 @@
-//! The HA chaos test (issue 34): the topology of `deploy/ha/` ([`Topology`]: etcd, Patroni × 3
+//! The HA chaos test: the topology of `deploy/ha/` ([`Topology`]: etcd, Patroni × 3
 //! in strict synchronous mode, HAProxy), two `breakwater serve` nodes (API and workers) whose
 //! DATABASE_URL is HAProxy's write listener, a receiver on loopback, and a [`Producer`] sending
 //! 60 requests/s (single deliveries and messages, each with its own idempotency key, retried

@@ -1,11 +1,10 @@
-//! A blackholed LISTEN connection (issue 31, item 6): the path between the queue listener and
+//! A blackholed LISTEN connection: the path between the queue listener and
 //! Postgres silently drops everything (no FIN, no RST, no error: a failover, a lost NAT entry).
 //! A proxy in the test sits between the listener and Postgres and stops forwarding the
 //! connections it has (their sockets stay open); new connections go through. The listener must
 //! notice within its configured bound (ping interval + ping timeout), say so in the log,
-//! reconnect, and a `NOTIFY` after that must wake the queue's pool promptly. Before, the
-//! listener waited on the dead connection for good, silently, and wake-ups fell back to
-//! polling.
+//! reconnect, and a `NOTIFY` after that must wake the queue's pool promptly, rather than wait
+//! on the dead connection for good, silently, with wake-ups falling back to polling.
 
 use breakwater_e2e::proxy::Proxy;
 use breakwater_queue::{notify_queues, ListenConfig, Wakers};

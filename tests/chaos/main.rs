@@ -6,23 +6,23 @@
 //!   second worker that rescues, and as the only worker, which must take back none of its own
 //!   jobs);
 //! - [`result_frozen`]: a worker frozen inside its result transaction (placed there by the test),
-//!   while another worker serves another tenant (issue 31);
+//!   while another worker serves another tenant;
 //! - [`database_down`]: Postgres stopped for [`database_down::OUTAGE`] while results are being
 //!   written;
 //! - [`database_cut`]: both workers' path to Postgres cut for [`database_cut::OUTAGE`] (45 s)
 //!   under load: every result they hold is written afterwards, no live claim is rescued, 0
-//!   lost and 0 duplicates (issue 34);
+//!   lost and 0 duplicates;
 //! - [`worker_drained`]: `SIGTERM` of a worker with work in flight;
 //! - [`worker_stalled`]: `SIGSTOP` of the only worker past its request timeout with requests in
-//!   flight to a host that answers: no failure may be counted against it (issue 31, item 2);
+//!   flight to a host that answers: no failure may be counted against it;
 //! - [`listener_blackholed`]: the queue listener's path to Postgres silently drops packets (a
-//!   proxy in the test): noticed, reconnected, logged, wake-ups prompt again (issue 31, item 6).
+//!   proxy in the test): noticed, reconnected, logged, wake-ups prompt again.
 //!
 //! - [`cells`]: two tenant cells (each its own Postgres and node) behind the router of
 //!   `deploy/cells/` (HAProxy): a key reaches only its cell, the operator sees both, a flood in
 //!   one leaves the other's p95 (issue 34); `#[ignore]`d here, run by `deploy/cells/test.sh`.
 //! - [`ha`]: the HA topology of `deploy/ha/` (Patroni × 3, etcd, HAProxy) under load, one
-//!   failover fault per scenario (issue 34); `#[ignore]`d here, run by `deploy/ha/chaos.sh`.
+//!   failover fault per scenario; `#[ignore]`d here, run by `deploy/ha/chaos.sh`.
 //!
 //! Every scenario ends the same way ([`verdict::settle`]): every delivery the API accepted is
 //! `delivered` within a bounded wait once the fault is over (0 lost), `breakwater doctor` finds

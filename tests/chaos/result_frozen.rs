@@ -1,4 +1,4 @@
-//! A worker node frozen inside its result transaction (issue 31): it holds its job's group row,
+//! A worker node frozen inside its result transaction: it holds its job's group row,
 //! its host's gate row, its channel, delivery and job rows until the server ends the
 //! transaction (`idle_in_transaction_timeout`, 15 s here as in production). Meanwhile:
 //! - another tenant's deliveries, to another host, through a second worker, arrive as fast as

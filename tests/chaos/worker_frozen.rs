@@ -2,7 +2,7 @@
 //! - with a second worker, the other node rescues the frozen node's jobs while it is frozen (a
 //!   transaction it froze in is ended by the server), and once it wakes it works again without
 //!   taking back anything it or another live node holds;
-//! - as the only worker (modelled on the smallest input), nobody rescues anything: on
+//! - as the only worker (the smallest cluster), nobody rescues anything: on
 //!   waking it records its own in-flight results and takes back none of its own jobs, even
 //!   though its heartbeat is stale at that moment.
 //!

@@ -1,11 +1,11 @@
-//! A worker's own stall is not its endpoints' fault (issue 31, item 2): the only worker is
+//! A worker's own stall is not its endpoints' fault: the only worker is
 //! stopped (`SIGSTOP`) for longer than the request timeout while requests to three tenants'
 //! channels on one host are in flight; the endpoints answer within a second, into sockets the
 //! frozen node does not read. On waking (`SIGCONT`) it must read those answers (or, where it
 //! cannot judge, try again without counting anything): no failed attempt is recorded, no
 //! failure is counted, no channel circuit and no host circuit opens, and every delivery is
-//! delivered. Before, every request in flight was recorded as a timeout, and the host circuit
-//! and the channels' circuits opened on a host that had answered everything.
+//! delivered. The failure this guards against: every request in flight recorded as a timeout,
+//! and the host circuit and the channels' circuits opened on a host that answered everything.
 
 use crate::cluster::{Cluster, Role};
 use crate::verdict::settle;

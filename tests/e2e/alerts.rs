@@ -1,4 +1,4 @@
-//! Alerts an on-call can live with (issue 13, part 3): a flapping circuit sends N transition
+//! Alerts an on-call can live with: a flapping circuit sends N transition
 //! alerts, one `channel.flapping` and, once stable for the window, one `channel.flapping_ended`;
 //! a tenant's own pause and resume page nobody unless asked (`alert_on_manual`); an endpoint that
 //! rejects us (401/403) is recorded, audited and alerted once per streak. Real receivers, real
@@ -402,7 +402,7 @@ async fn rejections_on_three_nodes_are_audited_and_alerted_once_per_streak(pool:
     app.stop().await;
 }
 
-/// The issue's measurement (issue 13, part 3): an endpoint alternating 503 and 200 every 4 s,
+/// A measurement: an endpoint alternating 503 and 200 every 4 s,
 /// `failure_threshold` 3, `cooldown_ms` 1000, a steady trickle of deliveries, 90 s, the default
 /// alert policy. Prints the alert count (23 on `d8ecacb`, one per transition) and asserts the
 /// count the policy promises. Run with
@@ -467,7 +467,7 @@ async fn issue_scenario_alternating_endpoint_alerts_for_90_s(pool: PgPool) {
     app.stop().await;
 }
 
-/// Issue 31, item 3: alerts are scheduled fairly per tenant. Tenant A's alert endpoint hangs
+/// Alerts are scheduled fairly per tenant. Tenant A's alert endpoint hangs
 /// (each of its alerts holds a worker for the request timeout, 2 s here) and A pauses and resumes
 /// 8 channels: 16 alerts queued before B's. With the incident's 2 alert workers on the node, B's
 /// alert still arrives at once: A's alerts are one group capped at one in flight, and the fair

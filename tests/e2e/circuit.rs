@@ -716,8 +716,7 @@ async fn tenant_action(app: &TestApp, key: &str, ch: Uuid, action: &str) -> serd
 
 /// A tenant who fixes the URL of a channel whose circuit is open does not wait for the cooldown
 /// the old endpoint earned (here 10 min): the next probe comes at once, to the new URL, and its
-/// answer closes the circuit and releases the backlog. (A new-user trial waited up to the
-/// 10-min cooldown cap after fixing a URL.)
+/// answer closes the circuit and releases the backlog.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
     let (app, key, ch, ids) = open_for_ten_minutes(&pool, "broken", 8).await;
@@ -750,9 +749,9 @@ async fn a_new_url_of_an_open_channel_is_probed_at_once(pool: PgPool) {
 /// A pause and a resume never close a breaker without a probe, and never bring its probe
 /// forward: a channel paused while its circuit was open resumes to `open` with its probe time as
 /// it was (here 10 min away: nothing is sent, the watcher waits for it); a pause that outlasts
-/// the cooldown resumes with the probe due at once, and only that probe's answer closes it. (A
-/// new-user trial paused and resumed an open channel and its whole backlog went straight at the
-/// dead endpoint; a later one toggled five times and got five probes and a 10-min cooldown.)
+/// the cooldown resumes with the probe due at once, and only that probe's answer closes it: a
+/// pause and a resume must neither send the whole backlog at the dead endpoint nor, toggled five
+/// times, make five probes and a 10-min cooldown.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_channel_paused_while_open_resumes_open_and_only_a_probe_closes_it(pool: PgPool) {
     let (app, key, ch, ids) = open_for_ten_minutes(&pool, "down", 6).await;
@@ -856,8 +855,7 @@ async fn a_new_url_while_paused_from_open_is_probed_at_the_resume(pool: PgPool) 
 
 /// A `Retry-After` hold ends with the endpoint that asked for it, and with an operator's close:
 /// a new URL (the circuit still closed) and a force-close both send the held deliveries at once,
-/// not after the hour. (A new-user trial found a 1-h hold that outlived both and that nobody
-/// could end.)
+/// not after the hour.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_retry_after_hold_ends_with_a_new_url_or_an_operators_close(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
@@ -926,7 +924,7 @@ async fn a_retry_after_hold_ends_with_a_new_url_or_an_operators_close(pool: PgPo
 /// a `429` with an hour's `Retry-After` (failure threshold 1) sets no hold on the new URL and
 /// opens nothing; a half-open probe's `503` does not re-open the circuit for a 10-min cooldown,
 /// the role passes on and the new URL's answer closes it. Either way the delivery goes to the
-/// new URL at once. (A new-user trial: the old URL's late 429 held the new one for an hour.)
+/// new URL at once: the old URL's late 429 does not hold the new one for an hour.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_late_answer_of_an_old_url_moves_nothing_on_the_new_one(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
@@ -1001,8 +999,7 @@ async fn a_late_answer_of_an_old_url_moves_nothing_on_the_new_one(pool: PgPool) 
 
 /// A permanent failure (`404`) that a URL gives after its channel moved away from it (a `PATCH`
 /// while the request was in flight) does not make the delivery dead: it is retried, at the new
-/// URL, which delivers it. A `404` of the channel's own URL still makes it dead. (A code review:
-/// the tenant's delivery went dead though its new endpoint was never tried.)
+/// URL, which delivers it. A `404` of the channel's own URL still makes it dead.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_late_4xx_of_an_old_url_is_retried_at_the_new_one(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
@@ -1043,9 +1040,9 @@ async fn a_late_4xx_of_an_old_url_is_retried_at_the_new_one(pool: PgPool) {
 /// ([`circuit::after_attempt`]), so a `PATCH` waits for the attempt's transaction, and the
 /// delivery's status and the circuit both go by the URL the channel had (its own: dead). The
 /// test holds the delivery's row, so the worker's record stops inside it, sends the `PATCH`,
-/// sees it wait for the worker, and lets go. Before, the record compared the URL unlocked and
-/// the circuit step again under a later lock: a `PATCH` committing between the two left the
-/// delivery dead while the circuit saw the URL moved (a code review).
+/// sees it wait for the worker, and lets go. (Were the URL compared unlocked by the record and
+/// again under a later lock by the circuit step, a `PATCH` committing between the two would
+/// leave the delivery dead while the circuit saw the URL moved.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_url_change_waits_for_the_record_of_a_permanent_failure(pool: PgPool) {
     // The PATCH may wait for the record as long as the test holds it (the API's default

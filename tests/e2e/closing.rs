@@ -1,4 +1,4 @@
-//! Careful closing (issue 13, part 2): `close_after_successes` trials one at a time, a circuit
+//! Careful closing: `close_after_successes` trials one at a time, a circuit
 //! that opens with nothing waiting, and the database clock. Real receivers on loopback, real
 //! queue, several nodes.
 
@@ -623,8 +623,8 @@ async fn a_node_clock_an_hour_behind_the_database_changes_nothing(pool: PgPool) 
     );
 
     // 5. The channel's view counts what waits out the hold: three more deliveries (the limited
-    //    one had its one attempt), none parked. (A new-user trial saw `parked: 0` and nothing else while hundreds
-    //    waited for an hour.)
+    //    one had its one attempt), none parked: not `parked: 0` and nothing else while hundreds
+    //    wait for an hour.
     for i in 0..3 {
         app.deliver(&key, busy, json!({ "i": i })).await;
     }

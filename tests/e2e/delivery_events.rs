@@ -1,4 +1,4 @@
-//! Delivery-level operational events (issue 33, part 2): `delivery.dead` once per death, a dead
+//! Delivery-level operational events: `delivery.dead` once per death, a dead
 //! storm summarised (`deliveries.dead`), `channel.failing` once per streak and
 //! `channel.recovered` at its end, kinds switched off per tenant, and each tenant's events on its
 //! own alert endpoint only. Real receivers, real Postgres, several worker nodes where the bound

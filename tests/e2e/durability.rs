@@ -1,4 +1,4 @@
-//! Acknowledgements that survive a failover (issue 34):
+//! Acknowledgements that survive a failover:
 //!
 //! - every 2xx that accepts work — a single enqueue, a batch, a message, a replay, a recover, a
 //!   resend, and the idempotent repeats of the first three — is answered only after a commit
@@ -310,7 +310,7 @@ async fn a_connection_lost_at_commit_answers_503_and_the_retry_with_its_key_sett
 }
 
 /// How long the database stays cut after the endpoints have answered: far longer than the
-/// few quick tries a result write got before issue 34 (then its job ran again).
+/// few quick tries of a result write that would give up (and run its job again).
 const CUT_AFTER_ANSWERS: Duration = Duration::from_secs(2);
 
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]

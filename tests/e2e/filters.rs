@@ -1,4 +1,4 @@
-//! Payload filters (issue 32, part 4): a channel's JSON Logic `filter` over `{event_type,
+//! Payload filters: a channel's JSON Logic `filter` over `{event_type,
 //! payload}` decides whether a message reaches it; checked when set (422 naming `filter`),
 //! removed by `PATCH {"filter": null}`, tried with `POST /api/v1/channels/{id}/filter/test`.
 

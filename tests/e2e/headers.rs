@@ -1,4 +1,4 @@
-//! Custom headers and endpoint auth per channel (issue 32, part 2): every delivery of a channel
+//! Custom headers and endpoint auth per channel: every delivery of a channel
 //! carries its headers and its `Authorization` (Basic, Bearer, OAuth2 client credentials
 //! against a token endpoint run by the test), no other channel and no alert gets them; bad
 //! headers are 422 naming the header; secrets are masked on reads and absent from the audit log.

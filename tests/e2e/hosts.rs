@@ -1,4 +1,4 @@
-//! Host circuits end to end (issue 13, part 1): one circuit per receiving host, shared by every
+//! Host circuits end to end: one circuit per receiving host, shared by every
 //! channel and tenant on it, on three worker nodes, with real HTTP and the real queue.
 
 use breakwater::Role;
@@ -311,8 +311,8 @@ async fn one_channels_failures_alone_never_open_the_host(pool: PgPool) {
 /// One tenant's failing endpoints on a host other tenants also use (failing paths of a host that
 /// answers everyone else) never open the host: the other tenant keeps delivering, and each
 /// failing channel has its own circuit. A second tenant's failure on the host then opens it.
-/// (A new-user trial saw one tenant's three failing channels hold another tenant's healthy
-/// channel on the same host for 30 s.)
+/// (Otherwise one tenant's three failing channels hold another tenant's healthy channel on the
+/// same host for a cooldown.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn one_tenants_failing_channels_never_open_a_host_another_tenant_uses(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), tune).await;
@@ -761,9 +761,8 @@ async fn a_channel_probe_waits_quietly_while_its_host_is_held(pool: PgPool) {
 /// A whole-host outage's usual end state: every channel on the host has opened its own circuit
 /// too, so when the host goes half-open no closed channel has a delivery waiting to be its probe
 /// (the host's probe is chosen among closed channels). Each channel's own probe then tests the
-/// host as well; its success closes both, and the whole backlog is delivered once. (Before, the
-/// channels' probes waited for the host and the host for a closed channel: stuck for good, found
-/// by a new-user trial.)
+/// host as well; its success closes both, and the whole backlog is delivered once, rather than
+/// the channels' probes waiting for the host and the host for a closed channel, for good.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_whose_every_channel_is_open_is_tested_by_a_channel_probe(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), tune).await;
@@ -872,9 +871,9 @@ async fn host_probe(pool: &PgPool, host: &str) -> (Option<uuid::Uuid>, Option<uu
 
 /// A host's probe is a delivery of its healthiest channel: here one channel has been failing on
 /// its own (4 consecutive failures, its circuit still closed) and its deliveries are the oldest,
-/// yet the host's probe is the healthy channel's. (Before, the probe was the oldest delivery of
-/// the whole host, a failing channel's again and again, and healthy channels of another tenant
-/// waited minutes for the host to close: found by a new-user trial.)
+/// yet the host's probe is the healthy channel's. (The oldest delivery of the whole host would be
+/// a failing channel's again and again, and healthy channels of another tenant would wait
+/// minutes for the host to close.)
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_is_probed_with_a_delivery_of_its_healthiest_channel(pool: PgPool) {
     // The API only: the test steps the host's probe watcher itself.
@@ -946,9 +945,9 @@ async fn fail_host_probe_and_probe_again(pool: &PgPool, host: &str) -> Option<uu
 
 /// The channels of a host take its probe in turn: the healthiest first, and after each failed
 /// probe a channel not tried yet, then the one tried longest ago, even though a failed probe
-/// leaves the healthiest channel with fewer failures than the others. (Before, a new-user trial
-/// saw the probe stay on channels with few failures that failed for themselves, while a channel
-/// that had recovered, with more failures, waited minutes as the cooldown doubled.) A close
+/// leaves the healthiest channel with fewer failures than the others. (By failures alone the
+/// probe would stay on channels with few failures that fail for themselves, while a channel that
+/// has recovered, with more failures, waits minutes as the cooldown doubles.) A close
 /// starts the turn again.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn the_channels_of_a_host_take_its_probe_in_turn(pool: PgPool) {
@@ -1011,9 +1010,8 @@ async fn host_openings_since(pool: &PgPool, host: &str, after_id: i64) -> i64 {
 /// Two tenants' failing paths open a host; its probe, a delivery of a third tenant's healthy
 /// channel, closes it; the failing channels' backlog, released with the host, keeps failing and
 /// does not re-open it: they were failing when the host was proven up, so they are excused (they
-/// fail for themselves). The healthy channel keeps delivering. (A new-user trial saw the host
-/// re-open the moment each probe closed it, every cooldown, and the healthy channel wait each
-/// time.)
+/// fail for themselves). The healthy channel keeps delivering, rather than the host re-opening
+/// the moment each probe closes it, every cooldown, and the healthy channel waiting each time.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_closed_by_its_probe_is_not_reopened_by_the_channels_already_failing(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), tune).await;
@@ -1120,7 +1118,7 @@ async fn a_host_closed_by_its_probe_is_not_reopened_by_the_channels_already_fail
 
 /// A 429 is the answer of a live host that limits one endpoint, not a host failure: with acme's
 /// 503 path and globex's 429 and 503 paths on one host (threshold 3 distinct channels), only the
-/// two 503 channels count, and the host stays closed. (A new-user trial saw this host open.)
+/// two 503 channels count, and the host stays closed.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_429_never_counts_against_the_host(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), tune).await;
@@ -1246,8 +1244,7 @@ async fn a_host_probe_is_never_a_delivery_under_a_retry_after_hold(pool: PgPool)
 /// Late answers of a host a channel has moved away from count for neither host: three channels
 /// of two tenants whose requests hang at one host move (`PATCH`) to another while in flight, and
 /// the old host's late 503s open neither the new host (where a third tenant's channel keeps
-/// delivering) nor the old one. (A new-user trial: they opened the new host and parked the
-/// uninvolved tenant for 28 s.)
+/// delivering) nor the old one: they must not park the uninvolved tenant.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
     let app = TestApp::spawn_with(pool.clone(), |s| {
@@ -1310,7 +1307,7 @@ async fn late_failures_of_an_old_host_open_no_host(pool: PgPool) {
 /// delivery of a channel still there, instead of the old host waiting for the probe's lease
 /// (`hosts.probe_lease_ms`, 60 s by default) before its watcher chooses again. The answer is
 /// recorded as the worker records it ([`circuit::after_attempt`]); the API runs, the test steps
-/// the watcher. (A code review: the old host stayed half-open with no probe for the lease.)
+/// the watcher, so the old host is not left half-open with no probe for the lease.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: PgPool) {
     use breakwater_core::circuit::{self, AttemptResult, CircuitConfig};

@@ -678,7 +678,7 @@ async fn a_job_that_outlives_its_channels_deletion_is_cancelled_without_a_reques
 }
 
 /// Deleting a paused channel releases its job group in the same transaction, so the parking
-/// reconciler finds nothing to repair afterwards (it used to "repair" every such deletion).
+/// reconciler finds nothing to repair afterwards (a deletion is not a missed release).
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn deleting_a_paused_channel_releases_its_job_group(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
@@ -754,8 +754,8 @@ async fn channels_created_during_a_tenant_deletion_do_not_outlive_it(pool: PgPoo
 }
 
 /// A replay that cannot be made says why with a code a client can branch on: `not_dead` only
-/// for a delivery that is not dead, `conflict` for a dead one whose channel was deleted (a
-/// new-user trial: that one answered `not_dead`). Nothing is sent either way.
+/// for a delivery that is not dead, `conflict` for a dead one whose channel was deleted (it is
+/// dead, so `not_dead` would mislead). Nothing is sent either way.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_replay_refused_names_why_with_its_code(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;

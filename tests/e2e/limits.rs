@@ -675,7 +675,7 @@ async fn a_lock_timeout_in_the_queue_is_a_503_that_changes_nothing(pool: PgPool)
     app.stop().await;
 }
 
-/// Issue 31, item 4: a rate-limited channel's retry keeps its place. A 5/s channel with 50
+/// A rate-limited channel's retry keeps its place. A 5/s channel with 50
 /// deliveries waiting (10 s of backlog); the 4th request is answered 503 once, and its retry is
 /// due 1 s later (the backoff). It takes the retry lane, ahead of the deliveries accepted after
 /// it, so it goes about 1 s after the failure, not at the end of the backlog (~9 s later, where

@@ -725,8 +725,8 @@ async fn deliveries_are_counted_by_status_per_channel_and_in_all(pool: PgPool) {
 
 /// A delivery in flight when its channel is paused shows `paused` once its failure is recorded,
 /// as every other delivery its channel holds: its retry waits in the parked group until the
-/// resume, `?status=paused` lists it, and the resume delivers it. (A new-user trial: it showed
-/// `failed` while the channel said `parked: 1`.)
+/// resume, `?status=paused` lists it, and the resume delivers it (not `failed` while the
+/// channel says `parked: 1`).
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_failure_recorded_after_a_pause_shows_paused(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
@@ -773,8 +773,8 @@ async fn a_failure_recorded_after_a_pause_shows_paused(pool: PgPool) {
 
 /// An operator's pause or force-open holds the circuit: the tenant's own pause and resume are
 /// refused (409, nothing changes, nothing audited) until an operator resumes or closes it; a
-/// tenant's resume of a channel its breaker opened is refused too (a probe closes it). Before, a
-/// tenant's resume undid an operator's pause a second later (a new-user trial).
+/// tenant's resume of a channel its breaker opened is refused too (a probe closes it). So a
+/// tenant's resume cannot undo an operator's pause a second later.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_tenant_cannot_undo_an_operators_pause_or_force_open(pool: PgPool) {
     let app = TestApp::spawn_role(pool.clone(), Role::Api, |_| {}).await;

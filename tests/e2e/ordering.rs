@@ -1,4 +1,4 @@
-//! Ordered channels (issue 33, part 4): `ordering: "fifo"` sends a channel's deliveries one at a
+//! Ordered channels: `ordering: "fifo"` sends a channel's deliveries one at a
 //! time in the order accepted, a failing one blocking those behind it, on every node; a blocked
 //! fifo channel holds up no other channel.
 

@@ -1,4 +1,4 @@
-//! Per-tenant quotas (issue 31, item 5): channels, active keys, deliveries per second and per
+//! Per-tenant quotas: channels, active keys, deliveries per second and per
 //! day (counting fan-out deliveries), the operator setting them, and the ingress limit shared by
 //! all of a tenant's keys on every node.
 
@@ -295,7 +295,7 @@ async fn the_per_day_quota_counts_every_delivery_and_holds_across_nodes(pool: Pg
 
 /// The ingress limit is the tenant's, not each key's, and the cluster's, not each node's: at 1/s
 /// with a burst of 2, two keys on two nodes get two requests in all, then 429 with Retry-After
-/// (before, each key on each node had its own 2).
+/// (not 2 for each key on each node).
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn the_ingress_limit_is_shared_by_all_keys_of_a_tenant_on_every_node(pool: PgPool) {
     let tweak = |s: &mut breakwater::config::Settings| {

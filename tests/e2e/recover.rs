@@ -1,4 +1,4 @@
-//! Resend and recover (issue 33, part 1): resending one final delivery
+//! Resend and recover: resending one final delivery
 //! (`POST /api/v1/deliveries/{id}/resend`), recovering a channel's final deliveries since a time
 //! (`POST /api/v1/channels/{id}/recover`), and the tenant-wide delivery search
 //! (`GET /api/v1/deliveries`). Real Postgres, a real receiver on loopback.

@@ -1,4 +1,4 @@
-//! Retry policy and timeout per channel, and the breaker's explanation (issue 33, part 3): real
+//! Retry policy and timeout per channel, and the breaker's explanation: real
 //! receivers on loopback, the real worker and queue.
 
 use breakwater_e2e::http::{assert_invalid, assert_ok, send};

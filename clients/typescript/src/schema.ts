@@ -3314,7 +3314,7 @@ export interface components {
             jobs_moved?: number | null;
         };
         /**
-         * @description A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
+         * @description A tenant's tier; it picks the queue its deliveries run on (docs/design.md, "Tiers").
          * @enum {string}
          */
         Tier: "high" | "default" | "bulk";

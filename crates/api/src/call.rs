@@ -81,7 +81,7 @@ impl<K> Call<K> {
 /// benchmark's timeout mode). The commit waits its turn instead, bounded by `statement_timeout`;
 /// every row lock the transaction took before it was still held to the lock timeout.
 ///
-/// **Every commit here is durable before it is answered** (issue 34). Each call that commits
+/// **Every commit here is durable before it is answered**. Each call that commits
 /// a `CallTx` answers 2xx only after that commit, and the transaction always writes WAL before
 /// it: the statement before the `COMMIT` emits a transactional logical-decoding message
 /// (`pg_logical_emit_message(true, 'breakwater.ack', '')`: a few bytes of WAL, no table, no

@@ -1,5 +1,5 @@
 //! Keeping a client's HTTP/1.1 keep-alive connection usable after an answer given before the
-//! request's body was read (issue 31, item 6).
+//! request's body was read.
 //!
 //! Many answers come before the body is read: a wrong key (401), the ingress limit (429), a
 //! body over the route's limit (413, after reading only up to the limit), a missing route, a

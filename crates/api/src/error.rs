@@ -280,8 +280,8 @@ impl ApiError {
 
 impl ApiError {
     /// 503 `commit_outcome_unknown` with `Retry-After: 1`: the connection to the database was
-    /// lost while the request's `COMMIT` was on its way, so it may or may not have taken effect
-    /// (issue 34). Retrying with the same `Idempotency-Key` is safe and tells: it answers the
+    /// lost while the request's `COMMIT` was on its way, so it may or may not have taken effect.
+    /// Retrying with the same `Idempotency-Key` is safe and tells: it answers the
     /// first request's objects if it did, and creates them if it did not.
     pub fn commit_unknown() -> Self {
         let mut e = Self::new(

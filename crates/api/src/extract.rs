@@ -116,10 +116,11 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
             Ok(v) => Ok(Json(v)),
             Err(e) => {
                 let path = e.path().to_string();
+                let message = plain_types(&e.inner().to_string(), &path);
                 let detail = if path == "." {
-                    e.inner().to_string()
+                    message
                 } else {
-                    format!("{path}: {}", e.inner())
+                    format!("{path}: {message}")
                 };
                 let mut problem =
                     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", detail);
@@ -154,31 +155,79 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
     }
 }
 
-/// The 400 for `r`; `names` are the route's path parameters in order.
+/// serde's name of a number type in `message` (`invalid type: string "30s", expected i64`) in
+/// the words a client needs (`expected an integer`), with the unit of a field whose name ends
+/// in `_ms` (the API's durations).
+fn plain_types(message: &str, path: &str) -> String {
+    let unit = if path.ends_with("_ms") {
+        " (milliseconds)"
+    } else {
+        ""
+    };
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("expected ") {
+        let (before, after) = rest.split_at(at + "expected ".len());
+        out.push_str(before);
+        let len = after
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(after.len());
+        let (word, tail) = after.split_at(len);
+        match word {
+            "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => out.push_str("an integer"),
+            "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => out.push_str("a whole number ≥ 0"),
+            "f32" | "f64" => out.push_str("a number"),
+            _ => {
+                out.push_str(word);
+                rest = tail;
+                continue;
+            }
+        }
+        out.push_str(unit);
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Cuts a value echoed back in an error to 200 characters (a 20-kB path is not sent back whole).
+fn cut(text: &str) -> String {
+    let mut out: String = text.chars().take(200).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// The 400 for `r`; `names` are the route's path parameters in order. An id that is not a UUID
+/// says so in those words: axum's own text ("Invalid URL: Cannot parse `id` …") reads as if
+/// the channel's URL were wrong.
 fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
     use axum::extract::path::ErrorKind;
-    let key = match &r {
+    let (key, value) = match &r {
         PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
-            ErrorKind::ParseErrorAtKey { key, .. }
-            | ErrorKind::DeserializeError { key, .. }
-            | ErrorKind::InvalidUtf8InPathParam { key } => Some(key.clone()),
-            ErrorKind::ParseErrorAtIndex { index, .. } => names.get(*index).cloned(),
-            _ => None,
+            ErrorKind::ParseErrorAtKey { key, value, .. }
+            | ErrorKind::DeserializeError { key, value, .. } => (Some(key.clone()), Some(value)),
+            ErrorKind::InvalidUtf8InPathParam { key } => (Some(key.clone()), None),
+            ErrorKind::ParseErrorAtIndex { index, value, .. } => {
+                (names.get(*index).cloned(), Some(value))
+            }
+            _ => (None, None),
         },
-        _ => None,
+        _ => (None, None),
     };
-    // The detail echoes the bad value: cut to 200 characters (a 20-kB path is not sent back).
-    let text = r.body_text();
-    let mut detail: String = text.chars().take(200).collect();
-    if detail.len() < text.len() {
-        detail.push('…');
-    }
-    if key
-        .as_deref()
-        .is_some_and(|k| k == "id" || k.ends_with("_id"))
-    {
-        detail.push_str(" (ids are UUIDs)");
-    }
+    let detail = match (key.as_deref(), value) {
+        (Some(k), Some(v)) if k == "id" || k.ends_with("_id") => format!(
+            "the request path's `{k}` is not a UUID (ids look like \
+             0193f1c2-7a5e-7c3b-9d4f-2b6e8a1c5d07): `{}`",
+            cut(v)
+        ),
+        _ => {
+            let text = r.body_text();
+            let text = text.strip_prefix("Invalid URL: ").unwrap_or(&text);
+            format!("the request path does not parse: {}", cut(text))
+        }
+    };
     let mut e = ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", detail);
     e.field = key.map(Cow::Owned);
     e
@@ -376,7 +425,32 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> 
 
 #[cfg(test)]
 mod tests {
-    use super::field_of;
+    use super::{field_of, plain_types};
+
+    #[test]
+    fn serde_number_types_are_said_in_plain_words() {
+        assert_eq!(
+            plain_types(
+                "invalid type: string \"30s\", expected i64 at line 1 column 20",
+                "cooldown_ms"
+            ),
+            "invalid type: string \"30s\", expected an integer (milliseconds) at line 1 column 20"
+        );
+        assert_eq!(
+            plain_types("invalid value: integer `-1`, expected u32", "limit"),
+            "invalid value: integer `-1`, expected a whole number ≥ 0"
+        );
+        assert_eq!(
+            plain_types("invalid type: map, expected f64", "x"),
+            "invalid type: map, expected a number"
+        );
+        // Other expectations, and words that only start like a type, are left alone.
+        assert_eq!(
+            plain_types("invalid type: integer `7`, expected a string", "name"),
+            "invalid type: integer `7`, expected a string"
+        );
+        assert_eq!(plain_types("expected i64x", "n"), "expected i64x");
+    }
 
     #[test]
     fn a_deserialization_error_names_its_field() {

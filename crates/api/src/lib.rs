@@ -40,7 +40,7 @@ pub struct ApiConfig {
     pub max_batch_body_bytes: usize,
     /// Requests per second each tenant may make, with all its API keys on all nodes together
     /// (GCRA with its state in Postgres, [`breakwater_core::quotas::take_ingress`]; it was per key
-    /// and per node, so a tenant multiplied it by minting keys, issue 31); over it → 429 with
+    /// and per node, so a tenant multiplied it by minting keys); over it → 429 with
     /// `Retry-After`. 0 turns the limit off. A request counts once whatever it carries: a batch
     /// of 1000 deliveries or a message fanned out to 1000 channels is one request (the delivery
     /// quotas count those). Default 1000 (was 100, which capped a sender of single messages at

@@ -1,5 +1,4 @@
-//! The alert policy: which circuit events page a tenant's on-call, and how often (issue 13,
-//! part 3). Every transition alert of a channel circuit comes through [`on_transition`] (called
+//! The alert policy: which circuit events page a tenant's on-call, and how often. Every transition alert of a channel circuit comes through [`on_transition`] (called
 //! by [`crate::circuit::enqueue_alert`], in the transaction of the transition's winner); the
 //! endpoint-rejection streak ([`endpoint_rejected`]) and the end of flapping ([`flapping_step`])
 //! alert from here too.

@@ -1,4 +1,4 @@
-//! The one clock the cluster agrees on: the database's (DESIGN.md, "Postgres is the only shared
+//! The one clock the cluster agrees on: the database's (docs/design.md, "Postgres is the only shared
 //! state": time comparisons use the database's `now()`, never a node's clock).
 //!
 //! Scheduling times and the times they are compared with are computed in SQL (`now() + …`)

@@ -1,4 +1,4 @@
-//! What a channel adds to every request of its deliveries (issue 32, part 2): custom headers
+//! What a channel adds to every request of its deliveries: custom headers
 //! (some of them sensitive) and endpoint authentication (HTTP Basic, Bearer, OAuth2 client
 //! credentials).
 //!

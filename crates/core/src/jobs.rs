@@ -14,7 +14,7 @@
 //! | [`QUEUE_CIRCUIT`] | [`JOB_PROBE`], [`JOB_HOST_PROBE`] |
 //! | [`QUEUE_ALERTS`] | [`JOB_ALERT`], [`JOB_FLAPPING_WATCH`], [`JOB_ALERT_EVENTS_WATCH`] |
 //!
-//! **Every job kind a tenant can cause runs in a job group of that tenant** (issue 31, item 3),
+//! **Every job kind a tenant can cause runs in a job group of that tenant**,
 //! so the fair fetch shares each queue out by tenant and one tenant's jobs cost no other tenant
 //! anything: a delivery in its channel's group (share: the tenant), an alert in the tenant's
 //! alert group, a flapping timer in the tenant's timer group, a channel's probe watcher in the
@@ -336,7 +336,7 @@ where
     T::deserialize(d).map(Some)
 }
 
-/// A tenant's job group for one kind of its own non-delivery jobs (issue 31, item 3). Jobs
+/// A tenant's job group for one kind of its own non-delivery jobs. Jobs
 /// without a group are fetched oldest first across all tenants, so one tenant's many alerts to a
 /// hanging endpoint (each holding a worker for the request timeout) or many probe watchers made
 /// everyone else's wait behind them; in a group of the tenant, in the tenant's share, the fair
@@ -388,7 +388,7 @@ impl TenantGroup {
 /// transitions, flapping, endpoint rejections, host circuits), so every alert is scheduled fairly
 /// per tenant: a tenant whose alert endpoint hangs holds at most its group's cap of alert workers
 /// (`worker.alert_concurrency_per_tenant`, cluster-wide), and every other tenant's alerts are
-/// fetched before its next one (issue 31, item 3). In the caller's transaction.
+/// fetched before its next one. In the caller's transaction.
 pub(crate) async fn enqueue_alert_job(
     tx: &mut PgConnection,
     args: &AlertArgs,

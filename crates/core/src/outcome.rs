@@ -1,6 +1,6 @@
 //! Classifying what happened to one HTTP attempt, and reading `Retry-After`.
 //!
-//! Pure functions, unit-tested without a network. The rules (DESIGN.md, "The channel circuit"):
+//! Pure functions, unit-tested without a network. The rules (docs/design.md, "The channel circuit"):
 //! 2xx is success; connect errors, timeouts, 3xx, 408, 429 and 5xx are transient (retried, and
 //! they count towards the channel's circuit); every other status is permanent (the delivery is
 //! dead at once and the circuit does not move). 401 and 403 are also flagged as a configuration
@@ -94,9 +94,8 @@ pub fn classify(observed: Observed) -> Class {
 /// [`classify`], except that a 429 is not a host failure but an answer. A 429 says the host is up
 /// and is limiting the rate of this client for this endpoint (RFC 6585 §4: "the user has sent
 /// too many requests"); the channel's `Retry-After` hold and its own circuit deal with it. So a
-/// 429 counts nothing against the host and, as the host probe's answer, closes it (a design
-/// decision: a new-user trial saw one tenant's rate-limited endpoint help open a host that
-/// answered every other tenant).
+/// 429 counts nothing against the host and, as the host probe's answer, closes it: one tenant's
+/// rate-limited endpoint must not help open a host that answers every other tenant.
 pub fn host_class(observed: Observed) -> Class {
     match observed {
         Observed::Status(429) => Class::Permanent,
@@ -104,7 +103,7 @@ pub fn host_class(observed: Observed) -> Class {
     }
 }
 
-/// Whether this node's own stall makes a failed attempt inconclusive (issue 31, item 2): the
+/// Whether this node's own stall makes a failed attempt inconclusive: the
 /// failure says nothing about the endpoint, so it is not counted against the channel's or the
 /// host's circuit, does not feed the channel's adaptive concurrency limit, and the delivery is
 /// tried again without using an attempt. The rule: a timeout counts against an endpoint only if

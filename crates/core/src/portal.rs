@@ -1,4 +1,4 @@
-//! Tenant portal sessions (table `portal_sessions`, issue 32): a short-lived credential for one
+//! Tenant portal sessions (table `portal_sessions`): a short-lived credential for one
 //! tenant with a scope ([`Scope`]), opened by the operator or by the tenant with an API key, for
 //! the tenant's own users on the portal page (`/portal`).
 //!

@@ -1,4 +1,4 @@
-//! Per-tenant quotas (issue 31, item 5): how many channels and active API keys a tenant may
+//! Per-tenant quotas: how many channels and active API keys a tenant may
 //! hold, and how many deliveries it may have accepted per second and per UTC day, counting every
 //! delivery a request creates (a message fanned out to 1000 channels is 1000), not requests.
 //! Also the tenant-wide ingress limit ([`take_ingress`]), which counts requests.

@@ -17,7 +17,7 @@
 //! - The *retry lane*, `rate_front_tat` its end: a retry (a delivery already attempted, whose
 //!   attempt used up its turn), or a delivery whose turn went stale (its job was parked, or its
 //!   node fell more than [`TURN_GRACE`] behind), does not join the end of the line, which would make its real
-//!   delay the backlog's length instead of its backoff (issue 31, item 4: 55 s instead of 12 s
+//!   delay the backlog's length instead of its backoff (55 s instead of 12 s
 //!   at 1/s with 60 waiting). It takes the next instant of the lane, ahead of the line, and the
 //!   whole line moves back by one interval. The move is one counter, `rate_shift_us`: a line
 //!   turn is stored with the counter's value when it was taken (`deliveries.rate_slot_shift`),
@@ -457,7 +457,7 @@ mod tests {
         assert!((sent[29].1 - sent[0].1 - 14.5).abs() < 0.01, "{sent:?}");
     }
 
-    /// Issue 31, item 4: a 1/s channel with 60 waiting; the 5th delivery's attempt fails and its
+    /// A retry keeps its place: a 1/s channel with 60 waiting; the 5th delivery's attempt fails and its
     /// retry is due 11.85 s later. It goes at its due time (within an interval), ahead of the
     /// deliveries accepted after it, not behind all 60 (~55 s after its failure).
     #[test]

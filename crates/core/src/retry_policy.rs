@@ -1,4 +1,4 @@
-//! Retry policy and request timeout per channel, with a tenant default (issue 33, part 3).
+//! Retry policy and request timeout per channel, with a tenant default.
 //!
 //! A policy ([`RetryPolicy`]) sets any of `max_attempts`, `backoff` and `request_timeout_ms`;
 //! a field left out is inherited. What a delivery runs with is, field by field, the channel's

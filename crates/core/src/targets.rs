@@ -65,14 +65,17 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 }
 
 /// What a tenant is told when a URL's host is refused, whether it is or resolves to an internal
-/// address or does not resolve at all: the same words for both, and nothing about which address
-/// it is or resolves to (that goes to the server's debug log), so a tenant can learn neither
-/// which internal names exist nor where they point (a design decision after a trial from
-/// outside: "does not resolve" against "not allowed" told internal names apart). It names the
-/// setting that allows internal targets, which a newcomer trying a loopback receiver needs and
-/// which tells a tenant nothing about the network.
+/// address or does not resolve at all: the same words for every refusal, naming the rule (only
+/// public addresses; which kinds are internal) but nothing about which address the host is or
+/// resolves to (that goes to the server's debug log), so a tenant can learn neither which
+/// internal names exist nor where they point: "does not resolve" against "not allowed" would
+/// tell internal names apart. It names the setting that allows internal targets, which a
+/// newcomer trying a receiver on loopback needs and which tells a tenant nothing about the
+/// network.
 pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target: it must resolve, and only \
-     to public addresses (internal ones need BREAKWATER_ALLOW_PRIVATE_TARGETS on the server)";
+     to public addresses (loopback, private, link-local, CGNAT, multicast and reserved addresses \
+     are internal and refused; a server for development or tests allows them with \
+     BREAKWATER_ALLOW_PRIVATE_TARGETS=true)";
 
 /// Whether `c` may not stand in a URL as given: white space, a control character, or one that
 /// shows as nothing — those of display names ([`crate::names`]), the zero width joiners, and
@@ -90,7 +93,7 @@ fn unseen(c: char) -> bool {
 /// request, so `…#x` would be delivered to `…` while the channel showed `#x`), no space,
 /// control or invisible character anywhere ([`unseen`]: the WHATWG URL parser silently drops
 /// leading and trailing ones and every tab and newline, and IDNA drops invisible ones from a
-/// host, so the stored URL would differ from the one given without a word: a new-user trial),
+/// host, so the stored URL would differ from the one given without a word),
 /// at most 2 048 characters. A host that is a literal
 /// internal IP is refused unless `allow_private`. Errors are messages for the `url` field.
 pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> {
@@ -111,8 +114,8 @@ pub fn parse_channel_url(raw: &str, allow_private: bool) -> Result<Url, String> 
     }
     // The WHATWG parser reads `http:///x`, `http:/x`, `http:x` and `http:\\x` as `http://x/`:
     // a slash too many or too few, or a backslash, and the path becomes the host. Only
-    // `scheme://host…` is taken, so the URL stored is the one given (a new-user trial: `http:///x`
-    // was created as a channel to host `x`).
+    // `scheme://host…` is taken, so the URL stored is the one given (not `http:///x` stored as
+    // a channel to host `x`).
     let authority = raw.get(url.scheme().len() + 1..).unwrap_or_default();
     if !authority.starts_with("//") || authority[2..].starts_with(['/', '\\']) {
         return Err(format!(
@@ -191,7 +194,8 @@ mod tests {
         let b = check_resolves_publicly(&internal, false).await;
         assert_eq!(a, Err(NOT_ALLOWED.to_string()));
         assert_eq!(a, b);
-        assert!(NOT_ALLOWED.contains("BREAKWATER_ALLOW_PRIVATE_TARGETS"));
+        assert!(NOT_ALLOWED.contains("BREAKWATER_ALLOW_PRIVATE_TARGETS=true"));
+        assert!(NOT_ALLOWED.contains("loopback, private"));
         assert_eq!(check_resolves_publicly(&unresolved, true).await, Ok(()));
     }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
+/// A tenant's tier; it picks the queue its deliveries run on (docs/design.md, "Tiers").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, utoipa::ToSchema,
 )]

@@ -4,7 +4,7 @@
 //! rows they move with `FOR UPDATE SKIP LOCKED` (two nodes split the work, never double it), and
 //! the heartbeat is an upsert of the node's own row.
 //!
-//! None of it waits for live work (issue 31): a transaction of a node that froze inside it
+//! None of it waits for live work: a transaction of a node that froze inside it
 //! holds its rows until the server ends it, and upkeep that waited for them would stop too —
 //! the rescuer, and with it (when they shared a loop) the node's own heartbeat. So:
 //! - every row upkeep locks is locked `SKIP LOCKED` (promotion, rescue, pruning), and the
@@ -16,7 +16,7 @@
 //! - the heartbeat runs in a task of its own on a connection of its own ([`beat`]), so no
 //!   upkeep step, however stuck, delays it.
 //!
-//! **A node judges others only from a continuous heartbeat of its own** (issue 34). During a
+//! **A node judges others only from a continuous heartbeat of its own**. During a
 //! database outage (or a failover, or while this node was frozen) no node can beat, so right
 //! after it every heartbeat is old: a rescuer that judged then would take the claims of nodes
 //! that are alive and already sent those requests. So each node's row keeps `beating_since`,
@@ -187,7 +187,7 @@ pub struct RescuePolicy {
 /// A run's age (against `policy.max_run`) counts from its claim or from the start of its
 /// node's current run of heartbeats, whichever is later: time its node spent unable to reach
 /// the database (an outage, a failover) is not held against it, so the result it kept through
-/// an outage is written, not refused (issue 34). (A claim of a node without a heartbeat row is
+/// an outage is written, not refused. (A claim of a node without a heartbeat row is
 /// rescued as that of a silent node.)
 ///
 /// Takes nothing unless the rescuer's own run of heartbeats (`policy.own_node`'s
@@ -195,7 +195,7 @@ pub struct RescuePolicy {
 /// after an outage, when every heartbeat is old, it waits until the live nodes have beaten
 /// again. A rescuer without a heartbeat row takes nothing.
 ///
-/// Waits for no live work (issue 31): the jobs and then their group and gate rows are locked
+/// Waits for no live work: the jobs and then their group and gate rows are locked
 /// `SKIP LOCKED` (in the order everyone uses: group rows, then gate rows); a job whose row, or
 /// whose group's or gate's row, another transaction holds (a result in progress, or one a
 /// frozen node left open) is left for a later call. The rescue's own triggers (a delivery job's

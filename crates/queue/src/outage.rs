@@ -1,6 +1,6 @@
 //! Riding out a database outage: which errors mean "the database cannot be reached (or this
 //! attempt was cut off) now", and how long to wait before the next try of a write that must
-//! not be given up (a result the node already has, issue 34).
+//! not be given up (a result the node already has).
 
 use rand::Rng;
 use std::time::Duration;

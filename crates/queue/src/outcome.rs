@@ -303,7 +303,7 @@ pub async fn hand_back(conn: &mut sqlx::PgConnection, claims: &[(i64, Uuid)]) ->
 /// A fetch whose answer was lost (the connection dropped after the statement committed: a
 /// database outage, a failover) leaves jobs claimed by a node that never got them. Nothing
 /// else would free them soon: the node is alive and beats, and a claim's age counts from its
-/// node's current run of heartbeats (issue 34), so the rescue waits the longest a run may take
+/// node's current run of heartbeats, so the rescue waits the longest a run may take
 /// after the outage. The pool calls this before its first fetch after a failed one, when every
 /// claim it did get is in `known`. Only that pool fetches `queue` on this node, so no claim of
 /// its own can be missing from `known` then.

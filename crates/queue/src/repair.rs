@@ -6,7 +6,7 @@
 //! the SQL fragments for a caller's statement over many rows at once (a group's waiting count, a
 //! key's newest job state, whether a key has a live or an executing job, the waiting jobs).
 //!
-//! Every statement on the queue's tables lives in this crate (issue 14: SQL with its table's
+//! Every statement on the queue's tables lives in this crate (SQL lives with its table's
 //! owner); callers pass ids, never SQL on `jobs`. Where a caller's statement must read `jobs`
 //! row by row (a check over every delivery), it splices in a fragment from here, so every
 //! job-state predicate ("waiting", "live", "executing", "newest") is still written here.

@@ -61,7 +61,7 @@ fn fetch_backoff(errors: u32) -> Duration {
 
 /// How soon a pool fetches again after a fetch that left a group waiting ([`Fetched::waiting`]:
 /// its row, or its counted gate's row, held by another transaction — the fetch skips such rows
-/// rather than wait, issue 31). Each further retry in a row that claims nothing waits twice as
+/// rather than wait). Each further retry in a row that claims nothing waits twice as
 /// long, up to the poll interval, so a row held for long (a frozen node's transaction) costs a
 /// handful of cheap fetches, and one held for a commit costs a few milliseconds.
 ///

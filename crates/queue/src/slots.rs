@@ -58,8 +58,8 @@ impl Held {
     }
 }
 
-/// [`lock_slots`] for work that runs beside live work and must never wait for it (the rescuer,
-/// issue 31): the same rows in the same order (groups, then gates, each in key order), each
+/// [`lock_slots`] for work that runs beside live work and must never wait for it (the
+/// rescuer): the same rows in the same order (groups, then gates, each in key order), each
 /// taken `FOR UPDATE SKIP LOCKED`. A row another transaction holds — a result in progress, or
 /// one a frozen node left open — is not waited for but returned in [`Held`]; the caller leaves
 /// the jobs that would release a slot there for a later round. Rows that do not exist are not

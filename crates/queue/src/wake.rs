@@ -101,7 +101,7 @@ impl Wakers {
     ///
     /// A connection can also die silently: when the path to Postgres drops packets (a
     /// blackhole: a failover, a lost NAT entry) no error ever comes, the listener waits for
-    /// good, and wake-ups fall back to polling (issue 31, item 6). So the connection is
+    /// good, and wake-ups fall back to polling. So the connection is
     /// checked: after `cfg.ping_interval` without a notification a `SELECT 1` must answer
     /// within `cfg.ping_timeout`, and a new connection and its `LISTEN` must be made within
     /// `cfg.ping_timeout` too; otherwise it is presumed dead, logged (warn), dropped and

@@ -1039,7 +1039,7 @@ async fn a_fetch_says_whether_counted_gates_took_part_and_either_statement_claim
     assert_eq!(gate_in_flight(&pool, "open-host").await, 0);
 }
 
-// ---- A held row never stalls a fetch (issue 31) ----
+// ---- A held row never stalls a fetch ----
 
 /// A second pool on the test's database whose sessions end any statement after 2 s: a fetch
 /// that waits for a lock fails with a clear error instead of hanging the test.
@@ -1297,7 +1297,7 @@ async fn counters_at_the_largest_integer_do_not_stop_the_queue(pool: PgPool) {
     assert_eq!(gate_in_flight(&pool, "host-a").await, i32::MAX, "saturated");
 }
 
-/// The gate row is skipped, not waited for, when a result holds it (issue 31): a hot capped
+/// The gate row is skipped, not waited for, when a result holds it: a hot capped
 /// gate — three nodes' fetches and every result of its jobs on one row — must still fill.
 /// Measured here as the time to run 240 jobs of 20 ms through a cap of 4 (1.2 s if the gate
 /// were always full) beside the same gate's results; the fetch's waiting groups are fetched

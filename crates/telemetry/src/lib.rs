@@ -1,4 +1,4 @@
-//! Breakwater's metrics (DESIGN.md, "Telemetry").
+//! Breakwater's metrics (docs/design.md, "Telemetry").
 //!
 //! One process-wide OpenTelemetry SDK [`SdkMeterProvider`] carries every instrument. It always
 //! has a Prometheus reader (the `opentelemetry-prometheus` exporter over a private

@@ -204,7 +204,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         .clone()
         .unwrap_or_else(|| format!("{:?}", sent.observed));
     // A failure this node's own stall explains says nothing about the alert endpoint: sent again
-    // at once, no attempt used (issue 31, item 2).
+    // at once, no attempt used.
     let stalled = w.stall.stalled_since(t0);
     if class != Class::Success && stall_excuses(sent.observed, wall, stalled, sent.limit) {
         tracing::warn!(%tenant_id, %error, "alert attempt inconclusive: this node stood still during it; sent again");
@@ -227,7 +227,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         }
         Class::Success => {}
     }
-    // The endpoint answered: the result is kept until written (issue 34), not sent again.
+    // The endpoint answered: the result is kept until written, not sent again.
     let delay = w.backoff.delay(job.attempt);
     crate::keep::until_recorded("the alert's result", || async {
         match class {

@@ -37,7 +37,7 @@
 //! outage, each row still
 //! fenced by its claim token (a claim rescued meanwhile is refused and its result dropped, as
 //! always). Its endpoints have answered, so giving the result up would send the deliveries
-//! again (issue 34). What this keeps in memory is bounded by the pools' concurrency: each kept
+//! again. What this keeps in memory is bounded by the pools' concurrency: each kept
 //! result holds its handler, and so its pool slot, until written, so a node holds at most as
 //! many as it runs handlers (and it fetches nothing new while the database is away anyway).
 //! A batch that fails otherwise is tried again up to [`WRITE_TRIES`] times; then each of its

@@ -27,7 +27,7 @@ pub struct WorkerConfig {
     /// are one job group ([`breakwater_core::jobs::TenantGroup::Alerts`]) with this cap, fetched
     /// fairly by tenant. So a tenant whose alert endpoint hangs holds at most this many alert
     /// workers (each for up to `request_timeout_ms`), and another tenant's alert goes out on the
-    /// next free worker, not after the hanging tenant's backlog (issue 31, item 3). Also the cap
+    /// next free worker, not after the hanging tenant's backlog. Also the cap
     /// of a tenant's flapping timers (a group of their own).
     pub alert_concurrency_per_tenant: u32,
     /// A channel's concurrency limit (deliveries in flight at once, cluster-wide) before any
@@ -62,7 +62,7 @@ pub struct WorkerConfig {
     /// Total timeout of a delivery (or alert) request, including reading the response excerpt,
     /// ms of this node's *running* time: a stall of the node itself (see `stall_threshold_ms`)
     /// extends it by the stall's length, so a response that arrived while the node stood still
-    /// is read, not timed out (issue 31, item 2).
+    /// is read, not timed out.
     pub request_timeout_ms: u64,
     /// A gap longer than this between two ticks of the node's stall watch (a 100 ms ticker,
     /// [`crate::stall`]) is a stall of the node itself (a `SIGSTOP`, a frozen VM, a starved

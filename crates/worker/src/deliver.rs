@@ -294,7 +294,7 @@ async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
 }
 
 /// Records the attempt's result ([`record_once`]), kept and tried again while the database
-/// cannot take it ([`crate::keep::until_recorded`], issue 34): the endpoint has answered, so
+/// cannot take it ([`crate::keep::until_recorded`]): the endpoint has answered, so
 /// the job must not run again for want of a write.
 async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()> {
     crate::keep::until_recorded("the attempt's result", || record_once(w, job, a, &at)).await
@@ -368,7 +368,7 @@ async fn record_once(w: &Worker, job: &Job, a: &Admitted, at: &Attempted) -> Res
 /// to this long (the node just woke with all its requests in flight at once).
 const INCONCLUSIVE_RETRY_JITTER_MS: u64 = 500;
 
-/// An attempt whose failure this node's own stall explains (issue 31, item 2): nothing is
+/// An attempt whose failure this node's own stall explains: nothing is
 /// recorded against the endpoint — no attempt row, no failure of the channel's or the host's
 /// circuit, no `Retry-After` hold, no concurrency feedback — and the job is snoozed to run again
 /// at once ([`INCONCLUSIVE_RETRY_JITTER_MS`]) **without using an attempt** (the delivery goes

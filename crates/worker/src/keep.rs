@@ -1,11 +1,11 @@
-//! Keeping a result this node already has until the database takes it (issue 34): a leaf that
+//! Keeping a result this node already has until the database takes it: a leaf that
 //! every job module and the batch recorder use.
 
 /// Runs `write` — the recording of a result this node already has (an endpoint answered) —
 /// until it succeeds or fails for a reason other than the database being unreachable
 /// ([`breakwater_core::Error::is_transient`]); between tries it waits
 /// [`breakwater_queue::outage_delay`] (doubling from 200 ms, capped at
-/// [`breakwater_queue::OUTAGE_RETRY_CAP`], jittered), however long the outage (issue 34): the
+/// [`breakwater_queue::OUTAGE_RETRY_CAP`], jittered), however long the outage: the
 /// job must not run again for want of a write, which would send its request again. Each try
 /// must be one transaction fenced by the job's claim token, so a try after a rescue, or after a
 /// `COMMIT` whose answer was lost but which did commit, changes nothing. `what` names the

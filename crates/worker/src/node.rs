@@ -150,7 +150,7 @@ pub async fn run_node(
     ));
 
     // The loops beside live work run on sessions of their own with a short lock_timeout
-    // (maintenance::upkeep_pool, issue 31): a row a live or frozen transaction holds makes a
+    // (maintenance::upkeep_pool): a row a live or frozen transaction holds makes a
     // step fail fast and run again next period instead of waiting, and they never take a
     // connection of the handlers' pool.
     let upkeep = maintenance::upkeep_pool(&pool, 3);
@@ -190,7 +190,7 @@ pub async fn run_node(
                 shutdown_grace: Duration::from_millis(cfg.shutdown_grace_ms),
                 backoff: cfg.backoff(),
                 // The alerts queue's groups are tenants' alert groups, each capped at
-                // `alert_concurrency_per_tenant` (issue 31, item 3); the other queues' groups are
+                // `alert_concurrency_per_tenant`; the other queues' groups are
                 // channels (and tenants' probe watchers) under the channel limits.
                 limits: if queue == QUEUE_ALERTS {
                     cfg.alert_limits()

@@ -1,4 +1,4 @@
-//! The node's own stalls (issue 31, item 2): a node that stood still — stopped (`SIGSTOP`), its
+//! The node's own stalls: a node that stood still — stopped (`SIGSTOP`), its
 //! VM frozen, its runtime starved — must not blame the endpoints it was talking to for the time
 //! it lost.
 //!

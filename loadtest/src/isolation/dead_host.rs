@@ -1,4 +1,4 @@
-//! The dead host's part of the report (issue 13; only with several dead channels or tenants):
+//! The dead host's part of the report (only with several dead channels or tenants):
 //! when the host circuit opened, the requests the host received before that and in all, and the
 //! budget of [`host_budget`].
 
@@ -22,7 +22,7 @@ pub fn failures_to_open(threshold: u64, channels: u64, tenants: u64) -> u64 {
     }
 }
 
-/// The dead host's request budget (issue 13), from the code (`crates/core/src/hosts/`, the
+/// The dead host's request budget, from the code (`crates/core/src/hosts/`, the
 /// fetch's gate cap): `failures` distinct channels' failures open the host
 /// ([`failures_to_open`]); every request
 /// admitted before the opening committed may still be sent, and at most `in_flight_cap` are in
@@ -30,7 +30,7 @@ pub fn failures_to_open(threshold: u64, channels: u64, tenants: u64) -> u64 {
 /// the tier's pools); after the opening, the host is parked and only host probes go, at most
 /// `host_probes` (one per cooldown, doubling). Channel probes wait while the host holds.
 ///
-/// This is the issue's "threshold + in flight" with the in-flight part at its cap, **not a hard
+/// This is "threshold + in flight" with the in-flight part at its cap, **not a hard
 /// bound**: failures are counted one at a time under the host row's lock, so more than
 /// `failures` requests can finish before the opening commits (a burst of timeouts), and each
 /// slot they free can be refilled by the fetch until the park commits. The report gives the

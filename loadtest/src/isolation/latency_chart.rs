@@ -107,9 +107,12 @@ pub(super) fn write(
             .collect(),
         _ => seen.arrivals.iter().map(|&a| rel(a as i64)).collect(),
     };
+    // Both panels on the same x range, so their times line up when read side by side.
+    let x_min = base_panel.x_min.min(loaded_panel.x_min);
     let x_max = base_panel.x_max.max(loaded_panel.x_max);
     let mut panels = [base_panel, loaded_panel];
     for p in &mut panels {
+        p.x_min = x_min;
         p.x_max = x_max;
     }
     chart::latency_svg(

@@ -14,7 +14,7 @@
 //! channel. Whatever the mode, the report gives the most requests the dead endpoint held at once
 //! (`dead_max_in_flight`) and how many it received (`dead_endpoint_requests`).
 //!
-//! **A dead host** (issue 13): with `--dead-channels K` and `--dead-tenants T` (defaults 1 and 1:
+//! **A dead host**: with `--dead-channels K` and `--dead-tenants T` (defaults 1 and 1:
 //! the one dead channel above, report unchanged) the backlog goes to K channels spread over T
 //! tenants (channel `i` belongs to dead tenant `i mod T`), all on the same dead endpoint (one
 //! port, paths `/dead/<i>`, so one host key), the backlog split evenly across them (at least 1

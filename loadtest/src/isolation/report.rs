@@ -208,7 +208,7 @@ pub(super) fn build(
         })
         .collect();
 
-    // The dead host (issue 13): only with several dead channels or tenants.
+    // The dead host: only with several dead channels or tenants.
     let dead_host = m
         .multi
         .then(|| dead_host::report(o, settings, m, seen, dead_requests, in_flight_cap));

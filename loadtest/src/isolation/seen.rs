@@ -81,7 +81,7 @@ impl Seen {
             .await
             .map(|v| v["circuit"].clone())
             .unwrap_or(Value::Null);
-        // The dead host's rows (issue 13): only with several dead channels or tenants.
+        // The dead host's rows: only with several dead channels or tenants.
         let host_audit: Vec<HostAuditRow> = match (&m.host_key, m.multi) {
             (Some(k), true) => {
                 sqlx::query_as(

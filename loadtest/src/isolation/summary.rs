@@ -20,11 +20,15 @@ pub fn print_summary(r: &Value) {
         "  p95 ratio to baseline: {}   breaker opened after {} ms (from the backlog's first enqueue)",
         r["healthy_p95_over_baseline_p95"], r["breaker_opened_after_ms"]
     );
+    let slow = &r["slow"]["healthy"];
+    // When none was over 100 ms there is no last one to name.
+    let last = match slow["last_over_100ms_enqueued_at_s"].as_f64() {
+        Some(at) => format!(", the last one enqueued at {at} s"),
+        None => String::new(),
+    };
     println!(
-        "  healthy over 100 ms: {}, over 1 s: {}, the last one over 100 ms was enqueued at {} s",
-        r["slow"]["healthy"]["over_100ms"],
-        r["slow"]["healthy"]["over_1s"],
-        r["slow"]["healthy"]["last_over_100ms_enqueued_at_s"]
+        "  healthy over 100 ms: {}, over 1 s: {}{last}",
+        slow["over_100ms"], slow["over_1s"],
     );
     // A slow endpoint never fails: no breaker, so no budget.
     let budget = if r["dead_endpoint_budget"]["within"].is_null() {
@@ -118,5 +122,5 @@ pub fn print_summary(r: &Value) {
             p["healthy_while_pruning_p95_over_after_p95"]
         );
     }
-    println!("  goals: {}", r["goals"]);
+    println!("  goals: {}", crate::goals_line(&r["goals"]));
 }

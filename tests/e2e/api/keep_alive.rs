@@ -1,7 +1,7 @@
 //! A request answered before its body is read (401, 413, 429) leaves its keep-alive connection
-//! usable: the next request on the same connection is served (issue 31, item 6). Before, hyper
-//! closed the connection after such an answer without `Connection: close`, and a client that
-//! reused it (every pooled client) failed its next request.
+//! usable: the next request on the same connection is served. (hyper on its own closes the
+//! connection after such an answer without `Connection: close`, and a client that reuses it,
+//! as every pooled client does, fails its next request.)
 
 use super::enqueue_path;
 use breakwater_e2e::TestApp;

@@ -97,6 +97,13 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
             b["field"], "id",
             "the problem names the path parameter: {b}"
         );
+        // In words that cannot be read as a complaint about the channel's URL.
+        let detail = b["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("the request path's `id` is not a UUID")
+                && !detail.contains("Invalid URL"),
+            "{path}: {b}"
+        );
     }
     let revoke = format!("{}/api/v1/tenants/{}/keys/nope", app.api, Uuid::now_v7());
     let b = assert_problem(
@@ -135,6 +142,25 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
         assert_eq!(b["code"], "invalid_query", "{path}: {b}");
         assert_eq!(b["field"], field, "{path}: {b}");
     }
+    // A number of the wrong type is said in plain words (not serde's `i64`), with its unit.
+    let resp = send(
+        app.http
+            .patch(format!("{}/api/v1/channels/{channel}", app.api))
+            .bearer_auth(&key)
+            .json(&json!({ "cooldown_ms": "30s" })),
+    )
+    .await;
+    let b = assert_problem(resp, 422).await;
+    assert_eq!(
+        (&b["code"], &b["field"]),
+        (&json!("invalid_body"), &json!("cooldown_ms")),
+        "{b}"
+    );
+    let detail = b["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("expected an integer (milliseconds)") && !detail.contains("i64"),
+        "{b}"
+    );
     // And a body value of the wrong type, by its path in the body.
     let wrong = json!({ "deliveries": [event("a.b"), { "event_type": 7, "payload": {} }] });
     let b = assert_problem(
@@ -533,8 +559,7 @@ fn assert_null_refused(status: u16, body: &Value, field: &str) {
 
 /// Routes whose every body field is optional take a bare `POST` (no body, no content type): a
 /// channel's replay (the last 24 h), a new API key (no label), a signing-secret rotation (the
-/// default grace). A body that is there must still be JSON. (A new-user trial got 415 for the
-/// first two.)
+/// default grace). A body that is there must still be JSON.
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn a_bare_post_is_accepted_where_every_body_field_is_optional(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -1,4 +1,4 @@
-//! Portal sessions (issue 32): opened by the operator or the tenant, scoped (`manage`, `read`),
+//! Portal sessions: opened by the operator or the tenant, scoped (`manage`, `read`),
 //! expiring (default 1 h, at most 24 h), revocable; the token is a tenant credential on the
 //! portal's routes only, audited as `portal:<session id>`, and never stored or audited in clear.
 

@@ -297,23 +297,36 @@ async fn a_refused_target_tells_the_tenant_nothing_about_the_inside(pool: PgPool
             urls.push(format!("http://{name}/"));
         }
     }
+    // And a name that does not resolve at all (RFC 6761: .invalid never does).
+    urls.push("https://no-such-host.invalid/hook".to_string());
+    let mut details = std::collections::BTreeSet::new();
     for url in &urls {
         let r = post(&app, "/api/v1/channels", Some(&key), &json!({ "url": url })).await;
         assert_eq!(r.status(), 422, "{url}");
-        let body = r.text().await.unwrap();
+        let body: Value = r.json().await.unwrap();
+        let detail = body["detail"].as_str().unwrap().to_string();
         assert!(
-            body.contains("the URL's host is not an allowed target"),
+            detail.contains("the URL's host is not an allowed target"),
             "{url}: {body}"
         );
-        // The setting that allows internal targets is named (a newcomer needs it); nothing
-        // about the address the name is or resolves to is.
-        for leak in ["127.", "::1", "10.0.0.1", "resolves to", "loopback"] {
+        // The rule and the setting that allows internal targets are named (a newcomer trying
+        // a loopback receiver needs both); nothing about the address the name is or resolves
+        // to is.
+        assert!(
+            detail.contains("loopback, private")
+                && detail.contains("BREAKWATER_ALLOW_PRIVATE_TARGETS=true"),
+            "{url}: {body}"
+        );
+        for leak in ["127.", "::1", "10.0.0.1", "resolves to"] {
             assert!(
-                !body.contains(leak),
+                !detail.contains(leak),
                 "{url}: the problem body leaks {leak:?}: {body}"
             );
         }
+        details.insert(detail);
     }
+    // One text for every refusal: an internal name and a missing one cannot be told apart.
+    assert_eq!(details.len(), 1, "{details:?}");
     // The same for the tenant's alert URL.
     let r = post(
         &app,

@@ -82,7 +82,8 @@ pub(crate) async fn list(
 ) -> Result<axum::Json<Page<DeliverySummary>>, ApiError> {
     let channel = channels::get(call.state.pool(), call.tenant_id(), channel_id).await?;
     // An empty `status=` is refused like any other value that is not a status, as the
-    // operator lists' `state=` (a new-user trial: one was no filter, the other a 422).
+    // operator lists' `state=`: the same empty filter must not mean "all" in one list and a 422
+    // in the other.
     let status = list_filter::<deliveries::Status>("status", q.status.as_deref())?;
     if let Some(t) = q.event_type.as_deref() {
         if t.is_empty() || t.len() > 200 || !t.bytes().all(|b| b.is_ascii_graphic()) {
@@ -215,8 +216,8 @@ pub(crate) async fn replay(
         None => Vec::new(),
     };
     if ids.is_empty() {
-        // `not_dead` only for a delivery that is not dead: a client may branch on the code (a
-        // new-user trial: a dead delivery of a deleted channel answered `not_dead`).
+        // `not_dead` only for a delivery that is not dead: a client may branch on the code, and
+        // a dead delivery of a deleted channel is dead.
         let (code, detail) = if delivery.summary.status != deliveries::Status::Dead {
             let status = delivery.summary.status;
             let detail = format!("delivery is {status}; only dead deliveries can be replayed");

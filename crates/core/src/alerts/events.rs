@@ -1,4 +1,4 @@
-//! Delivery-level operational events (issue 33, part 2): what a tenant's on-call hears about
+//! Delivery-level operational events: what a tenant's on-call hears about
 //! single deliveries and about a channel that fails often while its circuit stays closed.
 //!
 //! | event | default | when |

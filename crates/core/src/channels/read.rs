@@ -16,8 +16,8 @@ pub struct Backlog {
     pub parked: i64,
     /// Of those not parked, waiting out the channel's `Retry-After` hold (`retry_after_until`
     /// later than the database clock's now): none is sent before the hold ends. 0 without one.
-    /// A design decision from a new-user trial: under a 1-h hold the view said `parked: 0` while
-    /// hundreds of deliveries waited.
+    /// Counted apart so that a view under a 1-h hold does not say `parked: 0` and nothing else
+    /// while hundreds of deliveries wait.
     pub held: i64,
 }
 

@@ -53,8 +53,8 @@ pub struct AttemptResult<'a> {
     /// Whether this was the delivery's last attempt (its job's `attempt >= max_attempts`).
     pub last_attempt: bool,
     /// Whether the attempt failed at the channel's OAuth2 token endpoint, before any request to
-    /// the channel's URL (issue 32: "a token endpoint that fails counts as the channel's
-    /// failure"). It counts for the channel's circuit like any transient failure (its `error`
+    /// the channel's URL (a token endpoint that fails is the channel's failure, not its
+    /// host's). It counts for the channel's circuit like any transient failure (its `error`
     /// names the token endpoint), but says nothing about the host of the channel's URL, whose
     /// circuit ([`hosts`]) it does not touch: as the host probe, it hands the role on
     /// ([`hosts::hand_on_inconclusive_probe`]).
@@ -139,7 +139,7 @@ pub async fn after_attempt(
     };
     let (retry_after, transitions) =
         move_circuits(tx, a, endpoint, cfg, hosts_cfg, max_attempts).await?;
-    // Delivery-level alert events (issue 33, part 2): a death's `delivery.dead`, a failing
+    // Delivery-level alert events: a death's `delivery.dead`, a failing
     // streak's start. In this transaction, so a result rolled back alerts nothing.
     if class != Class::Success {
         let failed = alerts::events::FailedAttempt {
@@ -181,8 +181,8 @@ pub async fn after_attempt(
 /// to a waiting delivery at once, or to the probe's own retry after its backoff). The host's
 /// circuit takes it only if the channel's host key is unchanged; a host probe's answer from
 /// the host its channel left hands that host's probe role on to another of its waiting
-/// deliveries at once ([`hosts::hand_on_stale_probe`]; before, the host waited for the probe's
-/// lease, `hosts.probe_lease_ms`, 60 s by default).
+/// deliveries at once ([`hosts::hand_on_stale_probe`]), rather than waiting for the probe's
+/// lease (`hosts.probe_lease_ms`, 60 s by default).
 ///
 /// **Locks.** [`after_attempt`] took [`lock_for_result`] first, before recording the attempt, so
 /// for every result that writes here `endpoint` is exact (a `PATCH` of the URL committed before it,
@@ -278,7 +278,7 @@ async fn move_circuits(
 }
 
 /// An attempt whose failure this node's own stall explains
-/// ([`crate::outcome::stall_excuses`]; issue 31, item 2): it is not recorded and moves nothing
+/// ([`crate::outcome::stall_excuses`]): it is not recorded and moves nothing
 /// — no attempt row, no failure of the channel or of its host, no hold, no concurrency
 /// feedback — except that a probe's role passes on, as for an inconclusive answer: a host
 /// probe's to another waiting delivery of the host ([`hosts::hand_on_inconclusive_probe`]),
@@ -349,9 +349,9 @@ impl AttemptResult<'_> {
 /// probe's or host probe's answer (`probe`), and a success that writes the channel: one after
 /// failures (`failures_before > 0`: the counts and the host's failure row are cleared) or in an
 /// endpoint-rejection streak (`rejected`). Any other success takes none, so a healthy channel's
-/// results do not queue behind one another. (A code review: a success after failures took the
-/// host's failure row and then the channel row, and deadlocked with a failure of the same
-/// channel holding the channel row and inserting that failure row.)
+/// results do not queue behind one another. (A success after failures that took the host's
+/// failure row before the channel row would deadlock with a failure of the same channel
+/// holding the channel row and inserting that failure row.)
 pub fn locks_channel(class: Class, probe: bool, failures_before: i32, rejected: bool) -> bool {
     class != Class::Success || probe || failures_before > 0 || rejected
 }
@@ -361,9 +361,9 @@ pub fn locks_channel(class: Class, probe: bool, failures_before: i32, rejected: 
 /// (`FOR NO KEY UPDATE`, the lock its circuit's updates take anyway) if [`locks_channel`], so
 /// that statement's comparison of the endpoint ([`Endpoint`]) is exact for every result that
 /// writes the channel or its circuits: a `PATCH` of the URL either committed before (seen) or
-/// waits for this transaction. Before, the comparison was made unlocked and again under a later
-/// lock, and a `PATCH` that committed between the two left a late `4xx` of the old URL's
-/// delivery dead (a design decision after a code review). Channel row before the delivery's
+/// waits for this transaction. (Compared unlocked and again under a later lock, a `PATCH` that
+/// committed between the two would leave a late `4xx` of the old URL's delivery dead.)
+/// Channel row before the delivery's
 /// row: the order of a pause, a deletion, a probe's replay and a tenant's replay. Returns the
 /// channel's circuit state read under the lock (exact until the transaction ends: a pause waits
 /// for it), or `None` when it took no lock (channels are deleted softly, so a locked row is

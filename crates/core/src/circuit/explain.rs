@@ -1,4 +1,4 @@
-//! Explaining a channel's breaker from its settings alone (issue 33, part 3): how many requests a
+//! Explaining a channel's breaker from its settings alone: how many requests a
 //! dead endpoint gets before the circuit opens, how often it is probed while open, the longest a
 //! delivery can wait before it is dead, and the settings that fight each other. A pure function
 //! ([`explain`]) of [`ExplainInput`], unit-tested here and checked against a real refusing

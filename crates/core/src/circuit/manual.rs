@@ -21,8 +21,7 @@ pub enum Manual {
     /// passed (the pause counted as cooldown, no more); a new URL while paused makes it due at
     /// once ([`probe_new_endpoint`]). So a pause and a resume never close a breaker without a
     /// probe, and toggling them neither probes a dead endpoint early nor doubles its cooldown
-    /// (a design decision after a new-user trial: five quick toggles meant five probes and a
-    /// 10-min cooldown).
+    /// (otherwise five quick toggles would mean five probes and a 10-min cooldown).
     Resume,
     /// Open the circuit now (park, probe after the cooldown). From `closed`, `half_open`,
     /// `paused`.
@@ -34,8 +33,8 @@ pub enum Manual {
 
 /// Who makes a manual change: the channel's tenant or an operator. An operator's pause or
 /// force-open holds the circuit (`channels.operator_hold`): the tenant's own pause and resume
-/// are refused until a close ends the hold (a design decision after a new-user trial, where a
-/// tenant's resume undid an operator's pause a second later).
+/// are refused until a close ends the hold, so a tenant's resume cannot undo an operator's
+/// pause a second later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ManualBy {
     /// The channel's tenant (pause and resume only).

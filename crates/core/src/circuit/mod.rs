@@ -1,4 +1,4 @@
-//! The channel circuit (DESIGN.md, "The channel circuit"), kept on the `channels` row.
+//! The channel circuit (docs/design.md, "The channel circuit"), kept on the `channels` row.
 //!
 //! ```text
 //!  closed ──(failure_threshold consecutive transient failures, or health check → unhealthy)──▶ open

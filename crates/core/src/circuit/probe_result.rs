@@ -179,7 +179,7 @@ pub async fn probe_succeeded(
 
 /// The probe (or trial) delivery of `generation` failed permanently (a 4xx other than 408/429:
 /// the endpoint answered, but not with a success). Such a failure never moves the breaker
-/// (DESIGN.md), so it neither counts as a success nor reopens the circuit; the delivery is
+/// (docs/design.md), so it neither counts as a success nor reopens the circuit; the delivery is
 /// finished (dead), so the probe role passes at once to the next parked delivery, with a fresh
 /// lease — instead of sitting with a finished delivery until its lease expires and a takeover.
 /// Also the answer of a probe whose request went to a URL the channel no longer has

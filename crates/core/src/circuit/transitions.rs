@@ -92,8 +92,8 @@ const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(5);
 /// `retry_after_until` and, if the hold was still on (database clock), makes the deliveries
 /// waiting until its end (plus [`HOLD_SNOOZE_MARGIN`]) due now
 /// ([`breakwater_queue::make_group_due_until`]). For a new URL (the hold was the old
-/// endpoint's) and an operator's force-close (the operator's call overrides it); a design
-/// decision from a new-user trial, where an hour-long hold outlived both and nobody could end it.
+/// endpoint's) and an operator's force-close (the operator's call overrides it): otherwise an
+/// hour-long hold outlives both and nobody can end it.
 /// In the caller's transaction, which already holds the channel row (`FOR NO KEY UPDATE` here
 /// takes nothing new: a `FOR UPDATE` would wait for a worker's attempt insert, whose foreign
 /// key holds `KEY SHARE` on the row, while that worker waits for the caller: a deadlock); then
@@ -207,7 +207,7 @@ pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<
     Ok(n)
 }
 
-/// The safety net for a park or a release that was missed (DESIGN.md: parked means asleep until
+/// The safety net for a park or a release that was missed (docs/design.md: parked means asleep until
 /// released, never woken by a timer): compares every channel's circuit with its job group's
 /// parked flag and repairs a mismatch with the same one-row park or release, each in its own
 /// transaction under the channel row's lock, re-checked there. Cheap: it reads the parked groups

@@ -139,11 +139,11 @@ pub struct AttemptRecord<'a> {
 ///   a transient one is retried, or dead on the last attempt;
 /// - a retry is [`Status::Failed`], or [`Status::Paused`] when the channel holds its retries
 ///   parked (`channel_parked`): its job then waits in the parked group as every other parked
-///   delivery's, and the API lists it so (a new-user trial: a delivery in flight when its
-///   channel was paused showed `failed`, and `?status=paused` missed it);
+///   delivery's, and the API lists it so (as `failed`, a delivery in flight when its channel
+///   was paused would be missing from `?status=paused`);
 /// - a permanent failure of a URL the channel has left (a `404` of an endpoint the tenant moved
-///   away from) is retried at the new one unless this was the last attempt (a design decision
-///   after a code review: such a delivery was dead though its new endpoint was never tried).
+///   away from) is retried at the new one unless this was the last attempt (else it would be
+///   dead though its new endpoint was never tried).
 pub fn status_after(class: Class, last_attempt: bool, channel_parked: bool) -> (Status, Status) {
     let retry = if channel_parked {
         Status::Paused

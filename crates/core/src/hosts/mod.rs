@@ -1,4 +1,4 @@
-//! Host circuits (issue 13, part 1): a second circuit keyed on what channels actually share —
+//! Host circuits: a second circuit keyed on what channels actually share —
 //! the endpoint's host (or its registrable domain) — kept in `host_circuits`.
 //!
 //! ```text
@@ -35,7 +35,7 @@
 //! receiver), and its failures count nothing towards re-opening the host until it succeeds once
 //! (a failure that starts a new streak also clears the excuse). Without it, two tenants' failing
 //! paths re-opened a host the moment its probe closed it, every cooldown, and a third tenant's
-//! healthy channel on the host waited a cooldown each time (a new-user trial). Their own channel
+//! healthy channel on the host waited a cooldown each time. Their own channel
 //! circuits deal with such channels.
 //!
 //! **Transitions** are one conditional UPDATE each (`… WHERE state = …`, probe results also `AND
@@ -234,9 +234,8 @@ async fn forget_failures(tx: &mut PgConnection, key: &str) -> Result<()> {
 /// answered), gets an excused failure row, so its failures do not count towards re-opening the
 /// host until it succeeds once ([`record_result`]). The host has just been proven up (its probe
 /// answered, or an operator closed it), so such a channel is failing for itself, not for its
-/// host. A design decision: a new-user trial saw two tenants' failing paths re-open a host at
-/// once after every successful probe, holding a third tenant's healthy channel on it for one
-/// cooldown each time.
+/// host. Without it, two tenants' failing paths re-open a host at once after every successful
+/// probe, holding a third tenant's healthy channel on it for one cooldown each time.
 async fn excuse_failing_channels(
     tx: &mut PgConnection,
     key: &str,

@@ -169,15 +169,15 @@ const PROBE_RANKED_CHANNELS: i64 = 1000;
 /// channels not tried yet, the one with the fewest consecutive failures first (ties: channel
 /// id), so a host that answers its healthy channels is tested with one of them, not with a
 /// channel that fails on its own; then the one tried longest ago. The delivery is that channel's
-/// oldest waiting one. A design decision from two new-user trials: the oldest delivery of the
-/// whole host, and then the fewest failures alone, kept choosing channels that failed for
-/// themselves (a failed probe adds one failure to a channel with few), while a channel that had
-/// recovered, with more failures, waited minutes as the cooldown doubled.
+/// oldest waiting one. Why not simply the oldest delivery of the whole host, or the fewest
+/// failures alone: both keep choosing channels that fail for themselves (a failed probe adds
+/// one failure to a channel with few), while a channel that has recovered, with more failures,
+/// waits minutes as the cooldown doubles.
 ///
 /// A channel under a hold is never chosen: it would not send the probe before the hold ends (up
 /// to `circuit.retry_after_cap_ms`, 1 h by default) and every channel of the host would wait
-/// for it (a new-user trial saw a host half-open 5 min, its probe re-taken by the same held
-/// delivery at each lease).
+/// for it (a held probe would be re-taken by the same held delivery at each lease, keeping the
+/// host half-open for minutes).
 pub(super) async fn wake_host_probe(
     tx: &mut PgConnection,
     key: &str,

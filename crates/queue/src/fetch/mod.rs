@@ -78,7 +78,7 @@ use uuid::Uuid;
 /// parked, at its cap, or holding 100 000 jobs costs it one index probe, not 100 000 rows; the
 /// same for every group of a gate that is parked or at its cap.
 ///
-/// **Never waits** (issue 31). Every row either statement locks or writes is locked `SKIP
+/// **Never waits**. Every row either statement locks or writes is locked `SKIP
 /// LOCKED` first (jobs, group rows, gate rows); the updates that follow touch only rows the
 /// statement already holds, and no trigger fires on a claim. So a transaction holding any of
 /// those rows — a result transaction of a node frozen inside it — never stalls a fetch: the

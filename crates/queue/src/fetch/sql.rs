@@ -277,7 +277,7 @@ pub(super) const FETCH: &str = concat!(
     -- Lock the counted gates of those groups and re-check them as they are now: a gate's room
     -- is its cap (if any) minus its jobs counted in flight, and while it is parked no more than
     -- its probe slots. Like a group's row, a gate's row another transaction holds is skipped,
-    -- never waited for (issue 31): the holder may be a result transaction of a node that froze
+    -- never waited for: the holder may be a result transaction of a node that froze
     -- inside it, and a fetch waiting for it would stall every tenant of the queue until the
     -- server ends that transaction. A skipped gate's groups are not served and are reported
     -- 'waiting' below, so the runner fetches again shortly (runner::WAITING_RETRY); a result

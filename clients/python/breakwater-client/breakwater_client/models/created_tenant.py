@@ -25,7 +25,7 @@ class CreatedTenant:
     Attributes:
         id (UUID): Tenant id.
         name (str): Display name.
-        tier (Tier): A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
+        tier (Tier): A tenant's tier; it picks the queue its deliveries run on (docs/design.md, "Tiers").
         alert_on_manual (bool): Whether the tenant's own pause and resume of a channel send alerts (default false: they
             are audited but page nobody). Operator actions and the breaker's own transitions always
             alert (under the flapping policy).

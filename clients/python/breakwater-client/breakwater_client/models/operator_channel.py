@@ -54,7 +54,7 @@ class OperatorChannel:
         created_at (datetime.datetime): Creation time.
         updated_at (datetime.datetime): Last change.
         tenant_name (str): Tenant name.
-        tier (Tier): A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
+        tier (Tier): A tenant's tier; it picks the queue its deliveries run on (docs/design.md, "Tiers").
         parked (int): Waiting deliveries held by a parked circuit: the channel's own (open, half-open, paused)
             or its host's; the same count as the channel view's `circuit.parked`.
         name (None | str | Unset): Optional display name.

@@ -25,7 +25,7 @@ class OperatorPatch:
         Attributes:
             name (str | Unset): Display name, 1 to 200 characters (trimmed; not null) without control,
                 bidirectional formatting or invisible characters.
-            tier (Tier | Unset): A tenant's tier; it picks the queue its deliveries run on (DESIGN.md, "Tiers").
+            tier (Tier | Unset): A tenant's tier; it picks the queue its deliveries run on (docs/design.md, "Tiers").
             alert_url (None | str | Unset): Alert URL (null or empty removes it).
             alert_on_manual (bool | Unset): Whether the tenant's own pause and resume of a channel send alerts (default
                 false:
