@@ -71,6 +71,31 @@ impl Default for GroupLimits {
 }
 
 impl GroupLimits {
+    /// The bounds `(floor, ceiling)` a group's adaptive limit moves between, in jobs in flight
+    /// cluster-wide: the ceiling is the group's own `max_in_flight` (at least 1), else
+    /// [`GroupLimits::ceiling`], and 1 for a FIFO group; the floor is [`GroupLimits::floor`],
+    /// never above the ceiling.
+    pub fn bounds(&self, max_in_flight: Option<i32>, fifo: bool) -> (u32, u32) {
+        let ceiling = if fifo {
+            1
+        } else {
+            max_in_flight.map_or(self.ceiling, |m| m.max(1).unsigned_abs())
+        };
+        (self.floor.min(ceiling), ceiling)
+    }
+
+    /// The cap the fetch enforces on a group whose adaptive limit is `limit` (none yet:
+    /// [`GroupLimits::initial`]): the limit rounded down and held within
+    /// [`GroupLimits::bounds`]. The fetch's SQL says the same:
+    /// `least(greatest(floor(coalesce(concurrency_limit, initial)), floor),
+    /// coalesce(max_in_flight, ceiling), CASE WHEN fifo THEN 1 END)`; the test
+    /// `the_cap_in_rust_is_the_cap_the_fetch_enforces` checks the two agree.
+    pub fn cap(&self, limit: Option<f32>, max_in_flight: Option<i32>, fifo: bool) -> u32 {
+        let (floor, ceiling) = self.bounds(max_in_flight, fifo);
+        let raw = limit.unwrap_or(self.initial as f32).floor().max(0.0) as u32;
+        raw.clamp(floor, ceiling)
+    }
+
     /// Checks the bounds and the latency rule's factors. The error names the setting:
     /// `key(field)` turns a field's name (`"floor"`, `"latency_tolerance"`, …) into the key the
     /// caller's configuration calls it.

@@ -375,3 +375,62 @@ fn the_latency_rule_s_factors_are_validated_naming_the_key() {
         assert!(err.starts_with(&format!("k.latency_{name} ")), "{err}");
     }
 }
+
+/// [`GroupLimits::cap`] (what the API shows as a channel's limit) is the cap the fetch enforces:
+/// for each adaptive limit, `max_in_flight` and FIFO setting, a group with no job in flight and
+/// a 40-job backlog gives one fetch exactly that many jobs.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_cap_in_rust_is_the_cap_the_fetch_enforces(pool: PgPool) {
+    let limits = GroupLimits {
+        initial: 6,
+        floor: 2,
+        ceiling: 12,
+        ..GroupLimits::default()
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    let cases: [(Option<f32>, Option<i32>, bool); 9] = [
+        (None, None, false),
+        (Some(0.5), None, false),
+        (Some(3.9), None, false),
+        (Some(30.0), None, false),
+        (Some(30.0), Some(20), false),
+        (Some(9.0), Some(5), false),
+        (Some(9.0), Some(1), false),
+        (None, Some(3), false),
+        (Some(9.0), None, true),
+    ];
+    for (i, (limit, max_in_flight, fifo)) in cases.into_iter().enumerate() {
+        let g = new_group(&pool).await;
+        if let Some(m) = max_in_flight {
+            set_max_in_flight(&pool, g, Some(m)).await.unwrap();
+        }
+        breakwater_queue::set_group_fifo(&mut conn, g, fifo)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE job_groups SET concurrency_limit = $2 WHERE group_id = $1")
+            .bind(g)
+            .bind(limit)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let queue = format!("cap{i}");
+        let jobs: Vec<breakwater_queue::NewJob> = (0..40)
+            .map(|n| {
+                breakwater_queue::NewJob::new(&queue, "test", serde_json::json!({ "n": n }))
+                    .group(g)
+            })
+            .collect();
+        breakwater_queue::enqueue_many(&mut conn, &jobs)
+            .await
+            .unwrap();
+        let got = breakwater_queue::fetch(&pool, &queue, "n1", 100, &limits)
+            .await
+            .unwrap()
+            .len();
+        assert_eq!(
+            got as u32,
+            limits.cap(limit, max_in_flight, fifo),
+            "limit {limit:?}, max_in_flight {max_in_flight:?}, fifo {fifo}"
+        );
+    }
+}

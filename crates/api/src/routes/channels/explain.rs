@@ -43,9 +43,10 @@ pub(crate) async fn explain_circuit(
         circuit::effective_close_after_successes(state.pool(), &settings.circuit).await?;
     let policy = policy_in_force(state, &channel).await?;
     let limits = &settings.channel_limits;
-    let ceiling = channel
-        .max_in_flight
-        .map_or(limits.ceiling, |m| m.max(1) as u32);
+    let (_, ceiling) = limits.bounds(
+        channel.max_in_flight,
+        channel.ordering == channels::DeliveryOrdering::Fifo,
+    );
     let rate_limit = channel
         .rate_limit
         .as_deref()

@@ -251,21 +251,13 @@ pub(crate) async fn view(state: &AppState, channel: Channel) -> Result<ChannelVi
         .await
         .map_err(breakwater_core::Error::from)?;
     // A fifo channel sends one delivery at a time, whatever its limits say.
-    let ceiling = match channel.ordering {
-        channels::DeliveryOrdering::Fifo => 1,
-        channels::DeliveryOrdering::None => channel
-            .max_in_flight
-            .map_or(limits.ceiling, |m| m.max(1) as u32),
-    };
-    let floor = limits.floor.min(ceiling);
-    let raw = group
-        .as_ref()
-        .and_then(|g| g.concurrency_limit)
-        .map_or(limits.initial as f32, |l| l);
+    let fifo = channel.ordering == channels::DeliveryOrdering::Fifo;
+    let (floor, ceiling) = limits.bounds(channel.max_in_flight, fifo);
+    let limit = group.as_ref().and_then(|g| g.concurrency_limit);
     let concurrency = ConcurrencyView {
         in_flight: group.map_or(0, |g| g.in_flight),
         waiting: backlog.waiting,
-        limit: (raw.floor().max(0.0) as u32).clamp(floor, ceiling),
+        limit: limits.cap(limit, channel.max_in_flight, fifo),
         floor,
         ceiling,
     };
