@@ -451,7 +451,11 @@ async fn channel_view(app: &TestApp, key: &str, id: Uuid) -> Value {
     v
 }
 
-/// Saves the channel editor and waits until the API shows `done`.
+/// Saves the channel editor, waits until the API shows `done`, then until the page has filled
+/// its form again from the saved channel (a save ends with that reload: an edit typed before
+/// the reload lands would be overwritten by it, and the next save would send the old values).
+/// The reload replaces `#edit-headers`' children, so a marker put there before the save is
+/// gone once the form is filled.
 async fn save_until(
     c: &Client,
     app: &TestApp,
@@ -460,10 +464,29 @@ async fn save_until(
     what: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
+    js(
+        c,
+        "const m = document.createElement('span'); m.id = 'test-form-not-reloaded'; \
+         document.getElementById('edit-headers').append(m); return true",
+    )
+    .await;
     click(c, "#edit-submit").await;
     wait_until(Duration::from_secs(10), what, || async {
         done(&channel_view(app, key, id).await)
     })
+    .await;
+    wait_until(
+        Duration::from_secs(10),
+        "the page fills its form again from the saved channel",
+        || async {
+            js(
+                c,
+                "return !document.getElementById('test-form-not-reloaded')",
+            )
+            .await
+                == json!(true)
+        },
+    )
     .await;
     channel_view(app, key, id).await
 }
