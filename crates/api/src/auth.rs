@@ -69,12 +69,15 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     Ok(key)
 }
 
-fn wrong_key() -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "unknown or revoked API key",
-    );
+/// The 401 for a credential nobody knows: named as what it looks like, a portal session token
+/// (`bwp_…`, which expires) or an API key.
+fn wrong_key(key: &str) -> ApiError {
+    let detail = if key.starts_with(breakwater_core::portal::TOKEN_PREFIX) {
+        "unknown, expired or revoked portal session"
+    } else {
+        "unknown or revoked API key"
+    };
+    let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail);
     e.headers.push((header::WWW_AUTHENTICATE, "Bearer".into()));
     e
 }
@@ -124,7 +127,7 @@ pub(crate) async fn authenticate<K: KeyKind>(
             K::OTHER_KIND,
         ));
     }
-    Err(wrong_key())
+    Err(wrong_key(key))
 }
 
 /// A request made with the operator key. A tenant key here → 403; anything else → 401.

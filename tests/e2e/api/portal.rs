@@ -318,6 +318,10 @@ async fn an_expired_or_revoked_session_is_refused(pool: PgPool) {
         "expired",
     );
     assert_eq!(p["code"], "unauthorized");
+    assert_eq!(
+        p["detail"], "unknown, expired or revoked portal session",
+        "a portal token is not called an API key: {p}"
+    );
 
     // The tenant revokes one with its key, the operator another.
     let (s, _, _) = app
