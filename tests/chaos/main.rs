@@ -20,7 +20,7 @@
 //!
 //! - [`cells`]: two tenant cells (each its own Postgres and node) behind the router of
 //!   `deploy/cells/` (HAProxy): a key reaches only its cell, the operator sees both, a flood in
-//!   one leaves the other's p95 (issue 34); `#[ignore]`d here, run by `deploy/cells/test.sh`.
+//!   one leaves the other's p95; `#[ignore]`d here, run by `deploy/cells/test.sh`.
 //! - [`ha`]: the HA topology of `deploy/ha/` (Patroni × 3, etcd, HAProxy) under load, one
 //!   failover fault per scenario; `#[ignore]`d here, run by `deploy/ha/chaos.sh`.
 //!

@@ -1,4 +1,4 @@
-//! A node of a cell (issue 34, docs/cells.md) without the router: the keys and portal tokens it
+//! A node of a cell (docs/cells.md) without the router: the keys and portal tokens it
 //! mints name its cell, a request naming another cell is refused (421), and a node without a
 //! cell mints the keys it always did. The router in front of two cells is tested in
 //! tests/chaos/cells.rs.

@@ -1,4 +1,4 @@
-//! Cells (issue 34): a deployment split into independent cells, each a Postgres (in production a
+//! Cells (docs/cells.md): a deployment split into independent cells, each a Postgres (in production a
 //! Patroni cluster) with its own nodes and tenants, behind a router (deploy/cells/: HAProxy)
 //! that sends every request to one cell. A tenant's credentials name its cell in their visible
 //! prefix (`bw_<cell>_…`, `bwp_<cell>_…`, [`breakwater_core::api_key::generate_api_key`]); an

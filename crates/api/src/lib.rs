@@ -146,7 +146,7 @@ pub struct AppSettings {
     pub connect_timeout_ms: u64,
     /// `retention.deliveries_days` (for the breaker's explanation; 0 = kept for ever).
     pub retention_days: u32,
-    /// This node's cell (`cell`, issue 34), or `None` in a deployment without cells: the cell
+    /// This node's cell (`cell`, docs/cells.md), or `None` in a deployment without cells: the cell
     /// every key and portal token it mints names, and the one a request's [`cell::HEADER`] must
     /// name if it names one ([`cell::misdirected`]).
     pub cell: Option<breakwater_core::api_key::Cell>,

@@ -13,7 +13,7 @@ pub const TENANT_KEY_PREFIX: &str = "bw_";
 /// Random characters of a tenant API key (24 random bytes in URL-safe base64).
 pub const KEY_RANDOM_CHARS: usize = 32;
 
-/// The cell a deployment's node belongs to (`cell` in the configuration, issue 34): an
+/// The cell a deployment's node belongs to (`cell` in the configuration; docs/cells.md): an
 /// independent Postgres (in production a Patroni cluster) with its own nodes and tenants.
 /// 1 to 8 characters `a`–`z`, `0`–`9`. Every credential a node of a cell mints carries it
 /// ([`generate_api_key`], [`crate::portal::generate_token`]), so a router in front of the cells

@@ -109,7 +109,7 @@ pub struct Settings {
     pub allow_private_targets: bool,
     /// `text` or `json`.
     pub log_format: String,
-    /// This node's cell (`BREAKWATER_CELL`, issue 34): 1 to 8 characters `a`–`z`, `0`–`9`, the
+    /// This node's cell (`BREAKWATER_CELL`, docs/cells.md): 1 to 8 characters `a`–`z`, `0`–`9`, the
     /// same on every node of one cell (one Postgres or Patroni cluster). Unset or empty (the
     /// default): a deployment without cells, keys `bw_…`. Set: new API keys are `bw_<cell>_…`
     /// and portal tokens `bwp_<cell>_…`, so the router in front of the cells (deploy/cells/)
