@@ -1,4 +1,4 @@
-//! Tenant cells (issue 34, docs/cells.md): two cells, each its own Postgres server (a
+//! Tenant cells (docs/cells.md): two cells, each its own Postgres server (a
 //! [`Cluster`] on a throwaway Postgres) with its own `breakwater serve` node (`BREAKWATER_CELL`
 //! `a` and `b`), and the router of `deploy/cells/` (HAProxy, [`Router`]) in front of both, all on
 //! loopback. Every tenant and operator request of these scenarios goes through the router.
@@ -633,18 +633,9 @@ async fn a_key_reaches_only_its_cell_and_the_operator_sees_both() {
 /// Cells card with a row per cell, and the channels of the cell chosen only (A's, then B's after
 /// "Show" on B's row); a screenshot `admin-cells.png` in the scenario's artifacts.
 async fn admin_page_shows_each_cell(cells: &Cells, a: &Objects, b: &Objects) {
-    use breakwater_e2e::browser::{click, js, start_driver};
-    use fantoccini::Locator;
+    use breakwater_e2e::browser::{admin_key_prompt, click, js, start_driver};
     let (_driver, c) = start_driver().await;
-    c.goto(&format!("{}/admin", cells.router.url))
-        .await
-        .unwrap();
-    let input = c
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#key-input"))
-        .await
-        .expect("the key prompt");
+    let input = admin_key_prompt(&c, &format!("{}/admin", cells.router.url)).await;
     input.send_keys(OPERATOR_KEY).await.unwrap();
     click(&c, "#key-submit").await;
     let shows = |ch: Uuid| {

@@ -9,6 +9,7 @@
 //!
 //! The tenant portal's browser test (`portal_browser`) reuses this module's WebDriver set-up.
 
+use breakwater_e2e::browser::admin_key_prompt;
 pub(crate) use breakwater_e2e::browser::{click, js, start_driver};
 use breakwater_e2e::{eventually, host_of, wait_until, Behavior, TestApp, OPERATOR_KEY};
 use fantoccini::elements::Element;
@@ -114,13 +115,7 @@ async fn admin_page_shows_a_dead_channel_open_live_and_its_buttons_work(pool: Pg
     app.deliver_many(&initech, reports, 10).await;
 
     // The page loads without a key and asks for one.
-    c.goto(&format!("{}/admin", app.api)).await.unwrap();
-    let input = c
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#key-input"))
-        .await
-        .expect("the key prompt");
+    let input = admin_key_prompt(&c, &format!("{}/admin", app.api)).await;
     assert!(input.is_displayed().await.unwrap());
     assert_eq!(
         js(&c, "return document.getElementById('board').hidden").await,

@@ -124,3 +124,14 @@ pub async fn click(c: &Client, css: &str) {
     .await;
     assert!(clicked, "could not click {css}: {:?}", last.lock().unwrap());
 }
+
+/// Opens the admin page at `url` (`…/admin`) and waits (up to 10 s) for its operator-key
+/// prompt, which it shows before anything else; returns the prompt's input.
+pub async fn admin_key_prompt(c: &Client, url: &str) -> fantoccini::elements::Element {
+    c.goto(url).await.unwrap();
+    c.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#key-input"))
+        .await
+        .expect("the key prompt")
+}
