@@ -1,7 +1,7 @@
 //! Inserting jobs.
 
 use crate::wake::{notify_due, MovedJob};
-use crate::{notify_queues, JobState, NewJob, Result};
+use crate::{JobState, NewJob, Result, NOTIFY_CHANNEL};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -15,9 +15,13 @@ pub async fn enqueue(conn: &mut PgConnection, job: &NewJob) -> Result<Option<i64
     Ok(enqueue_many(conn, std::slice::from_ref(job)).await?.pop())
 }
 
-/// Inserts a batch of jobs in one statement and wakes their queues. Returns the ids of the jobs
+/// Inserts a batch of jobs and wakes their queues, in one statement. Returns the ids of the jobs
 /// inserted, in no particular order; a job whose `unique_key` already has a live job (or
 /// repeats an earlier key of the same batch) is skipped.
+///
+/// The wake-up (`pg_notify` on [`NOTIFY_CHANNEL`](crate::NOTIFY_CHANNEL), one per queue that
+/// got an `available` job) is part of the insert statement rather than a statement of its own:
+/// an enqueue is on the API's hot path, and each statement is a round trip and Postgres CPU.
 pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Vec<i64>> {
     if jobs.is_empty() {
         return Ok(Vec::new());
@@ -58,19 +62,28 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
             SELECT DISTINCT g FROM unnest($8::uuid[]) AS g
             WHERE g IS NOT NULL AND NOT EXISTS (SELECT 1 FROM job_groups x WHERE x.group_id = g)
             ON CONFLICT DO NOTHING
+        ), inserted AS (
+            INSERT INTO jobs (queue, kind, args, priority, max_attempts, scheduled_at, state, unique_key, group_id)
+            SELECT queue, kind, args, priority, max_attempts,
+                   coalesce(scheduled_at, now()),
+                   CASE WHEN coalesce(scheduled_at, now()) <= now() THEN 'available' ELSE 'scheduled' END,
+                   unique_key, group_id
+            FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int2[], $5::int4[],
+                        $6::timestamptz[], $7::text[], $8::uuid[])
+                 AS t(queue, kind, args, priority, max_attempts, scheduled_at, unique_key, group_id)
+            ON CONFLICT (unique_key)
+                WHERE unique_key IS NOT NULL AND state IN ('available', 'scheduled', 'executing')
+                DO NOTHING
+            RETURNING id, queue, state
+        ), woken AS (
+            -- Delivered at commit, like any NOTIFY of a transaction. A plain SELECT in a WITH
+            -- runs only when read: the final SELECT reads it (count(*) >= 0 is always true).
+            SELECT pg_notify($9, q.queue)
+            FROM (SELECT DISTINCT queue FROM inserted WHERE state = 'available') AS q
         )
-        INSERT INTO jobs (queue, kind, args, priority, max_attempts, scheduled_at, state, unique_key, group_id)
-        SELECT queue, kind, args, priority, max_attempts,
-               coalesce(scheduled_at, now()),
-               CASE WHEN coalesce(scheduled_at, now()) <= now() THEN 'available' ELSE 'scheduled' END,
-               unique_key, group_id
-        FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int2[], $5::int4[],
-                    $6::timestamptz[], $7::text[], $8::uuid[])
-             AS t(queue, kind, args, priority, max_attempts, scheduled_at, unique_key, group_id)
-        ON CONFLICT (unique_key)
-            WHERE unique_key IS NOT NULL AND state IN ('available', 'scheduled', 'executing')
-            DO NOTHING
-        RETURNING id, queue, state AS "state: JobState"
+        SELECT id AS "id!"
+        FROM inserted
+        WHERE (SELECT count(*) FROM woken) >= 0
         "#,
         &queue as _,
         &kind as _,
@@ -80,20 +93,11 @@ pub async fn enqueue_many(conn: &mut PgConnection, jobs: &[NewJob]) -> Result<Ve
         &scheduled_at as _,
         &unique_key as _,
         &group_id as _,
+        NOTIFY_CHANNEL,
     )
     .fetch_all(&mut *conn)
     .await?;
-
-    let mut woken: Vec<String> = Vec::new();
-    let mut ids = Vec::with_capacity(rows.len());
-    for r in rows {
-        ids.push(r.id);
-        if r.state == JobState::Available && !woken.contains(&r.queue) {
-            woken.push(r.queue);
-        }
-    }
-    notify_queues(&mut *conn, &woken).await?;
-    Ok(ids)
+    Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
 /// Moves the waiting live job with unique key `$key` (SQL `$1`) in state `$states` (a string
