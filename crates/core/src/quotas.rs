@@ -24,6 +24,7 @@
 //! `Retry-After` (when it will fit), or without it when the request alone is larger than the
 //! quota (it never fits: split it, or ask the operator).
 
+use crate::tenants::{DeliveryOverrides, Tenant};
 use crate::{audit, Error, Result};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -108,6 +109,18 @@ pub struct Quotas {
     pub deliveries_per_second: Option<i64>,
     /// Most deliveries accepted per UTC day; null = no limit.
     pub deliveries_per_day: Option<i64>,
+}
+
+/// Whether a delivery quota (per second or per day) is in force for a tenant with these
+/// overrides over `defaults`: the rule of [`Overrides::in_force`] (0 in the defaults = none).
+fn delivery_quota_in_force(o: &DeliveryOverrides, defaults: &QuotaDefaults) -> bool {
+    let quotas = Overrides {
+        quota_deliveries_per_second: o.quota_deliveries_per_second,
+        quota_deliveries_per_day: o.quota_deliveries_per_day,
+        ..Overrides::default()
+    }
+    .in_force(defaults);
+    quotas.deliveries_per_second.is_some() || quotas.deliveries_per_day.is_some()
 }
 
 /// A tenant's override columns (`tenants.quota_*`), `None` = the default.
@@ -451,9 +464,11 @@ pub fn decide_deliveries(usage: Usage, q: &Quotas, n: i64, now: DateTime<Utc>) -
 /// ([`Error::QuotaExceeded`]; the caller rolls back, so nothing of the request is created).
 /// `n` = 0 (an idempotent replay) takes nothing and locks nothing, nor does a tenant for which
 /// neither delivery quota is in force (both off in the defaults, no override): its usage is not
-/// counted, so a per-day quota set later counts from then.
+/// counted, so a per-day quota set later counts from then. `tenant` is the tenant as the
+/// request read it: when its overrides ([`Tenant::delivery_quota`]) and `defaults` put no
+/// delivery quota in force, this runs no statement at all (the common case, on the hot path).
 ///
-/// Two statements. An upsert locks the tenant's usage row (making it on first use) and reads it
+/// Otherwise two statements. An upsert locks the tenant's usage row (making it on first use) and reads it
 /// with the tenant's quota overrides and the database clock; [`decide_deliveries`] decides; an
 /// UPDATE writes the new usage. The row stays locked until the caller commits: an enqueue of the
 /// same tenant on any node waits at the upsert and then reads this one's usage, so two requests
@@ -462,13 +477,14 @@ pub fn decide_deliveries(usage: Usage, q: &Quotas, n: i64, now: DateTime<Utc>) -
 /// enqueue does, and nothing that holds this row waits for a channel row, so there is no cycle.
 pub async fn take_deliveries(
     conn: &mut PgConnection,
-    tenant_id: Uuid,
+    tenant: &Tenant,
     n: usize,
     defaults: &QuotaDefaults,
 ) -> Result<()> {
-    if n == 0 {
+    if n == 0 || !delivery_quota_in_force(&tenant.delivery_quota, defaults) {
         return Ok(());
     }
+    let tenant_id = tenant.id;
     type Row = (
         Option<i32>,
         Option<i32>,

@@ -76,9 +76,70 @@ pub struct Tenant {
     #[serde(skip)]
     #[schema(ignore)]
     pub event_catalog_version: i64,
+    /// The tenant's delivery-quota overrides (internal: read with the tenant so that an enqueue
+    /// of a tenant without a delivery quota spends no statement on quotas,
+    /// [`crate::quotas::take_deliveries`]; the API shows quotas through [`crate::quotas`]).
+    #[sqlx(flatten)]
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub delivery_quota: DeliveryOverrides,
     /// Creation time.
     pub created_at: DateTime<Utc>,
 }
+
+/// A tenant's delivery-quota overrides (`tenants.quota_deliveries_per_second`, `_per_day`;
+/// `None` = the cluster default; [`crate::quotas`] owns the rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct DeliveryOverrides {
+    /// `tenants.quota_deliveries_per_second`.
+    pub quota_deliveries_per_second: Option<i32>,
+    /// `tenants.quota_deliveries_per_day`.
+    pub quota_deliveries_per_day: Option<i64>,
+}
+
+/// [`COLUMNS`] of table alias `t`, each named `t_<column>`: for a statement that reads a tenant
+/// beside another table's row whose column names would clash (`id`, `name`, `created_at`), read
+/// back with [`Tenant::from_prefixed_row`].
+pub(crate) fn prefixed_columns() -> String {
+    COLUMNS
+        .split(',')
+        .map(|c| format!("t.{0} AS t_{0}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Tenant {
+    /// The tenant of a row read with [`prefixed_columns`] (`t_id`, `t_name`, …).
+    pub(crate) fn from_prefixed_row(row: &sqlx::postgres::PgRow) -> sqlx::Result<Self> {
+        use sqlx::Row;
+        let tier: String = row.try_get("t_tier")?;
+        let retry_policy: Option<sqlx::types::Json<crate::retry_policy::RetryPolicy>> =
+            row.try_get("t_retry_policy")?;
+        Ok(Self {
+            id: row.try_get("t_id")?,
+            name: row.try_get("t_name")?,
+            tier: Tier::try_from(tier).map_err(|e| sqlx::Error::ColumnDecode {
+                index: "t_tier".into(),
+                source: Box::new(e),
+            })?,
+            alert_url: row.try_get("t_alert_url")?,
+            alert_on_manual: row.try_get("t_alert_on_manual")?,
+            reject_unknown_event_types: row.try_get("t_reject_unknown_event_types")?,
+            retry_policy: retry_policy.map(|j| j.0),
+            event_catalog_version: row.try_get("t_event_catalog_version")?,
+            delivery_quota: DeliveryOverrides {
+                quota_deliveries_per_second: row.try_get("t_quota_deliveries_per_second")?,
+                quota_deliveries_per_day: row.try_get("t_quota_deliveries_per_day")?,
+            },
+            created_at: row.try_get("t_created_at")?,
+        })
+    }
+}
+
+/// The columns every read of a [`Tenant`] selects, in its field order.
+pub(crate) const COLUMNS: &str = "id, name, tier, alert_url, alert_on_manual, \
+    reject_unknown_event_types, retry_policy, event_catalog_version, \
+    quota_deliveries_per_second, quota_deliveries_per_day, created_at";
 
 impl Tenant {
     /// The tenant as an operator's reads show it: `alert_url` cut to its origin, since its path
@@ -136,9 +197,9 @@ pub async fn create(
     let alert_secret = signing::generate_secret();
     let api_key = token::generate_api_key(new.cell.as_ref());
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let tenant: Tenant = sqlx::query_as(
+    let tenant: Tenant = sqlx::query_as(&format!(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
+         RETURNING {COLUMNS}"),
     )
     .bind(Uuid::now_v7())
     .bind(name)
@@ -236,8 +297,8 @@ pub async fn authenticate_taking(
 
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
-    sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants WHERE id = $1 AND deleted_at IS NULL",
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tenants WHERE id = $1 AND deleted_at IS NULL"),
     )
         .bind(id)
         .fetch_optional(exec)
@@ -252,7 +313,7 @@ pub async fn list(
     page: &crate::page::Keyset<Uuid>,
 ) -> Result<Vec<Tenant>> {
     let sql = format!(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
+        "SELECT {COLUMNS} FROM tenants WHERE deleted_at IS NULL{}{} LIMIT $1",
         page.seek("id", 2),
         page.order_by("id"),
     );
@@ -331,15 +392,15 @@ pub async fn update(
         _ => None,
     };
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let old: Tenant = sqlx::query_as(
-        "SELECT id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at FROM tenants
-         WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
+    let old: Tenant = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tenants
+         WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE"),
     )
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?
     .ok_or(Error::NotFound("tenant"))?;
-    let mut tenant: Tenant = sqlx::query_as(
+    let mut tenant: Tenant = sqlx::query_as(&format!(
         "UPDATE tenants SET
             alert_url = CASE WHEN $2 THEN $3 ELSE alert_url END,
             name = coalesce($4, name),
@@ -348,7 +409,7 @@ pub async fn update(
             retry_policy = CASE WHEN $7 THEN $8 ELSE retry_policy END,
             updated_at = now()
          WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
+         RETURNING {COLUMNS}"),
     )
     .bind(id)
     .bind(patch.alert_url.is_some())
@@ -421,9 +482,9 @@ pub async fn rotate_alert_secret(conn: &mut PgConnection, id: Uuid, actor: &str)
 /// never copied, so no delivery ever has two live jobs. Returns the number of jobs moved.
 async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(Tenant, u64)> {
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let tenant: Tenant = sqlx::query_as(
+    let tenant: Tenant = sqlx::query_as(&format!(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
-         RETURNING id, name, tier, alert_url, alert_on_manual, reject_unknown_event_types, retry_policy, event_catalog_version, created_at",
+         RETURNING {COLUMNS}"),
     )
     .bind(id)
     .bind(tier.as_str())

@@ -148,7 +148,7 @@ pub(crate) async fn send(
     } else {
         0
     };
-    quotas::take_deliveries(&mut tx, tenant.id, created, &call.state.quota_defaults()).await?;
+    quotas::take_deliveries(&mut tx, &tenant, created, &call.state.quota_defaults()).await?;
     tx.commit().await?;
     if sent.created {
         tracing::info!(

@@ -1,6 +1,9 @@
 //! Loading and listing channels: a tenant's own, and every tenant's for the operator.
 
 use super::{Channel, COLUMNS};
+use crate::tenants::Tenant;
+use sqlx::FromRow;
+use std::sync::LazyLock;
 use crate::{Error, Result};
 use serde::Serialize;
 use sqlx::PgExecutor;
@@ -59,25 +62,40 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
     .ok_or(Error::NotFound("channel"))
 }
 
-/// [`get`], with the channel's row locked `FOR SHARE` until the caller's transaction ends: the
-/// one read of an enqueue. The lock is [`crate::circuit::enqueue_parked`]'s (a transition waits
-/// for the enqueue's insert, so a release never misses its deliveries), and the channel it
-/// returns is read under it, so `circuit_state.parks_new_deliveries()` is the enqueue's
-/// park-or-not decision. [`Error::NotFound`] for a missing, deleted (also while this waited for
-/// the lock) or another tenant's channel. One round trip instead of two.
+/// [`get`] with its tenant, the channel's row locked `FOR SHARE` until the caller's transaction
+/// ends: the one read of an enqueue, one statement. The lock is
+/// [`crate::circuit::enqueue_parked`]'s (a transition waits for the enqueue's insert, so a
+/// release never misses its deliveries), and the channel it returns is read under it, so
+/// `circuit_state.parks_new_deliveries()` is the enqueue's park-or-not decision. The tenant
+/// (its tier, catalog and delivery quotas decide the rest of the enqueue) is read in the same
+/// statement, unlocked, as [`crate::tenants::get`] would. [`Error::NotFound`] for a missing,
+/// deleted (also while this waited for the lock) or another tenant's channel, or a deleted
+/// tenant.
 pub async fn get_locked_for_enqueue(
     tx: &mut sqlx::PgConnection,
     tenant_id: Uuid,
     id: Uuid,
-) -> Result<Channel> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM channels WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL FOR SHARE"
-    ))
-    .bind(id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or(Error::NotFound("channel"))
+) -> Result<(Channel, Tenant)> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let channel: Vec<String> = COLUMNS
+            .split(',')
+            .map(|c| format!("c.{}", c.trim()))
+            .collect();
+        format!(
+            "SELECT {}, {} FROM channels c JOIN tenants t ON t.id = c.tenant_id
+             WHERE c.id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL AND t.deleted_at IS NULL
+             FOR SHARE OF c",
+            channel.join(", "),
+            crate::tenants::prefixed_columns(),
+        )
+    });
+    let row = sqlx::query(&SQL)
+        .bind(id)
+        .bind(tenant_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(Error::NotFound("channel"))?;
+    Ok((Channel::from_row(&row)?, Tenant::from_prefixed_row(&row)?))
 }
 
 /// Checks that `tenant_id` owns channel `id`, deleted or not (a deleted channel's audit log

@@ -9,7 +9,7 @@ use crate::ApiConfig;
 use axum::http::{HeaderMap, StatusCode};
 use breakwater_core::channels;
 use breakwater_core::deliveries::{self, Enqueued, NewDelivery};
-use breakwater_core::{event_types, quotas, tenants};
+use breakwater_core::{event_types, quotas};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -124,9 +124,10 @@ async fn enqueue(
     // The channel, with its row held (FOR SHARE) until commit: deliveries to an open or paused
     // circuit start `paused` (their jobs are held by the channel's parked job group), and a
     // transition waits for this insert, so a release never misses them.
-    let channel = channels::get_locked_for_enqueue(&mut tx, call.tenant_id(), channel_id).await?;
+    // The tenant comes in the same statement (its tier, catalog and quotas).
+    let (channel, tenant) =
+        channels::get_locked_for_enqueue(&mut tx, call.tenant_id(), channel_id).await?;
     let paused = channel.circuit_state.parks_new_deliveries();
-    let tenant = tenants::get(&mut *tx, call.tenant_id()).await?;
     // The tenant's event-type catalog: a schema to match, an unknown type to refuse. Costs
     // nothing for a tenant without a catalog (the row just read says so).
     for (i, item) in items.iter().enumerate() {
@@ -167,7 +168,7 @@ async fn enqueue(
     // created (an idempotent replay creates none). A refusal drops the transaction, so none of
     // them is created; the usage row stays locked until the commit, as briefly as possible.
     let created = out.iter().filter(|e| e.created).count();
-    quotas::take_deliveries(&mut tx, tenant.id, created, &call.state.quota_defaults()).await?;
+    quotas::take_deliveries(&mut tx, &tenant, created, &call.state.quota_defaults()).await?;
     tx.commit().await?;
     Ok(out)
 }
