@@ -556,6 +556,33 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    #[test]
+    fn a_delivery_quota_is_in_force_by_default_or_by_override_and_0_is_none() {
+        let none = QuotaDefaults {
+            deliveries_per_second: 0,
+            deliveries_per_day: 0,
+            ..QuotaDefaults::default()
+        };
+        let plain = DeliveryOverrides::default();
+        assert!(!delivery_quota_in_force(&plain, &none));
+        assert!(delivery_quota_in_force(&plain, &QuotaDefaults::default()));
+        let per_second = DeliveryOverrides {
+            quota_deliveries_per_second: Some(10),
+            ..plain
+        };
+        assert!(delivery_quota_in_force(&per_second, &none));
+        let per_day = DeliveryOverrides {
+            quota_deliveries_per_day: Some(1_000),
+            ..plain
+        };
+        assert!(delivery_quota_in_force(&per_day, &none));
+        let per_day_only_default = QuotaDefaults {
+            deliveries_per_day: 100,
+            ..none
+        };
+        assert!(delivery_quota_in_force(&plain, &per_day_only_default));
+    }
+
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
     }

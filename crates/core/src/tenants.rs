@@ -199,8 +199,8 @@ pub async fn create(
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(&format!(
         "INSERT INTO tenants (id, name, tier, alert_url, alert_secret) VALUES ($1, $2, $3, $4, $5)
-         RETURNING {COLUMNS}"),
-    )
+         RETURNING {COLUMNS}"
+    ))
     .bind(Uuid::now_v7())
     .bind(name)
     .bind(new.tier.as_str())
@@ -298,12 +298,12 @@ pub async fn authenticate_taking(
 /// Loads a tenant ([`Error::NotFound`] if there is none, or it was deleted).
 pub async fn get(exec: impl PgExecutor<'_>, id: Uuid) -> Result<Tenant> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM tenants WHERE id = $1 AND deleted_at IS NULL"),
-    )
-        .bind(id)
-        .fetch_optional(exec)
-        .await?
-        .ok_or(Error::NotFound("tenant"))
+        "SELECT {COLUMNS} FROM tenants WHERE id = $1 AND deleted_at IS NULL"
+    ))
+    .bind(id)
+    .fetch_optional(exec)
+    .await?
+    .ok_or(Error::NotFound("tenant"))
 }
 
 /// A page of every tenant by id (time-ordered UUIDv7: oldest first is creation order); see
@@ -394,8 +394,8 @@ pub async fn update(
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let old: Tenant = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM tenants
-         WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE"),
-    )
+         WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE"
+    ))
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?
@@ -409,8 +409,8 @@ pub async fn update(
             retry_policy = CASE WHEN $7 THEN $8 ELSE retry_policy END,
             updated_at = now()
          WHERE id = $1
-         RETURNING {COLUMNS}"),
-    )
+         RETURNING {COLUMNS}"
+    ))
     .bind(id)
     .bind(patch.alert_url.is_some())
     .bind(patch.alert_url.clone().flatten())
@@ -484,8 +484,8 @@ async fn change_tier(conn: &mut PgConnection, id: Uuid, tier: Tier) -> Result<(T
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let tenant: Tenant = sqlx::query_as(&format!(
         "UPDATE tenants SET tier = $2, updated_at = now() WHERE id = $1
-         RETURNING {COLUMNS}"),
-    )
+         RETURNING {COLUMNS}"
+    ))
     .bind(id)
     .bind(tier.as_str())
     .fetch_optional(&mut *tx)

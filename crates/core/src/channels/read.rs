@@ -2,11 +2,11 @@
 
 use super::{Channel, COLUMNS};
 use crate::tenants::Tenant;
-use sqlx::FromRow;
-use std::sync::LazyLock;
 use crate::{Error, Result};
 use serde::Serialize;
+use sqlx::FromRow;
 use sqlx::PgExecutor;
+use std::sync::LazyLock;
 use uuid::Uuid;
 
 /// A channel's backlog as its reader sees it now: counts of its deliveries' waiting jobs.
