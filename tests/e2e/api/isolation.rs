@@ -524,3 +524,86 @@ async fn other_tenants_event_type_is_404_and_unchanged(pool: PgPool) {
     .await;
     app.stop().await;
 }
+
+/// A tenant's API key revokes only its own portal sessions: another tenant's session id is a
+/// 404 exactly like a missing one, and that session keeps working until its own tenant revokes
+/// it. (A session id travels in `Location` headers and audit rows, so it is not a secret; the
+/// key must be what limits who revokes.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenant_key_cannot_revoke_another_tenants_portal_session(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant_a, key_a) = app.tenant("a", "default").await;
+    let (tenant_b, key_b) = app.tenant("b", "default").await;
+    let (session_b, token_b) = app.portal_session(tenant_b, "manage").await;
+    let revoke = |id: Uuid| format!("/api/v1/tenant/portal-sessions/{id}");
+    let session_works = |token: String| {
+        let app = &app;
+        async move {
+            let (s, v, _) = app
+                .call("GET", "/api/v1/portal/session", &token, None)
+                .await;
+            (s, v)
+        }
+    };
+    let (s, v) = session_works(token_b.clone()).await;
+    assert_eq!((s, &v["id"]), (200, &json!(session_b)), "{v}");
+
+    let (s, missing, ct) = app.delete(&revoke(Uuid::now_v7()), &key_a).await;
+    assert_eq!(
+        (s, ct.as_str()),
+        (404, "application/problem+json"),
+        "{missing}"
+    );
+    let (s, foreign, ct) = app.delete(&revoke(session_b), &key_a).await;
+    assert_eq!(
+        (s, ct.as_str()),
+        (404, "application/problem+json"),
+        "{foreign}"
+    );
+    assert_eq!(
+        foreign, missing,
+        "another tenant's session must look missing"
+    );
+
+    // B's session still answers, as B's, and still reaches B's objects.
+    let (s, v) = session_works(token_b.clone()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["id"], json!(session_b));
+    assert_eq!(v["tenant_id"], json!(tenant_b), "{v}");
+    let channel_b = app.channel(&key_b, "b").await;
+    let (s, v, _) = app
+        .call(
+            "GET",
+            &format!("/api/v1/channels/{channel_b}"),
+            &token_b,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let revoked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM portal_sessions WHERE id = $1 AND revoked_at IS NOT NULL",
+    )
+    .bind(session_b)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(revoked, 0);
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'portal_session.revoked'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 0, "a refused revocation audits nothing");
+
+    // The same key does revoke A's own session, and B's key B's: the 404 above was the tenant
+    // boundary, not a route that refuses everything.
+    let (session_a, token_a) = app.portal_session(tenant_a, "read").await;
+    let (s, v, _) = app.delete(&revoke(session_a), &key_a).await;
+    assert_eq!(s, 204, "{v}");
+    assert_eq!(session_works(token_a).await.0, 401);
+    let (s, v, _) = app.delete(&revoke(session_b), &key_b).await;
+    assert_eq!(s, 204, "{v}");
+    assert_eq!(session_works(token_b).await.0, 401);
+    app.stop().await;
+}
