@@ -607,3 +607,82 @@ async fn a_tenant_key_cannot_revoke_another_tenants_portal_session(pool: PgPool)
     assert_eq!(session_works(token_b).await.0, 401);
     app.stop().await;
 }
+
+/// The tenant-wide search with one tenant's key, naming another tenant's channel (alone or with
+/// other filters), answers 200 with an empty page: a search names no object, so it neither
+/// 404s nor shows a row. Both tenants have deliveries, so an empty answer is the tenant
+/// boundary, not an empty table; the owner's same search finds them.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenant_wide_search_naming_another_tenants_channel_finds_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key_a) = app.tenant("a", "default").await;
+    let (_, key_b) = app.tenant("b", "default").await;
+    let channel_a = app.channel(&key_a, "a").await;
+    let channel_b = app.channel(&key_b, "b").await;
+    let own_a = app.deliver(&key_a, channel_a, json!({ "n": 1 })).await;
+    let mut of_b = Vec::new();
+    for i in 0..3 {
+        of_b.push(
+            app.deliver(
+                &key_b,
+                channel_b,
+                json!({ "secret": format!("B's data {i}") }),
+            )
+            .await,
+        );
+    }
+    app.wait_deliveries(
+        channel_b,
+        "delivered",
+        3,
+        std::time::Duration::from_secs(10),
+    )
+    .await;
+    app.wait_delivery(own_a, "delivered", std::time::Duration::from_secs(10))
+        .await;
+    let search = |query: String, key: String| {
+        let app = &app;
+        async move {
+            assert_ok(
+                get(app, &format!("/api/v1/deliveries{query}"), Some(&key)).await,
+                200,
+            )
+            .await
+        }
+    };
+    let ids = |page: &Value| -> Vec<Uuid> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().parse().unwrap())
+            .collect()
+    };
+
+    for query in [
+        format!("?channel_id={channel_b}"),
+        format!("?channel_id={channel_b}&status=delivered"),
+        format!("?channel_id={channel_b}&event_type=test.event"),
+        format!("?channel_id={channel_b}&since=2020-01-01T00:00:00Z"),
+        format!("?channel_id={channel_b}&limit=1"),
+    ] {
+        let page = search(query.clone(), key_a.clone()).await;
+        assert_eq!(page["data"], json!([]), "A's search {query}: {page}");
+        assert_eq!(page["next_cursor"], Value::Null, "{query}: {page}");
+        assert!(!page.to_string().contains("B's data"));
+    }
+    // A's own search, unfiltered or by a filter B's rows also match, holds only A's delivery.
+    for query in [
+        String::new(),
+        "?status=delivered&event_type=test.event".into(),
+    ] {
+        let page = search(query.clone(), key_a.clone()).await;
+        assert_eq!(ids(&page), [own_a], "A's search {query}: {page}");
+    }
+    // B's same search finds B's deliveries: the filter matches for their owner.
+    let page = search(format!("?channel_id={channel_b}"), key_b.clone()).await;
+    let mut newest_first = of_b.clone();
+    newest_first.reverse();
+    assert_eq!(ids(&page), newest_first, "{page}");
+    app.stop().await;
+}
