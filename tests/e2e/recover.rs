@@ -255,6 +255,96 @@ async fn a_resend_to_a_paused_channel_is_parked_until_it_resumes_and_a_live_one_
     app.stop().await;
 }
 
+/// A cancelled delivery is final like a delivered or dead one: a resend sends it (its first
+/// request, since it was cancelled before any), and a recover picks cancelled deliveries only
+/// when `status` names them, because the default (`dead`) is what the endpoint missed, not what
+/// the tenant chose to stop.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_cancelled_delivery_is_resent_and_recovered_when_asked_for(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (key, channel) = app.tenant_with_channel("ep").await;
+    // Parked behind a pause, so both are cancelled before any attempt.
+    app.pause(&key, channel).await;
+    let mut cancelled = Vec::new();
+    for n in 0..2 {
+        cancelled.push(app.deliver(&key, channel, json!({ "n": n })).await);
+    }
+    for id in &cancelled {
+        let (s, v, _) = app.cancel(&key, *id).await;
+        assert_eq!((s, v["status"].as_str()), (200, Some("cancelled")), "{v}");
+    }
+    app.resume(&key, channel).await;
+    app.wait_settled(channel).await;
+    assert_eq!(
+        app.receiver.count("ep"),
+        0,
+        "a cancelled delivery is not sent"
+    );
+
+    let since = "2020-01-01T00:00:00Z";
+    let dry = recover(
+        &app,
+        &key,
+        channel,
+        &json!({ "since": since, "dry_run": true }),
+    )
+    .await;
+    assert_eq!(dry["count"], 0, "the default status is dead only: {dry}");
+    let dry = recover(
+        &app,
+        &key,
+        channel,
+        &json!({ "since": since, "status": ["cancelled"], "dry_run": true }),
+    )
+    .await;
+    assert_eq!(ids(&dry["ids"]), cancelled, "{dry}");
+
+    // Resend one: sent, under its own id as webhook-id.
+    let v = assert_ok(
+        post(&app, &resend_path(cancelled[0]), Some(&key), &json!({})).await,
+        202,
+    )
+    .await;
+    assert_eq!(v["id"], json!(cancelled[0]));
+    app.wait_delivery(cancelled[0], "delivered", WAIT).await;
+    app.wait_received("ep", 1, WAIT).await;
+    let read = assert_ok(
+        get(
+            &app,
+            &format!("/api/v1/deliveries/{}", cancelled[0]),
+            Some(&key),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(read["attempts"], 1, "{read}");
+
+    // Recover the cancelled ones: only the other is still cancelled.
+    let body = json!({ "since": since, "status": ["cancelled"] });
+    let run = recover(&app, &key, channel, &body).await;
+    assert_eq!(ids(&run["ids"]), [cancelled[1]], "{run}");
+    assert_eq!(run["parked"], false);
+    app.wait_delivery(cancelled[1], "delivered", WAIT).await;
+    app.wait_received("ep", 2, WAIT).await;
+    assert_eq!(
+        signed_webhook_ids(&app, "ep"),
+        [cancelled[0].to_string(), cancelled[1].to_string()]
+    );
+    let again = recover(&app, &key, channel, &body).await;
+    assert_eq!(again["count"], 0, "{again}");
+    assert_eq!(
+        audit_count(&app.pool, channel, &["delivery.resent"]).await,
+        1
+    );
+    assert_eq!(
+        audit_count(&app.pool, channel, &["deliveries.recovered"]).await,
+        2
+    );
+    app.wait_settled(channel).await;
+    app.stop().await;
+}
+
 #[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
 async fn recover_dry_run_counts_and_running_it_twice_sends_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

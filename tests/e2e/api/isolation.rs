@@ -524,3 +524,165 @@ async fn other_tenants_event_type_is_404_and_unchanged(pool: PgPool) {
     .await;
     app.stop().await;
 }
+
+/// A tenant's API key revokes only its own portal sessions: another tenant's session id is a
+/// 404 exactly like a missing one, and that session keeps working until its own tenant revokes
+/// it. (A session id travels in `Location` headers and audit rows, so it is not a secret; the
+/// key must be what limits who revokes.)
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenant_key_cannot_revoke_another_tenants_portal_session(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant_a, key_a) = app.tenant("a", "default").await;
+    let (tenant_b, key_b) = app.tenant("b", "default").await;
+    let (session_b, token_b) = app.portal_session(tenant_b, "manage").await;
+    let revoke = |id: Uuid| format!("/api/v1/tenant/portal-sessions/{id}");
+    let session_works = |token: String| {
+        let app = &app;
+        async move {
+            let (s, v, _) = app
+                .call("GET", "/api/v1/portal/session", &token, None)
+                .await;
+            (s, v)
+        }
+    };
+    let (s, v) = session_works(token_b.clone()).await;
+    assert_eq!((s, &v["id"]), (200, &json!(session_b)), "{v}");
+
+    let (s, missing, ct) = app.delete(&revoke(Uuid::now_v7()), &key_a).await;
+    assert_eq!(
+        (s, ct.as_str()),
+        (404, "application/problem+json"),
+        "{missing}"
+    );
+    let (s, foreign, ct) = app.delete(&revoke(session_b), &key_a).await;
+    assert_eq!(
+        (s, ct.as_str()),
+        (404, "application/problem+json"),
+        "{foreign}"
+    );
+    assert_eq!(
+        foreign, missing,
+        "another tenant's session must look missing"
+    );
+
+    // B's session still answers, as B's, and still reaches B's objects.
+    let (s, v) = session_works(token_b.clone()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["id"], json!(session_b));
+    assert_eq!(v["tenant_id"], json!(tenant_b), "{v}");
+    let channel_b = app.channel(&key_b, "b").await;
+    let (s, v, _) = app
+        .call(
+            "GET",
+            &format!("/api/v1/channels/{channel_b}"),
+            &token_b,
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let revoked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM portal_sessions WHERE id = $1 AND revoked_at IS NOT NULL",
+    )
+    .bind(session_b)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(revoked, 0);
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'portal_session.revoked'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 0, "a refused revocation audits nothing");
+
+    // The same key does revoke A's own session, and B's key B's: the 404 above was the tenant
+    // boundary, not a route that refuses everything.
+    let (session_a, token_a) = app.portal_session(tenant_a, "read").await;
+    let (s, v, _) = app.delete(&revoke(session_a), &key_a).await;
+    assert_eq!(s, 204, "{v}");
+    assert_eq!(session_works(token_a).await.0, 401);
+    let (s, v, _) = app.delete(&revoke(session_b), &key_b).await;
+    assert_eq!(s, 204, "{v}");
+    assert_eq!(session_works(token_b).await.0, 401);
+    app.stop().await;
+}
+
+/// The tenant-wide search with one tenant's key, naming another tenant's channel (alone or with
+/// other filters), answers 200 with an empty page: a search names no object, so it neither
+/// 404s nor shows a row. Both tenants have deliveries, so an empty answer is the tenant
+/// boundary, not an empty table; the owner's same search finds them.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn a_tenant_wide_search_naming_another_tenants_channel_finds_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, key_a) = app.tenant("a", "default").await;
+    let (_, key_b) = app.tenant("b", "default").await;
+    let channel_a = app.channel(&key_a, "a").await;
+    let channel_b = app.channel(&key_b, "b").await;
+    let own_a = app.deliver(&key_a, channel_a, json!({ "n": 1 })).await;
+    let mut of_b = Vec::new();
+    for i in 0..3 {
+        of_b.push(
+            app.deliver(
+                &key_b,
+                channel_b,
+                json!({ "secret": format!("B's data {i}") }),
+            )
+            .await,
+        );
+    }
+    app.wait_deliveries(
+        channel_b,
+        "delivered",
+        3,
+        std::time::Duration::from_secs(10),
+    )
+    .await;
+    app.wait_delivery(own_a, "delivered", std::time::Duration::from_secs(10))
+        .await;
+    let search = |query: String, key: String| {
+        let app = &app;
+        async move {
+            assert_ok(
+                get(app, &format!("/api/v1/deliveries{query}"), Some(&key)).await,
+                200,
+            )
+            .await
+        }
+    };
+    let ids = |page: &Value| -> Vec<Uuid> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().parse().unwrap())
+            .collect()
+    };
+
+    for query in [
+        format!("?channel_id={channel_b}"),
+        format!("?channel_id={channel_b}&status=delivered"),
+        format!("?channel_id={channel_b}&event_type=test.event"),
+        format!("?channel_id={channel_b}&since=2020-01-01T00:00:00Z"),
+        format!("?channel_id={channel_b}&limit=1"),
+    ] {
+        let page = search(query.clone(), key_a.clone()).await;
+        assert_eq!(page["data"], json!([]), "A's search {query}: {page}");
+        assert_eq!(page["next_cursor"], Value::Null, "{query}: {page}");
+        assert!(!page.to_string().contains("B's data"));
+    }
+    // A's own search, unfiltered or by a filter B's rows also match, holds only A's delivery.
+    for query in [
+        String::new(),
+        "?status=delivered&event_type=test.event".into(),
+    ] {
+        let page = search(query.clone(), key_a.clone()).await;
+        assert_eq!(ids(&page), [own_a], "A's search {query}: {page}");
+    }
+    // B's same search finds B's deliveries: the filter matches for their owner.
+    let page = search(format!("?channel_id={channel_b}"), key_b.clone()).await;
+    let mut newest_first = of_b.clone();
+    newest_first.reverse();
+    assert_eq!(ids(&page), newest_first, "{page}");
+    app.stop().await;
+}

@@ -243,13 +243,14 @@ pub struct SearchFilter<'a> {
 
 /// A page of `tenant_id`'s deliveries on every channel, newest first by `(created_at, id)`,
 /// narrowed by `filter`. The statement holds only the conditions that are set, so each
-/// combination is planned for itself; the indexes (migration `20261206200000_delivery_search`
-/// and earlier) give every combination an index range in list order:
+/// combination is planned for itself (migration `20261206200000_delivery_search` and earlier):
 /// `message_id` → `deliveries_message_idx` (a message has one delivery per channel, sorted
-/// after); `channel_id` → `deliveries_channel_list_idx`; `event_type` →
-/// `deliveries_tenant_type_idx`; `status` → `deliveries_tenant_status_idx`; otherwise
-/// `deliveries_tenant_list_idx`, each a seek to the cursor (or `until`), stopping at `since`.
-/// Measured at 1 M rows in BENCHMARKS.md ("Delivery search at 1 M rows").
+/// after); `channel_id` → `deliveries_channel_list_idx`; `status` dead or cancelled →
+/// the partial `deliveries_tenant_failed_idx`; otherwise `deliveries_tenant_list_idx`, a seek to
+/// the cursor (or `until`), stopping at `since`. Another `status` and an `event_type` have no
+/// index of their own (each would cost every delivery's writes): they filter that walk, which
+/// reads more entries the rarer the match. Measured at 1 M rows in docs/benchmarks-history.md
+/// ("Delivery search at 1 M rows", "The indexes kept").
 pub async fn search(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
