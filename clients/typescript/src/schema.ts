@@ -601,8 +601,10 @@ export interface paths {
          * @description `GET /api/v1/deliveries?event_type=&status=&channel_id=&message_id=&since=&until=&after=&limit=`:
          *     the calling tenant's deliveries, newest first by `(created_at, id)`, paged by cursor as every
          *     list; each parameter narrows it, `since` (inclusive) and `until` (exclusive) bound when they
-         *     were accepted. Each combination is an index range (BENCHMARKS.md, "Delivery search at 1 M
-         *     rows"). Another tenant's channel or message id finds nothing (an empty page, not a 404: a
+         *     were accepted. No filter, a time window, `channel_id`, `message_id` and `status=dead` or
+         *     `cancelled` read an index range; another `status` and `event_type` filter the tenant's list
+         *     as it is walked, so a rare match costs more (39 ms for a type at 0.1 % of 1 M rows: docs/api.md,
+         *     "What a delivery search costs"). Another tenant's channel or message id finds nothing (an empty page, not a 404: a
          *     search names no object). An unknown `status`, a bad `event_type`, id or instant, or `since`
          *     after `until` → 422.
          */

@@ -44,6 +44,24 @@ pub(crate) async fn within_body_deadline<T>(
 /// `{"failure_threshold": null, "cooldown_ms": null}`), which no client means.
 pub struct Json<T>(pub T);
 
+/// The most a route reads of a body, bytes, as the 413 of [`Json`] states it: a route with a
+/// limit of its own sets it with [`limit_body`]; any other has axum's default.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimit(usize);
+
+/// axum's default body limit (`DefaultBodyLimit`), bytes: 2 MiB.
+const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// `route` with a body limit of `bytes`: axum's `DefaultBodyLimit`, and the figure the 413 says.
+pub(crate) fn limit_body(
+    route: axum::routing::MethodRouter<AppState>,
+    bytes: usize,
+) -> axum::routing::MethodRouter<AppState> {
+    route
+        .layer::<_, std::convert::Infallible>(axum::extract::DefaultBodyLimit::max(bytes))
+        .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
+}
+
 impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
     type Rejection = ApiError;
 
@@ -83,6 +101,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                 "send the body as JSON with Content-Type: application/json",
             ));
         }
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(DEFAULT_BODY_LIMIT, |l| l.0);
         let bytes = within_body_deadline(state, axum::body::Bytes::from_request(req, state))
             .await?
             .map_err(|r| {
@@ -90,7 +112,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                     ApiError::new(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         "payload_too_large",
-                        "request body is larger than this route accepts",
+                        format!("the request body is larger than this route accepts: at most {limit} bytes"),
                     )
                 } else {
                     ApiError::new(r.status(), "bad_request", r.body_text())
@@ -233,19 +255,65 @@ fn path_rejection(r: PathRejection, names: &[String]) -> ApiError {
     e
 }
 
+/// The query parameters a route's [`Query`] takes: `T`'s own, as the OpenAPI document lists them
+/// (`utoipa::IntoParams`), and `after` and `limit` when `T` flattens a
+/// [`PageQuery`](crate::page::PageQuery) (whose fields `T` marks `#[param(ignore)]`).
+pub(crate) trait QueryParams: utoipa::IntoParams {
+    /// Whether `T` flattens a `PageQuery`.
+    const PAGED: bool;
+
+    /// Every parameter name the route takes, in the document's order.
+    fn names() -> Vec<String> {
+        let mut names: Vec<String> = Self::into_params(|| None)
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        if Self::PAGED {
+            names.extend(
+                <crate::page::PageQuery as utoipa::IntoParams>::into_params(|| None)
+                    .into_iter()
+                    .map(|p| p.name),
+            );
+        }
+        names
+    }
+}
+
 /// `axum::extract::Query`'s reading of the query string (`application/x-www-form-urlencoded`,
 /// as `serde_urlencoded` reads it), whose rejection is a 400 problem `invalid_query` whose
 /// `field` names the parameter that does not parse (e.g. `tenant_id` for `?tenant_id=x`) when
 /// serde can tell; a name or value that is not UTF-8 once percent-decoded is refused the same
-/// way, not replaced by U+FFFD.
+/// way, not replaced by U+FFFD. A parameter the route does not take ([`QueryParams`]) is
+/// refused too, naming it and the ones it takes: a misspelt filter (`?stauts=dead`) would
+/// otherwise be ignored and answer as if no filter had been asked for.
 pub struct Query<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+impl<S: Send + Sync, T: DeserializeOwned + QueryParams> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
         check_query_utf8(query)?;
+        let known = T::names();
+        if let Some((name, _)) =
+            form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.iter().any(|n| n == k))
+        {
+            let mut problem = ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!(
+                    "unknown query parameter `{}`; this route takes {}",
+                    cut(&name),
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            );
+            problem.field = Some(Cow::Owned(cut(&name)));
+            return Err(problem);
+        }
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize::<_, T>(de)
             .map(Query)
@@ -272,12 +340,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 /// 422 wrong shape). At most 64 KiB, read within the body deadline.
 pub(crate) struct OptionalJson<T>(pub(crate) T);
 
+/// The most an [`OptionalJson`] body may be, bytes (64 KiB).
+const OPTIONAL_BODY_LIMIT: usize = 64 * 1024;
+
 impl<T: serde::de::DeserializeOwned + Default> FromRequest<AppState> for OptionalJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let (parts, body) = req.into_parts();
-        let bytes = within_body_deadline(state, axum::body::to_bytes(body, 64 * 1024))
+        let bytes = within_body_deadline(state, axum::body::to_bytes(body, OPTIONAL_BODY_LIMIT))
             .await?
             .map_err(|e| {
                 // A body over the limit is a 413; any other failure to read it, a 400.
@@ -287,7 +358,9 @@ impl<T: serde::de::DeserializeOwned + Default> FromRequest<AppState> for Optiona
                     ApiError::new(
                         axum::http::StatusCode::PAYLOAD_TOO_LARGE,
                         "payload_too_large",
-                        "request body is larger than this route accepts",
+                        format!(
+                            "the request body is larger than this route accepts: at most {OPTIONAL_BODY_LIMIT} bytes"
+                        ),
                     )
                 } else {
                     ApiError::new(

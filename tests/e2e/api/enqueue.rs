@@ -96,6 +96,15 @@ async fn oversized_payloads_are_413(pool: PgPool) {
     .await;
     let body = assert_problem(resp, 413).await;
     assert_eq!(body["code"], "payload_too_large");
+    // The refusal states the route's limit (the payload's 256 KiB plus 16 KiB for the rest).
+    let limit = 256 * 1024 + 16 * 1024;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("at most {limit} bytes")),
+        "{body}"
+    );
     // Just over 256 KiB: the body fits the envelope allowance, the payload does not.
     let resp = post(
         &app,

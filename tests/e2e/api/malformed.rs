@@ -142,6 +142,42 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
         assert_eq!(b["code"], "invalid_query", "{path}: {b}");
         assert_eq!(b["field"], field, "{path}: {b}");
     }
+    // A parameter the route does not take is refused, not ignored: a misspelt filter would
+    // otherwise list everything. The refusal names it and the parameters the route takes.
+    for (path, auth, field, takes) in [
+        (
+            "/api/v1/admin/channels?stauts=open".to_string(),
+            OPERATOR_KEY,
+            "stauts",
+            "state",
+        ),
+        (
+            format!("/api/v1/channels/{channel}/deliveries?stauts=dead&limit=5"),
+            key.as_str(),
+            "stauts",
+            "status, event_type, since, until, after, limit",
+        ),
+        (
+            "/api/v1/channels?limit=5&page=2".to_string(),
+            key.as_str(),
+            "page",
+            "after, limit",
+        ),
+    ] {
+        let b = assert_problem(get(&app, &path, Some(auth)).await, 400).await;
+        assert_eq!(b["code"], "invalid_query", "{path}: {b}");
+        assert_eq!(b["field"], field, "{path}: {b}");
+        let detail = b["detail"].as_str().unwrap();
+        assert!(detail.contains(takes), "{path}: {detail}");
+    }
+    // The parameters a route takes still work, together.
+    let (status, _) = app
+        .get(
+            &format!("/api/v1/channels/{channel}/deliveries?status=dead&event_type=x&limit=5"),
+            &key,
+        )
+        .await;
+    assert_eq!(status, 200);
     // A number of the wrong type is said in plain words (not serde's `i64`), with its unit.
     let resp = send(
         app.http

@@ -33,6 +33,10 @@ pub(crate) struct AuditQuery {
     pub(crate) page: PageQuery,
 }
 
+impl crate::extract::QueryParams for AuditQuery {
+    const PAGED: bool = true;
+}
+
 /// Reads a page; `tenant_id` is forced for tenants.
 pub(crate) async fn page(
     state: &AppState,

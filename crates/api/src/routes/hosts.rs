@@ -35,6 +35,10 @@ pub(crate) struct HostListQuery {
     page: PageQuery,
 }
 
+impl crate::extract::QueryParams for HostListQuery {
+    const PAGED: bool = true;
+}
+
 /// Lists host circuits by host key: state, channels, parked jobs, in flight and cap.
 #[utoipa::path(
     get,

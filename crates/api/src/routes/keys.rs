@@ -62,6 +62,10 @@ pub(crate) struct ListQuery {
     page: PageQuery,
 }
 
+impl crate::extract::QueryParams for ListQuery {
+    const PAGED: bool = true;
+}
+
 /// Creates a key for `tenant_id`, audited as the caller; the answer's `Location` is the key's
 /// path under `keys_path` (the caller's route to the tenant's keys, e.g. `/api/v1/tenant/keys`).
 async fn create<K>(

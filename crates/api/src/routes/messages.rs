@@ -5,10 +5,10 @@
 use super::channels::{check_payload, idempotency_key, IdempotencyKey};
 use crate::call::TenantCall;
 use crate::error::ApiError;
+use crate::extract::limit_body;
 use crate::extract::{Json, Path};
 use crate::responses::{ById, Conflict, JsonBody, TenantAuth};
 use crate::{ApiConfig, AppState};
-use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
@@ -23,10 +23,7 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
     // A payload of max_payload_bytes plus its envelope and up to 1000 channel ids (≈ 40 KiB).
     let limit = cfg.max_payload_bytes + 64 * 1024;
     Router::new()
-        .route(
-            "/api/v1/messages",
-            post(send).layer(DefaultBodyLimit::max(limit)),
-        )
+        .route("/api/v1/messages", limit_body(post(send), limit))
         .route("/api/v1/messages/{id}", get(read))
 }
 

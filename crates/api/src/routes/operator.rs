@@ -45,6 +45,10 @@ pub(crate) struct ListQuery {
     page: PageQuery,
 }
 
+impl crate::extract::QueryParams for ListQuery {
+    const PAGED: bool = true;
+}
+
 /// Lists every tenant's channels and their breakers.
 ///
 /// Each `url` is its origin only (`https://hooks.example.com:8443`): a receiver's path and query

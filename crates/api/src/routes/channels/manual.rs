@@ -23,6 +23,10 @@ pub(crate) struct ReasonQuery {
     pub(crate) reason: Option<String>,
 }
 
+impl crate::extract::QueryParams for ReasonQuery {
+    const PAGED: bool = false;
+}
+
 impl ReasonQuery {
     /// The reason a manual action is audited and alerted with: the caller's
     /// ([`breakwater_core::names::display_text`]: trimmed, 1 to 500 characters without control,

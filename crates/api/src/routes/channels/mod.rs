@@ -24,11 +24,11 @@ use super::checked_url;
 use crate::call::TenantCall;
 use crate::created::Created;
 use crate::error::ApiError;
+use crate::extract::limit_body;
 use crate::extract::{Json, Path, Query};
 use crate::page::{Page, PageQuery};
 use crate::responses::{ById, Conflict, JsonBody, TenantAuth, WithQuery};
 use crate::{ApiConfig, AppState};
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use breakwater_core::channels::{self, Channel, ChannelPatch, CreatedChannel, NewChannel};
@@ -55,15 +55,15 @@ pub fn router(cfg: &ApiConfig) -> Router<AppState> {
         )
         .route(
             "/api/v1/channels/{id}/deliveries",
-            post(enqueue_one).layer(DefaultBodyLimit::max(single_limit)),
+            limit_body(post(enqueue_one), single_limit),
         )
         .route(
             "/api/v1/channels/{id}/filter/test",
-            post(test_filter).layer(DefaultBodyLimit::max(single_limit)),
+            limit_body(post(test_filter), single_limit),
         )
         .route(
             "/api/v1/channels/{id}/deliveries/batch",
-            post(enqueue_batch).layer(DefaultBodyLimit::max(cfg.max_batch_body_bytes)),
+            limit_body(post(enqueue_batch), cfg.max_batch_body_bytes),
         )
 }
 
