@@ -279,6 +279,11 @@ pub(crate) trait QueryParams: utoipa::IntoParams {
     }
 }
 
+/// A list route without filters takes the paging parameters alone.
+impl QueryParams for crate::page::PageQuery {
+    const PAGED: bool = false;
+}
+
 /// `axum::extract::Query`'s reading of the query string (`application/x-www-form-urlencoded`,
 /// as `serde_urlencoded` reads it), whose rejection is a 400 problem `invalid_query` whose
 /// `field` names the parameter that does not parse (e.g. `tenant_id` for `?tenant_id=x`) when

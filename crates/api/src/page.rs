@@ -113,10 +113,6 @@ pub(crate) struct PageQuery {
     limit: Option<String>,
 }
 
-impl crate::extract::QueryParams for PageQuery {
-    const PAGED: bool = false;
-}
-
 impl PageQuery {
     /// Checks the parameters and returns the keyset to query, asking for one row more than
     /// the page shows (to know whether there is a next page).
