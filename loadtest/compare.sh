@@ -14,6 +14,8 @@
 #   loadtest/compare.sh build NEW_REV OLD_REV     # release binaries into $BENCH/bin-{new,old}
 #   loadtest/compare.sh run OUT_DIR [BACKLOGS…]   # default backlogs: 10000 100000
 #   loadtest/compare.sh one OUT_DIR NAME ARGS…    # one more run of both builds (a repeat)
+#   loadtest/compare.sh abba OUT_DIR NAME PAIRS ARGS…  # PAIRS pairs, alternating which goes first,
+#                                                 # with the Postgres CPU ratio of the means
 #
 # BENCH (default /work/bench) holds the worktrees, the shared release target dir and the two
 # binaries. Each run makes a fresh database on DATABASE_URL (default: the local server) and
@@ -74,31 +76,73 @@ takes_flags() {
   done
 }
 
-# Runs `breakwater-loadtest --out OUT/<build>-NAME ARGS…` for new, then old; prints the summary
-# lines of each (its result.json is in the folder).
+# Runs `breakwater-loadtest --out OUT/WHICH-NAME ARGS…` with build WHICH (new or old); prints the
+# summary lines (its result.json is in the folder).
+one_run() {
+  local out="$1" which="$2" name="$3"
+  shift 3
+  mkdir -p "$out"
+  local dir="$out/$which-$name"
+  rm -rf "$dir"
+  echo "== $which-$name: load $(cut -d' ' -f1 /proc/loadavg), $(date -u +%H:%M:%S) UTC"
+  if ! takes_flags "$bench/bin-$which" "$@"; then
+    echo "   skipped: this build's harness ($(cat "$bench/harness-$which" 2>/dev/null || echo '?')) lacks a flag of: $*"
+    return 0
+  fi
+  "$bench/bin-$which" --out "$dir" "$@" >"$dir.log" 2>&1 || {
+    echo "   FAILED (see $dir.log)"
+    return 0
+  }
+  # The summary: from its first line (the scenario's name) to the end, without progress
+  # lines; the last 3 lines if there is no such line.
+  local summary
+  summary=$(sed -n '/^\(isolation\|throughput\|fairness\|fetch micro-benchmark\)[:,]/,$p' "$dir.log" | grep -v '^\[')
+  [ -n "$summary" ] || summary=$(tail -n 3 "$dir.log")
+  sed 's/^/   /' <<<"$summary"
+}
+
+# One run of each build, new then old.
 both() {
   local out="$1" name="$2"
   shift 2
-  mkdir -p "$out"
-  for which in new old; do
-    local dir="$out/$which-$name"
-    rm -rf "$dir"
-    echo "== $which-$name: load $(cut -d' ' -f1 /proc/loadavg), $(date -u +%H:%M:%S) UTC"
-    if ! takes_flags "$bench/bin-$which" "$@"; then
-      echo "   skipped: this build's harness ($(cat "$bench/harness-$which" 2>/dev/null || echo '?')) lacks a flag of: $*"
-      continue
+  one_run "$out" new "$name" "$@"
+  one_run "$out" old "$name" "$@"
+}
+
+# PAIRS pairs in ABBA order (old new, new old, old new, …), so that neither build always runs
+# first: a run's figures move by about 10 % with its place in the series (BENCHMARKS.md), more
+# than a small change. Names NAME-1 … NAME-PAIRS; prints each run's Postgres CPU-s per 1 000
+# deliveries and the ratio of the means, new ÷ old.
+abba() {
+  local out="$1" name="$2" pairs="$3"
+  shift 3
+  local i
+  for ((i = 1; i <= pairs; i++)); do
+    if ((i % 2)); then
+      one_run "$out" old "$name-$i" "$@"
+      one_run "$out" new "$name-$i" "$@"
+    else
+      one_run "$out" new "$name-$i" "$@"
+      one_run "$out" old "$name-$i" "$@"
     fi
-    "$bench/bin-$which" --out "$dir" "$@" >"$dir.log" 2>&1 || {
-      echo "   FAILED (see $dir.log)"
-      continue
-    }
-    # The summary: from its first line (the scenario's name) to the end, without progress
-    # lines; the last 3 lines if there is no such line.
-    local summary
-    summary=$(sed -n '/^\(isolation\|throughput\|fairness\|fetch micro-benchmark\)[:,]/,$p' "$dir.log" | grep -v '^\[')
-    [ -n "$summary" ] || summary=$(tail -n 3 "$dir.log")
-    sed 's/^/   /' <<<"$summary"
   done
+  python3 - "$out" "$name" "$pairs" <<'PY'
+import json, sys
+out, name, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cpu = {"new": [], "old": []}
+for which in cpu:
+    for i in range(1, pairs + 1):
+        try:
+            r = json.load(open(f"{out}/{which}-{name}-{i}/result.json"))
+            cpu[which].append(r["cpu"]["phases"]["run"]["postgres_cpu_s_per_1000_deliveries"])
+        except (OSError, KeyError, ValueError):
+            pass
+for which, xs in cpu.items():
+    print(f"   {which}: Postgres CPU-s per 1 000: {' / '.join(f'{x:.3f}' for x in xs)}")
+if cpu["new"] and cpu["old"]:
+    mean = {w: sum(xs) / len(xs) for w, xs in cpu.items()}
+    print(f"   new ÷ old (means): {mean['new'] / mean['old']:.2f}")
+PY
 }
 
 run() {
@@ -128,5 +172,6 @@ case "${1:-}" in
   build) build "$2" "$3" ;;
   run) shift; run "$@" ;;
   one) shift; out="$1" name="$2"; shift 2; both "$out" "$name" "$@" ;;
-  *) sed -n '2,21p' "$0"; exit 2 ;;
+  abba) shift; out="$1" name="$2" pairs="$3"; shift 3; abba "$out" "$name" "$pairs" "$@" ;;
+  *) sed -n '2,22p' "$0"; exit 2 ;;
 esac
