@@ -115,21 +115,22 @@ pub struct Quotas {
 /// overrides over `defaults`: the rule of [`Overrides::in_force`] (0 in the defaults = none).
 fn delivery_quota_in_force(o: &DeliveryOverrides, defaults: &QuotaDefaults) -> bool {
     let quotas = Overrides {
-        quota_deliveries_per_second: o.quota_deliveries_per_second,
-        quota_deliveries_per_day: o.quota_deliveries_per_day,
+        deliveries: *o,
         ..Overrides::default()
     }
     .in_force(defaults);
     quotas.deliveries_per_second.is_some() || quotas.deliveries_per_day.is_some()
 }
 
-/// A tenant's override columns (`tenants.quota_*`), `None` = the default.
+/// A tenant's override columns (`tenants.quota_*`), `None` = the default: its channel and key
+/// quotas, and its delivery quotas as the tenant's own read carries them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, sqlx::FromRow)]
 struct Overrides {
     quota_channels: Option<i32>,
     quota_active_keys: Option<i32>,
-    quota_deliveries_per_second: Option<i32>,
-    quota_deliveries_per_day: Option<i64>,
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    deliveries: DeliveryOverrides,
 }
 
 impl Overrides {
@@ -139,10 +140,13 @@ impl Overrides {
             channels: self.quota_channels.map_or(d.channels, i64::from),
             active_keys: self.quota_active_keys.map_or(d.active_keys, i64::from),
             deliveries_per_second: rate(
-                self.quota_deliveries_per_second.map(i64::from),
+                self.deliveries.quota_deliveries_per_second.map(i64::from),
                 d.deliveries_per_second,
             ),
-            deliveries_per_day: rate(self.quota_deliveries_per_day, d.deliveries_per_day),
+            deliveries_per_day: rate(
+                self.deliveries.quota_deliveries_per_day,
+                d.deliveries_per_day,
+            ),
         }
     }
 
@@ -151,8 +155,8 @@ impl Overrides {
         serde_json::json!({
             "channels": self.quota_channels,
             "active_keys": self.quota_active_keys,
-            "deliveries_per_second": self.quota_deliveries_per_second,
-            "deliveries_per_day": self.quota_deliveries_per_day,
+            "deliveries_per_second": self.deliveries.quota_deliveries_per_second,
+            "deliveries_per_day": self.deliveries.quota_deliveries_per_day,
         })
     }
 }
@@ -526,8 +530,10 @@ pub async fn take_deliveries(
     let quotas = Overrides {
         quota_channels: c,
         quota_active_keys: k,
-        quota_deliveries_per_second: s,
-        quota_deliveries_per_day: d,
+        deliveries: DeliveryOverrides {
+            quota_deliveries_per_second: s,
+            quota_deliveries_per_day: d,
+        },
     }
     .in_force(defaults);
     let usage = Usage {
@@ -676,7 +682,10 @@ mod tests {
         );
         let set = Overrides {
             quota_channels: Some(2),
-            quota_deliveries_per_second: Some(7),
+            deliveries: DeliveryOverrides {
+                quota_deliveries_per_second: Some(7),
+                ..Default::default()
+            },
             ..Default::default()
         }
         .in_force(&d);

@@ -89,7 +89,7 @@ pub struct Tenant {
 
 /// A tenant's delivery-quota overrides (`tenants.quota_deliveries_per_second`, `_per_day`;
 /// `None` = the cluster default; [`crate::quotas`] owns the rule).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct DeliveryOverrides {
     /// `tenants.quota_deliveries_per_second`.
     pub quota_deliveries_per_second: Option<i32>,
