@@ -86,10 +86,9 @@ impl GroupLimits {
 
     /// The cap the fetch enforces on a group whose adaptive limit is `limit` (none yet:
     /// [`GroupLimits::initial`]): the limit rounded down and held within
-    /// [`GroupLimits::bounds`]. The fetch's SQL says the same:
-    /// `least(greatest(floor(coalesce(concurrency_limit, initial)), floor),
-    /// coalesce(max_in_flight, ceiling), CASE WHEN fifo THEN 1 END)`; the test
-    /// `the_cap_in_rust_is_the_cap_the_fetch_enforces` checks the two agree.
+    /// [`GroupLimits::bounds`]. The fetch's SQL calls the function `group_cap` (migration
+    /// `20261208100000`) for the same; the test `the_cap_in_rust_is_the_cap_the_fetch_enforces`
+    /// checks the two agree.
     pub fn cap(&self, limit: Option<f32>, max_in_flight: Option<i32>, fifo: bool) -> u32 {
         let (floor, ceiling) = self.bounds(max_in_flight, fifo);
         let raw = limit.unwrap_or(self.initial as f32).floor().max(0.0) as u32;
@@ -512,115 +511,80 @@ pub async fn adapt_limit(
     feedback: Feedback,
     limits: &GroupLimits,
 ) -> Result<()> {
-    adapt_limits(exec, &[(group_id, feedback)], false, limits).await
-}
-
-/// [`adapt_limit`] for several groups in one statement, each group once (give one group's runs
-/// in one [`Feedback`]). For a batch of results ([`crate::finish_batch`]): call it after that
-/// statement, which has locked the groups' rows in key order and released their slots; with
-/// `released`, each group's `in_flight` counts its `runs` again in the growth condition
-/// (`in_flight ≥ L / 2`, these runs included), as if called before the release. Called before
-/// the results, as [`adapt_limit`] is, the rows are locked in the order of the join: give one
-/// group, or groups whose rows the transaction already holds.
-pub async fn adapt_limits(
-    exec: impl PgExecutor<'_>,
-    feedback: &[(Uuid, Feedback)],
-    released: bool,
-    limits: &GroupLimits,
-) -> Result<()> {
-    // Per group: `latency_ms` (`None` for an overload) and `runs`, which weighs the smoothing.
-    let rows: Vec<(Uuid, Option<f64>, u32)> = feedback
-        .iter()
-        .filter_map(|&(group, f)| match f {
-            Feedback::Neutral | Feedback::Ok { runs: 0, .. } => None,
-            Feedback::Ok { latency, runs } => {
-                Some((group, Some(latency.as_secs_f64() * 1e3), runs))
-            }
-            Feedback::Overloaded => Some((group, None, 0)),
-        })
-        .collect();
-    if rows.is_empty() {
+    let Some(f) = Adaptation::of(feedback, limits) else {
         return Ok(());
-    }
-    // The weight of `runs` successes at once, as `runs` single updates of the average would
-    // give them: exactly so for the recent latency (the runs' mean standing for each), nearly
-    // for the baseline (it drifts towards the recent latency after the batch, not after each).
-    let weight =
-        |w: f64, runs: u32| (1.0 - (1.0 - w).powi(runs.min(i32::MAX as u32) as i32)) as f32;
-    let groups: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
-    let latencies: Vec<Option<f32>> = rows.iter().map(|r| r.1.map(|ms| ms as f32)).collect();
-    let runs: Vec<f32> = rows.iter().map(|r| r.2 as f32).collect();
-    let recent_w: Vec<f32> = rows
-        .iter()
-        .map(|r| weight(limits.latency_recent_weight, r.2))
-        .collect();
-    let baseline_w: Vec<f32> = rows
-        .iter()
-        .map(|r| weight(limits.latency_baseline_weight, r.2))
-        .collect();
+    };
+    // The rule is the SQL function `group_limit_adapted` (migration `20261208100000`), which
+    // `finish_batch` calls too; the growth condition counts the group's jobs in flight now.
     sqlx::query!(
         r#"
         UPDATE job_groups g
         SET (concurrency_limit, latency_recent_ms, latency_baseline_ms, limit_cut_at) = (
-            SELECT CASE WHEN d.cut THEN greatest(b.lim * $7::real, b.lo)
-                        WHEN d.grow THEN least(b.lim + f.runs, b.hi)
-                        ELSE g.concurrency_limit END,
-                   r.recent,
-                   bl.baseline,
-                   CASE WHEN d.cut THEN now() ELSE g.limit_cut_at END
-            FROM (SELECT
-                    -- The limit as the fetch enforces it, and its bounds.
-                    least(greatest(coalesce(g.concurrency_limit, $4::real), $5::real),
-                          coalesce(g.max_in_flight, $6)::real) AS lim,
-                    least($5::real, coalesce(g.max_in_flight, $6)::real) AS lo,
-                    coalesce(g.max_in_flight, $6)::real AS hi) b
-            CROSS JOIN LATERAL (SELECT CASE
-                    WHEN f.latency IS NULL THEN g.latency_recent_ms
-                    WHEN g.latency_recent_ms IS NULL THEN f.latency
-                    ELSE g.latency_recent_ms + f.recent_w * (f.latency - g.latency_recent_ms)
-                END AS recent) r
-            CROSS JOIN LATERAL (SELECT CASE
-                    WHEN f.latency IS NULL THEN g.latency_baseline_ms
-                    ELSE least(r.recent, coalesce(
-                        g.latency_baseline_ms + f.baseline_w * (r.recent - g.latency_baseline_ms),
-                        r.recent))
-                END AS baseline) bl
-            CROSS JOIN LATERAL (SELECT
-                    r.recent <= $10::real * greatest(bl.baseline, $11::real) AS healthy) h
-            CROSS JOIN LATERAL (SELECT
-                    f.latency IS NULL
-                        OR (NOT h.healthy
-                            AND (g.limit_cut_at IS NULL
-                                 OR g.limit_cut_at + make_interval(secs => r.recent / 1000.0) <= now()))
-                        AS cut,
-                    h.healthy
-                        AND g.in_flight + CASE WHEN $12 THEN f.runs ELSE 0 END >= b.lim / 2
-                        AS grow) d
-        )
-        FROM unnest($1::uuid[], $2::real[], $3::real[], $8::real[], $9::real[])
-            AS f(group_id, latency, runs, recent_w, baseline_w)
-        WHERE g.group_id = f.group_id
-          AND (f.latency IS NOT NULL
-               OR least(greatest(coalesce(g.concurrency_limit, $4::real), $5::real),
-                        coalesce(g.max_in_flight, $6)::real)
-                  > least($5::real, coalesce(g.max_in_flight, $6)::real))
+            SELECT a.new_limit, a.new_recent_ms, a.new_baseline_ms, a.new_cut_at
+            FROM group_limit_adapted(
+                g.concurrency_limit, g.max_in_flight, g.in_flight::real,
+                g.latency_recent_ms, g.latency_baseline_ms, g.limit_cut_at,
+                $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) a)
+        WHERE g.group_id = $1
+          AND ($2::real IS NOT NULL
+               OR group_limit(g.concurrency_limit, g.max_in_flight, $6, $7, $8)
+                  > least($7, coalesce(g.max_in_flight, $8)::real))
         "#,
-        &groups,
-        &latencies as &[Option<f32>],
-        &runs,
+        group_id,
+        f.latency_ms as Option<f32>,
+        f.runs,
+        f.recent_weight,
+        f.baseline_weight,
         limits.initial as f32,
         limits.floor as f32,
         limits.ceiling as i32,
         limits.decrease_factor as f32,
-        &recent_w,
-        &baseline_w,
         limits.latency_tolerance as f32,
         limits.latency_noise.as_secs_f64() as f32 * 1e3,
-        released,
     )
     .execute(exec)
     .await?;
     Ok(())
+}
+
+/// One feedback as the SQL function `group_limit_adapted` takes it (its `f_*` arguments).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Adaptation {
+    /// The runs' mean latency, ms; `None` for an overload.
+    pub(crate) latency_ms: Option<f32>,
+    /// How many successful runs (0 for an overload).
+    pub(crate) runs: f32,
+    /// The weight of these runs in the recent latency.
+    pub(crate) recent_weight: f32,
+    /// The weight of these runs in the baseline latency.
+    pub(crate) baseline_weight: f32,
+}
+
+impl Adaptation {
+    /// `feedback` as the rule takes it; `None` when it moves nothing ([`Feedback::Neutral`],
+    /// `Ok` with `runs: 0`). The weight of `runs` successes at once is what `runs` single
+    /// updates of the average would give them: exactly so for the recent latency (the runs'
+    /// mean standing for each), nearly for the baseline (it drifts towards the recent latency
+    /// after the batch, not after each run).
+    pub(crate) fn of(feedback: Feedback, limits: &GroupLimits) -> Option<Self> {
+        let weight =
+            |w: f64, runs: u32| (1.0 - (1.0 - w).powi(runs.min(i32::MAX as u32) as i32)) as f32;
+        match feedback {
+            Feedback::Neutral | Feedback::Ok { runs: 0, .. } => None,
+            Feedback::Ok { latency, runs } => Some(Self {
+                latency_ms: Some((latency.as_secs_f64() * 1e3) as f32),
+                runs: runs as f32,
+                recent_weight: weight(limits.latency_recent_weight, runs),
+                baseline_weight: weight(limits.latency_baseline_weight, runs),
+            }),
+            Feedback::Overloaded => Some(Self {
+                latency_ms: None,
+                runs: 0.0,
+                recent_weight: weight(limits.latency_recent_weight, 0),
+                baseline_weight: weight(limits.latency_baseline_weight, 0),
+            }),
+        }
+    }
 }
 
 /// Makes group `group_id`'s `scheduled` jobs due no later than `until` (a database time) due

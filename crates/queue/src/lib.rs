@@ -84,16 +84,15 @@ pub use gate::{
     set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
 };
 pub use group::{
-    adapt_limit, adapt_limits, backlog, define_group, ensure_group, group_state, lock_group,
-    make_due, make_group_due_until, park_group, parked_count, parked_groups, release_group,
-    set_group_fifo, set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits,
-    GroupState,
+    adapt_limit, backlog, define_group, ensure_group, group_state, lock_group, make_due,
+    make_group_due_until, park_group, parked_count, parked_groups, release_group, set_group_fifo,
+    set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outage::{is_transient, outage_delay, OUTAGE_RETRY_CAP};
 pub use outcome::{
     cancel, complete, discard, finish_batch, hand_back, hand_back_unknown, retry, snooze, Finish,
-    RetryOutcome,
+    GroupSuccesses, RetryOutcome,
 };
 pub use repair::{
     attempts_out_of_range, cancel_waiting_job, executing_job_exists_sql, last_job,

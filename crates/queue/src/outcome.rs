@@ -5,8 +5,9 @@
 //! changes nothing and returns `false` / `None`. That is the fence that makes a late result from
 //! a rescued run harmless.
 
+use crate::group::Adaptation;
 use crate::wake::{notify_due, MovedJob};
-use crate::{notify_queues, JobState, Result};
+use crate::{notify_queues, Feedback, GroupLimits, JobState, Result};
 use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 use std::time::Duration;
@@ -41,29 +42,69 @@ pub struct Finish<'a> {
     pub cancel_reason: Option<&'a str>,
 }
 
+/// One group's successes in a [`finish_batch`]: `runs` runs of the group succeeded, in
+/// `mean_latency` on average; they move its adaptive limit as [`crate::Feedback::Ok`] does in
+/// [`crate::adapt_limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSuccesses {
+    /// The job group (a channel's id).
+    pub group_id: Uuid,
+    /// The runs' mean latency (from the request's start to its answer).
+    pub mean_latency: Duration,
+    /// How many successful runs.
+    pub runs: u32,
+}
+
 /// Ends many claimed jobs in one statement — each [`complete`]d or [`cancel`]led as its
-/// [`Finish`] says, each fenced by its own claim token as every result is — and releases their
-/// slots in the same statement: one update per group and one per counted gate, taken in key
-/// order, instead of the slot-release trigger's one update per job (migration
-/// `20261204000002`: the statement sets `breakwater.slot_release = 'caller'` for its
-/// transaction, so the trigger leaves these rows to it). Lock order as every result's: job rows,
-/// then group rows, then gate rows; two batches that share groups take them in the same order
-/// and cannot deadlock.
+/// [`Finish`] says, each fenced by its own claim token as every result is — releases their
+/// slots, and moves the adaptive limit of each group in `successes` by those runs, all in the
+/// same statement: one update per group (its slots and its limit together) and one per counted
+/// gate, taken in key order, instead of the slot-release trigger's one update per job and a
+/// second update of each group for its limit (migration `20261204000002`: the statement sets
+/// `breakwater.slot_release = 'caller'` for its transaction, so the trigger leaves these rows
+/// to it). The limit moves by the rule of [`crate::adapt_limit`] (the SQL function
+/// `group_limit_adapted`), once per group with all its runs of the batch, its growth condition
+/// counting the group's jobs still in flight after this release plus these runs. A group of
+/// `successes` none of whose jobs ended here keeps its limit (its runs were not recorded).
+/// Lock order as every result's: job rows, then group rows, then gate rows; two batches that
+/// share groups take them in the same order and cannot deadlock.
 ///
 /// Returns the ids whose claim still held (ended here); a job missing from it was rescued or
 /// handed back since its claim, and this changed nothing of it. Call it last in the caller's
 /// transaction (the setting lasts until the transaction ends, and any later job update of the
 /// same transaction would release no slot).
-pub async fn finish_batch(exec: impl PgExecutor<'_>, jobs: &[Finish<'_>]) -> Result<Vec<i64>> {
+pub async fn finish_batch(
+    exec: impl PgExecutor<'_>,
+    jobs: &[Finish<'_>],
+    successes: &[GroupSuccesses],
+    limits: &GroupLimits,
+) -> Result<Vec<i64>> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     let tokens: Vec<Uuid> = jobs.iter().map(|j| j.claim_token).collect();
     let reasons: Vec<Option<&str>> = jobs.iter().map(|j| j.cancel_reason).collect();
+    let adapted: Vec<(Uuid, Adaptation)> = successes
+        .iter()
+        .filter_map(|s| {
+            let ok = Feedback::Ok {
+                latency: s.mean_latency,
+                runs: s.runs,
+            };
+            Adaptation::of(ok, limits).map(|a| (s.group_id, a))
+        })
+        .collect();
+    let groups: Vec<Uuid> = adapted.iter().map(|(g, _)| *g).collect();
+    let latencies: Vec<Option<f32>> = adapted.iter().map(|(_, a)| a.latency_ms).collect();
+    let runs: Vec<f32> = adapted.iter().map(|(_, a)| a.runs).collect();
+    let recent_w: Vec<f32> = adapted.iter().map(|(_, a)| a.recent_weight).collect();
+    let baseline_w: Vec<f32> = adapted.iter().map(|(_, a)| a.baseline_weight).collect();
     // `gate_locks` reads `group_locks` (its `count(*) >= 0` is always true) so that every group
     // row is locked before any gate row, whatever order Postgres runs the CTEs in: the lock
-    // order of every result (group rows, then gate rows).
+    // order of every result (group rows, then gate rows). A group without successes here joins
+    // no feedback row (`f` is NULL), and the LEFT JOIN LATERAL gives no adaptation: each column
+    // keeps its value through the coalesce (an adaptation's own NULL is the value it keeps).
     let done = sqlx::query_scalar!(
         r#"
         WITH caller AS (
@@ -87,8 +128,24 @@ pub async fn finish_batch(exec: impl PgExecutor<'_>, jobs: &[Finish<'_>]) -> Res
             ORDER BY g.group_id
             FOR NO KEY UPDATE OF g
         ), groups_released AS (
-            UPDATE job_groups g SET in_flight = greatest(g.in_flight - p.n, 0)
-            FROM per_group p JOIN group_locks l ON l.group_id = p.group_id
+            UPDATE job_groups g
+            SET in_flight = greatest(g.in_flight - p.n, 0),
+                (concurrency_limit, latency_recent_ms, latency_baseline_ms, limit_cut_at) = (
+                    SELECT coalesce(a.new_limit, g.concurrency_limit),
+                           coalesce(a.new_recent_ms, g.latency_recent_ms),
+                           coalesce(a.new_baseline_ms, g.latency_baseline_ms),
+                           coalesce(a.new_cut_at, g.limit_cut_at)
+                    FROM (SELECT) one
+                    LEFT JOIN LATERAL group_limit_adapted(
+                        g.concurrency_limit, g.max_in_flight,
+                        (greatest(g.in_flight - p.n, 0) + f.runs)::real,
+                        g.latency_recent_ms, g.latency_baseline_ms, g.limit_cut_at,
+                        f.latency, f.runs, f.recent_w, f.baseline_w,
+                        $9, $10, $11, $12, $13, $14) a ON f.group_id IS NOT NULL)
+            FROM per_group p
+            JOIN group_locks l ON l.group_id = p.group_id
+            LEFT JOIN unnest($4::uuid[], $5::real[], $6::real[], $7::real[], $8::real[])
+                AS f(group_id, latency, runs, recent_w, baseline_w) ON f.group_id = p.group_id
             WHERE g.group_id = p.group_id
         ), per_gate AS (
             SELECT gate_slot, count(*)::int AS n FROM done
@@ -109,6 +166,17 @@ pub async fn finish_batch(exec: impl PgExecutor<'_>, jobs: &[Finish<'_>]) -> Res
         &ids,
         &tokens,
         &reasons as &[Option<&str>],
+        &groups,
+        &latencies as &[Option<f32>],
+        &runs,
+        &recent_w,
+        &baseline_w,
+        limits.initial as f32,
+        limits.floor as f32,
+        limits.ceiling as i32,
+        limits.decrease_factor as f32,
+        limits.latency_tolerance as f32,
+        limits.latency_noise.as_secs_f64() as f32 * 1e3,
     )
     .fetch_all(exec)
     .await?;

@@ -8,7 +8,8 @@
 //! for a group with a backlog); its `in_flight` is set on the row, no job runs.
 
 use breakwater_queue::{
-    adapt_limit, define_group, group_state, set_max_in_flight, Feedback, GroupLimits, GroupState,
+    adapt_limit, complete, define_group, enqueue_many, fetch, finish_batch, group_state,
+    set_max_in_flight, Feedback, Finish, GroupLimits, GroupState, GroupSuccesses, NewJob,
 };
 use sqlx::PgPool;
 use std::time::Duration;
@@ -330,6 +331,107 @@ async fn a_batch_of_successes_grows_by_up_to_its_runs_and_weighs_as_many_single_
         sb.latency_baseline_ms.unwrap(),
     );
     assert!((ba - bb).abs() < 0.01 * bb, "{sa:?} {sb:?}");
+}
+
+/// A batch of results ([`finish_batch`]) moves each group's limit in the same update that
+/// releases its slots, by the rule [`adapt_limit`] applies: two groups alike, one finished in a
+/// batch with its successes, the other by `adapt_limit` and `complete` one at a time, end with
+/// the same row. A group whose only result is a cancellation keeps its limit and estimates.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_finished_batch_moves_each_group_s_limit_as_adapt_limit_does(pool: PgPool) {
+    let limits = GroupLimits::default();
+    let (a, b, c) = (
+        new_group(&pool).await,
+        new_group(&pool).await,
+        new_group(&pool).await,
+    );
+    let mut conn = pool.acquire().await.unwrap();
+    let jobs: Vec<NewJob> = [(a, 4), (b, 4), (c, 1)]
+        .into_iter()
+        .flat_map(|(g, n)| {
+            (0..n).map(move |_| NewJob::new("q", "t", serde_json::json!({})).group(g))
+        })
+        .collect();
+    enqueue_many(&mut conn, &jobs).await.unwrap();
+    let claimed = fetch(&pool, "q", "n1", 16, &limits).await.unwrap();
+    assert_eq!(claimed.len(), 9, "every group under its initial cap of 4");
+    let of = |g: Uuid| claimed.iter().filter(move |j| j.group_id == Some(g));
+    let three_seconds = |runs| GroupSuccesses {
+        group_id: a,
+        mean_latency: Duration::from_secs(3),
+        runs,
+    };
+
+    // a: three of its four jobs end in one batch with their three successes; c's one job ends
+    // cancelled in the same batch.
+    let mut batch: Vec<Finish<'_>> = of(a)
+        .take(3)
+        .map(|j| Finish {
+            id: j.id,
+            claim_token: j.claim_token,
+            cancel_reason: None,
+        })
+        .collect();
+    let cj = of(c).next().unwrap();
+    batch.push(Finish {
+        id: cj.id,
+        claim_token: cj.claim_token,
+        cancel_reason: Some("cancelled while in flight"),
+    });
+    let done = finish_batch(&pool, &batch, &[three_seconds(3)], &limits)
+        .await
+        .unwrap();
+    assert_eq!(done.len(), 4);
+
+    // b: the same results one at a time, as a result recorded alone does (the limit first, in
+    // flight as the batch counts it: its jobs still running plus these runs).
+    adapt_limit(
+        &pool,
+        b,
+        Feedback::Ok {
+            latency: Duration::from_secs(3),
+            runs: 3,
+        },
+        &limits,
+    )
+    .await
+    .unwrap();
+    for j in of(b).take(3) {
+        assert!(complete(&pool, j.id, j.claim_token).await.unwrap());
+    }
+
+    let (sa, sb, sc) = (
+        state(&pool, a).await,
+        state(&pool, b).await,
+        state(&pool, c).await,
+    );
+    assert_eq!(sa.in_flight, 1);
+    assert_eq!(sa.concurrency_limit, Some(7.0), "4 + 3: {sa:?}");
+    assert_eq!(
+        (
+            sa.in_flight,
+            sa.concurrency_limit,
+            sa.latency_recent_ms,
+            sa.latency_baseline_ms
+        ),
+        (
+            sb.in_flight,
+            sb.concurrency_limit,
+            sb.latency_recent_ms,
+            sb.latency_baseline_ms
+        ),
+        "batch {sa:?}, one at a time {sb:?}"
+    );
+    assert_eq!(sc.in_flight, 0);
+    assert_eq!(
+        (
+            sc.concurrency_limit,
+            sc.latency_recent_ms,
+            sc.latency_baseline_ms
+        ),
+        (None, None, None),
+        "a cancellation moves no limit: {sc:?}"
+    );
 }
 
 #[test]

@@ -1012,7 +1012,8 @@ async fn a_batch_of_results_ends_each_fenced_job_and_releases_each_group_and_gat
             cancel_reason: None,
         },
     ];
-    let mut done = finish_batch(&pool, &batch).await.unwrap();
+    let limits = GroupLimits::default();
+    let mut done = finish_batch(&pool, &batch, &[], &limits).await.unwrap();
     done.sort();
     let mut want = vec![a.id, b.id, c.id];
     want.sort();
@@ -1041,7 +1042,10 @@ async fn a_batch_of_results_ends_each_fenced_job_and_releases_each_group_and_gat
         (in_flight(g1).await, in_flight(g2).await, gate().await),
         (0, 0, 0)
     );
-    assert!(finish_batch(&pool, &[]).await.unwrap().is_empty());
+    assert!(finish_batch(&pool, &[], &[], &limits)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

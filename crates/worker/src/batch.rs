@@ -5,16 +5,15 @@
 //! slot and adaptive limit of its channel's job group. Recording each in its own transaction
 //! costs a commit per delivery, and every completion of one channel queued on that channel's
 //! group row for the previous one's commit. So the delivery handler hands such a result to this
-//! node's [`Recorder`] and waits for it; the recorder writes many in one transaction of three
+//! node's [`Recorder`] and waits for it; the recorder writes many in one transaction of two
 //! statements (and its BEGIN and COMMIT), whatever their number:
 //! 1. [`deliveries::record_successes`]: the attempt rows and the deliveries `delivered` (one
 //!    statement, each row fenced by its job's claim token);
 //! 2. [`breakwater_queue::finish_batch`]: the jobs completed (or cancelled, for a delivery
-//!    cancelled while in flight), fenced again, and their slots released: one update per group
-//!    and per gate, in key order;
-//! 3. [`breakwater_queue::adapt_limits`]: each group's adaptive limit moved once by all its
-//!    successes in the batch (their mean latency, counted as that many runs), one statement
-//!    for all the groups.
+//!    cancelled while in flight), fenced again, their slots released and each group's
+//!    adaptive limit moved once by all its successes in the batch (their mean latency, counted
+//!    as that many runs): one update per group (slots and limit together) and one per gate, in
+//!    key order.
 //!
 //! **When a batch is written.** The recorder writes at most [`BatchConfig::flushers`] (`worker.record_batch_writers`) batches at
 //! once. When a writer is free, the next batch takes every result waiting (up to
@@ -46,7 +45,7 @@
 use breakwater_core::circuit::AttemptResult;
 use breakwater_core::deliveries::{self, Dispatch, Status, Success, SuccessRecorded};
 use breakwater_core::{Error, Result};
-use breakwater_queue::{Feedback, Finish, GroupLimits};
+use breakwater_queue::{Finish, GroupLimits, GroupSuccesses};
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -252,7 +251,7 @@ impl Writer {
         }
     }
 
-    /// One transaction: the attempts and deliveries, then the jobs and their slots, then the
+    /// One transaction: the attempts and deliveries, then the jobs, their slots and the
     /// adaptive limits (module doc). Returns what was recorded, by delivery id.
     async fn write(&self, batch: &[Pending]) -> Result<HashMap<Uuid, SuccessRecorded>> {
         let successes: Vec<Success<'_>> = batch
@@ -281,15 +280,6 @@ impl Writer {
                 }
             })
             .collect();
-        let finished = breakwater_queue::finish_batch(&mut *tx, &finishes).await?;
-        if finished.len() != finishes.len() {
-            // A claim lost between the two statements (a rescue committed in between): roll
-            // back; the next try records nothing of that job (its fence fails in the first).
-            tx.rollback().await?;
-            return Err(Error::Unrecorded(
-                "a claim was lost while the batch was written".into(),
-            ));
-        }
         // The adaptive limits learn from the channel's own endpoint only, once per group with
         // all its successes of the batch (their mean duration).
         let mut per_group: BTreeMap<Uuid, (Duration, u32)> = BTreeMap::new();
@@ -302,14 +292,24 @@ impl Writer {
             e.0 += p.duration;
             e.1 += 1;
         }
-        let feedback: Vec<(Uuid, Feedback)> = per_group
+        let successes: Vec<GroupSuccesses> = per_group
             .into_iter()
-            .map(|(group, (total, runs))| {
-                let latency = total / runs;
-                (group, Feedback::Ok { latency, runs })
+            .map(|(group_id, (total, runs))| GroupSuccesses {
+                group_id,
+                mean_latency: total / runs,
+                runs,
             })
             .collect();
-        breakwater_queue::adapt_limits(&mut *tx, &feedback, true, &self.limits).await?;
+        let finished =
+            breakwater_queue::finish_batch(&mut *tx, &finishes, &successes, &self.limits).await?;
+        if finished.len() != finishes.len() {
+            // A claim lost between the two statements (a rescue committed in between): roll
+            // back; the next try records nothing of that job (its fence fails in the first).
+            tx.rollback().await?;
+            return Err(Error::Unrecorded(
+                "a claim was lost while the batch was written".into(),
+            ));
+        }
         tx.commit().await?;
         Ok(recorded.into_iter().map(|r| (r.delivery_id, r)).collect())
     }

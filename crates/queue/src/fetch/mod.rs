@@ -36,7 +36,8 @@ use uuid::Uuid;
 ///
 /// **Caps.** A group never has more than its cap in state `executing`, cluster-wide: the cap is
 /// its adaptive limit ([`crate::adapt_limit`]; `limits.initial` until it has one) clamped to
-/// `[limits.floor, max_in_flight or limits.ceiling]`. The fetch locks the rows of the groups it
+/// `[limits.floor, max_in_flight or limits.ceiling]`, rounded down, 1 for a FIFO group (the SQL
+/// function `group_cap`; [`crate::GroupLimits::cap`] in Rust). The fetch locks the rows of the groups it
 /// serves (`FOR UPDATE SKIP LOCKED`: another fetch skips them rather than waiting), re-checks the
 /// cap on the current row, and raises `in_flight` in the same statement; a trigger lowers it when
 /// a job leaves `executing` by any path, including rescue, so a crashed node's slots come back

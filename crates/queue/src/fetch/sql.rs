@@ -31,8 +31,7 @@ macro_rules! headrows_select {
         concat!(
             r#"    SELECT h.group_id, h.priority, h.scheduled_at,
            coalesce(g.share_key, g.group_id) AS share, g.in_flight, g.parked, g.probe_slots,
-           least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
-                 CASE WHEN g.fifo THEN 1 END) AS cap,
+           group_cap(g.concurrency_limit, g.max_in_flight, g.fifo, $4, $5, $6) AS cap,
            (g.fifo AND NOT coalesce(fh.state = 'available' AND fh.queue = $1, false)) AS fifo_blocked,
            g.gate_key, x.in_flight AS gate_in_flight, x.parked AS gate_parked,
            x.probe_slots AS gate_probe_slots, x.probe_group,
@@ -78,16 +77,14 @@ macro_rules! lock_groups {
         concat!(
             "    SELECT g.group_id, g.fifo, t.share, t.share_load, ",
             $columns,
-            r#"           least(least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
-                       CASE WHEN g.fifo THEN 1 END) - g.in_flight,
+            r#"           least(group_cap(g.concurrency_limit, g.max_in_flight, g.fifo, $4, $5, $6) - g.in_flight,
                  CASE WHEN g.parked THEN g.probe_slots ELSE $2 END, $2)::int AS room
     FROM job_groups g
     JOIN turns t ON t.group_id = g.group_id
     WHERE (NOT g.parked OR g.probe_slots > 0)
 "#,
             $also,
-            r#"      AND g.in_flight < least(greatest(floor(coalesce(g.concurrency_limit, $4)), $5), coalesce(g.max_in_flight, $6),
-                              CASE WHEN g.fifo THEN 1 END)
+            r#"      AND g.in_flight < group_cap(g.concurrency_limit, g.max_in_flight, g.fifo, $4, $5, $6)
     FOR UPDATE OF g SKIP LOCKED
 "#
         )
@@ -222,8 +219,8 @@ UNION ALL
 /// `$5` floor, `$6` ceiling, `$7` gate ceiling (NULL: a gate is capped only by its own
 /// `max_in_flight`). See [`fetch`] for what each step does.
 ///
-/// `CAP` below stands for a group's cap:
-/// `least(greatest(floor(coalesce(concurrency_limit, $4)), $5), coalesce(max_in_flight, $6))`.
+/// A group's cap is the SQL function `group_cap` (migration `20261208100000`, the one copy of
+/// the formula; the planner inlines it).
 pub(super) const FETCH: &str = concat!(
     heads_cte!(),
     r#"), headrows AS (
