@@ -1313,7 +1313,7 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
     use breakwater_core::circuit::{self, AttemptResult, CircuitConfig};
     use breakwater_core::deliveries::{self, Status};
     use breakwater_core::hosts::HostsConfig;
-    use breakwater_core::outcome::Observed;
+    use breakwater_core::outcome::{classify, Observed};
     let app = TestApp::spawn_role(pool.clone(), Role::Api, tune).await;
     let other = breakwater_e2e::Receiver::start().await.unwrap();
     let (_, key_a) = app.tenant("acme", "default").await;
@@ -1358,6 +1358,7 @@ async fn a_host_probe_answered_after_its_channel_moved_hands_the_role_on(pool: P
         &AttemptResult {
             dispatch: &sent,
             observed: Observed::Status(503),
+            class: classify(Observed::Status(503)),
             duration: Duration::from_millis(5),
             probe_generation: None,
             host_probe: Some(generation),

@@ -7,6 +7,7 @@
 //! never blocks deliveries. The same queue runs the flapping timers ([`run_flapping_watch`]) and
 //! the delivery-event timers ([`run_events_watch`]: storm summaries, the end of a failing streak).
 
+use crate::executor::{self, Outcome, Retries};
 use crate::request::{self, Sent, Signed};
 use crate::worker::Worker;
 use breakwater_core::alerts::events::{self, WatchStep};
@@ -128,12 +129,12 @@ pub(crate) async fn run_flapping_watch(w: &Worker, job: Job) -> Result<()> {
     let step = alerts::flapping_step(&mut tx, channel_id).await?;
     let fenced = match step {
         FlappingStep::Done | FlappingStep::Ended { .. } => {
-            breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?
+            executor::finish(&mut tx, &job, Outcome::Complete).await?
         }
         FlappingStep::Wait(wait) => {
             // A little past the moment, so "quiet for the window" holds when it looks again.
             let wait = wait + Duration::from_millis(20);
-            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+            executor::finish(&mut tx, &job, Outcome::Snooze { wait }).await?
         }
     };
     if fenced {
@@ -162,11 +163,11 @@ pub(crate) async fn run_events_watch(w: &Worker, job: Job) -> Result<()> {
     let mut tx = w.pool.begin().await?;
     let step = events::watch_step(&mut tx, channel_id).await?;
     let fenced = match step {
-        WatchStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        WatchStep::Done => executor::finish(&mut tx, &job, Outcome::Complete).await?,
         WatchStep::Wait(wait) => {
             // A little past the moment, so "the window ended" holds when it looks again.
             let wait = wait + Duration::from_millis(20);
-            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+            executor::finish(&mut tx, &job, Outcome::Snooze { wait }).await?
         }
     };
     if fenced {
@@ -180,7 +181,8 @@ pub(crate) async fn run_events_watch(w: &Worker, job: Job) -> Result<()> {
 
 /// Sends one alert ([`AlertArgs`]) to its tenant's alert URL, signed with the tenant's alert
 /// secret: done on a 2xx, retried with the delivery backoff on a transient failure, discarded on
-/// a permanent one; done at once when the tenant removed its alert URL since.
+/// a permanent one ([`Outcome::of_alert`]); done at once when the tenant removed its alert URL
+/// since.
 pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let Some(alert) = w
         .args_or_discard::<AlertArgs>(&job, "alert args lack tenant_id or id")
@@ -191,7 +193,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let tenant_id = alert.tenant_id;
     let Some((url, secret)) = tenants::alert_target(&w.pool, tenant_id).await? else {
         // The tenant removed its alert URL since: nothing to send.
-        breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
+        executor::finish_on(&w.pool, &job, Outcome::Complete).await?;
         return Ok(());
     };
     let body = serde_json::to_vec(&body(&alert)).expect("JSON values serialize");
@@ -208,14 +210,8 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let stalled = w.stall.stalled_since(t0);
     if class != Class::Success && stall_excuses(sent.observed, wall, stalled, sent.limit) {
         tracing::warn!(%tenant_id, %error, "alert attempt inconclusive: this node stood still during it; sent again");
-        breakwater_queue::snooze(
-            &mut *w.pool.acquire().await?,
-            job.id,
-            job.claim_token,
-            Duration::ZERO,
-            None,
-        )
-        .await?;
+        let wait = Duration::ZERO;
+        executor::finish_on(&w.pool, &job, Outcome::Snooze { wait }).await?;
         return Ok(());
     }
     match class {
@@ -227,20 +223,15 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
         }
         Class::Success => {}
     }
-    // The endpoint answered: the result is kept until written, not sent again.
-    let delay = w.backoff.delay(job.attempt);
+    // The endpoint answered: the result is kept until written, not sent again. An alert has no
+    // retry policy of its own: the configuration's backoff.
+    let retries = Retries {
+        backoff: &w.backoff,
+        policy: None,
+    };
+    let outcome = Outcome::of_alert(class, retries, job.attempt, &error);
     crate::keep::until_recorded("the alert's result", || async {
-        match class {
-            Class::Success => {
-                breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
-            }
-            Class::Transient => {
-                breakwater_queue::retry(&w.pool, job.id, job.claim_token, delay, &error).await?;
-            }
-            Class::Permanent => {
-                breakwater_queue::discard(&w.pool, job.id, job.claim_token, &error).await?;
-            }
-        }
+        executor::finish_on(&w.pool, &job, outcome).await?;
         Ok::<(), breakwater_core::Error>(())
     })
     .await

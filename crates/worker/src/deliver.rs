@@ -8,15 +8,16 @@
 //! parked with its circuit, so the fetch does not hand out its jobs; only one claimed in the
 //! instant before the transition gets here.)
 
+use crate::executor::{self, Outcome, Retries};
 use crate::request::{describe, Sent};
 use crate::worker::{args, Worker};
-use breakwater_core::circuit::{self, Admission, AfterAttempt, AttemptResult, Begun};
+use breakwater_core::circuit::{self, Admission, AttemptResult, Begun};
 use breakwater_core::deliveries::{self, Dispatch, Status};
 use breakwater_core::jobs::DeliverArgs;
-use breakwater_core::outcome::{classify, is_configuration_problem, stall_excuses, Class};
+use breakwater_core::outcome::{is_configuration_problem, stall_excuses, Class};
 use breakwater_core::ratelimit::{self, Budget, RateLimit};
 use breakwater_core::{lifecycle, Result};
-use breakwater_queue::{Feedback, Job, RetryOutcome};
+use breakwater_queue::Job;
 use rand::Rng;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, Postgres};
@@ -31,7 +32,8 @@ const PARK_RECHECK: Duration = Duration::from_secs(1);
 /// which would add the promoter's lag to every request of a limited channel.
 const RATE_SLEEP_MAX: Duration = Duration::from_millis(250);
 
-/// One delivery job, in four named steps (a step that ends the job returns `None`):
+/// One delivery job, in four named steps (a step that ends the job returns `None`, having ended
+/// it with its [`Outcome`] through [`executor::finish`], in its own transaction where it has one):
 /// [`admit`] (the circuit gate) → [`reserve`] (the channel's rate limit) → [`attempt`] (load,
 /// send, classify; no connection held while the request is in flight) → [`record`] (one
 /// transaction: the attempt, the circuits, the concurrency limit, the job; a plain success in
@@ -62,7 +64,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             return record(w, &job, &admitted, attempted).await;
         }
         Begun::Final => {
-            breakwater_queue::complete(&w.pool, job.id, job.claim_token).await?;
+            executor::finish_on(&w.pool, &job, Outcome::Complete).await?;
             return Ok(());
         }
         Begun::Other => w.pool.acquire().await?,
@@ -123,13 +125,8 @@ async fn target(w: &Worker, job: &Job) -> Result<Option<Target>> {
         args::<DeliverArgs>(job).map(|a| a.delivery_id),
         job.group_id,
     ) else {
-        breakwater_queue::discard(
-            &w.pool,
-            job.id,
-            job.claim_token,
-            "args lack a delivery_id or the job a group",
-        )
-        .await?;
+        let error = "args lack a delivery_id or the job a group";
+        executor::finish_on(&w.pool, job, Outcome::Discard { error }).await?;
         return Ok(None);
     };
     let span = tracing::Span::current();
@@ -173,18 +170,23 @@ async fn admit(
         // be parked yet (the reconciler repairs that within seconds).
         Admission::Park => {
             let wait = snooze(PARK_RECHECK, 500);
-            breakwater_queue::snooze(conn, job.id, job.claim_token, wait, None).await?;
+            executor::finish(conn, job, Outcome::Snooze { wait }).await?;
         }
         // Retry-After: the whole channel waits; this job is snoozed until the hold's end (read
-        // again under the channel row's lock, so a hold dropped meanwhile does not hold it), no
-        // attempt used.
+        // again under the channel row's lock, held until the snooze commits, so a hold dropped
+        // meanwhile does not hold it: [`circuit::hold_left`]), no attempt used.
         Admission::Wait(_) => {
             let jitter = snooze(Duration::ZERO, 250);
-            circuit::snooze_for_hold(conn, t.channel_id, job.id, job.claim_token, jitter).await?;
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let wait = circuit::hold_left(&mut tx, t.channel_id)
+                .await?
+                .map_or(Duration::ZERO, |left| left + jitter);
+            executor::finish(&mut tx, job, Outcome::Snooze { wait }).await?;
+            tx.commit().await?;
         }
         Admission::Gone => cancel_orphan(job, conn, t.delivery_id).await?,
         Admission::Claim { .. } => {
-            breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+            executor::finish(conn, job, Outcome::Complete).await?;
         }
     }
     Ok(None)
@@ -196,7 +198,7 @@ async fn cancel_orphan(job: &Job, conn: &mut PgConnection, delivery_id: Uuid) ->
     let reason = lifecycle::REASON_CHANNEL_DELETED;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     deliveries::cancel_orphan(&mut *tx, delivery_id, reason).await?;
-    if breakwater_queue::cancel(&mut *tx, job.id, job.claim_token, reason).await? {
+    if executor::finish(&mut tx, job, Outcome::Cancel { reason }).await? {
         tx.commit().await?;
     }
     Ok(())
@@ -235,8 +237,8 @@ async fn reserve(
             }
             Budget::Wait { wait, queued } => {
                 let jitter = Duration::from_micros(rand::thread_rng().gen_range(0..2_000));
-                breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait + jitter, None)
-                    .await?;
+                let wait = wait + jitter;
+                executor::finish(&mut tx, job, Outcome::Snooze { wait }).await?;
                 tx.commit().await?;
                 if queued && !counted {
                     crate::observe::rate_limited(job);
@@ -258,7 +260,7 @@ async fn attempt(
 ) -> Result<Option<Attempted>> {
     let Some(d) = deliveries::begin_attempt(&mut *conn, t.delivery_id).await? else {
         // Deleted, or already final (delivered, dead, cancelled): nothing to send.
-        breakwater_queue::complete(&mut *conn, job.id, job.claim_token).await?;
+        executor::finish(&mut conn, job, Outcome::Complete).await?;
         return Ok(None);
     };
     // No connection is held while the request is in flight.
@@ -266,15 +268,15 @@ async fn attempt(
     Ok(Some(send(w, job, d).await))
 }
 
-/// Sends the loaded delivery `d` and classifies the answer (no connection held), and judges it
-/// against this node's own stalls during the request ([`stall_excuses`]).
+/// Sends the loaded delivery `d` (no connection held), takes the answer's class (the one
+/// [`crate::observe::send`] computed, which the circuits read too) and judges the answer against
+/// this node's own stalls during the request ([`stall_excuses`]).
 async fn send(w: &Worker, job: &Job, d: Dispatch) -> Attempted {
     let t0 = Instant::now();
-    let sent = crate::observe::send(w, &d, job).await;
+    let (sent, class) = crate::observe::send(w, &d, job).await;
     let wall = t0.elapsed();
     let stalled = w.stall.stalled_since(t0);
     let elapsed = wall.saturating_sub(stalled);
-    let class = classify(sent.observed);
     let inconclusive =
         class != Class::Success && stall_excuses(sent.observed, wall, stalled, sent.limit);
     if is_configuration_problem(sent.observed) {
@@ -301,15 +303,18 @@ async fn record(w: &Worker, job: &Job, a: &Admitted, at: Attempted) -> Result<()
 }
 
 /// Records the result in one transaction: the attempt, the delivery's status and the circuits
-/// ([`circuit::after_attempt`], which takes the locks in their order), the channel's adaptive
-/// concurrency limit, and last the job (which releases its slot); then, once committed, the
-/// metrics. If the job's claim was lost (this run was rescued), the job update changes nothing
-/// and everything is rolled back.
+/// ([`circuit::after_attempt`], which takes the locks in their order and returns every effect,
+/// the concurrency feedback included), then the channel's adaptive concurrency limit and last
+/// the job (which releases its slot), by the outcome the delivery's status gives
+/// ([`Outcome::of_attempt`], [`executor::finish_attempt`]); then, once committed, the metrics.
+/// If the job's claim was lost (this run was rescued), the job update changes nothing and
+/// everything is rolled back.
 async fn record_once(w: &Worker, job: &Job, a: &Admitted, at: &Attempted) -> Result<()> {
     let error_text = describe(&at.sent);
     let result = AttemptResult {
         dispatch: &at.d,
         observed: at.sent.observed,
+        class: at.class,
         duration: at.elapsed,
         probe_generation: a.probe_generation,
         host_probe: a.host_probe,
@@ -332,21 +337,13 @@ async fn record_once(w: &Worker, job: &Job, a: &Admitted, at: &Attempted) -> Res
     let Some(after) = after.await? else {
         return cancelled_in_flight(job, tx, at.class).await;
     };
-    // The adaptive concurrency limit learns from the channel's endpoint only.
-    let feedback = match at.class {
-        _ if after.endpoint.url_changed => Feedback::Neutral,
-        // The token endpoint failed: the channel's endpoint was not asked.
-        _ if at.sent.token_failure => Feedback::Neutral,
-        Class::Success => Feedback::Ok {
-            latency: at.elapsed,
-            runs: 1,
-        },
-        Class::Transient => Feedback::Overloaded,
-        Class::Permanent => Feedback::Neutral,
+    let retries = Retries {
+        backoff: &w.backoff,
+        policy: at.d.retry_policy.as_ref().map(|p| &p.0),
     };
-    breakwater_queue::adapt_limit(&mut *tx, at.d.channel_id, feedback, &w.limits).await?;
-    let policy = at.d.retry_policy.as_ref().map(|p| &p.0);
-    if !finish_job(w, job, &mut tx, &error_text, &after, policy).await? {
+    let outcome = Outcome::of_attempt(&after, retries, job.attempt, &error_text);
+    let (group, feedback) = (at.d.channel_id, after.feedback);
+    if !executor::finish_attempt(&mut tx, job, group, feedback, &w.limits, outcome).await? {
         tracing::warn!(delivery_id = %at.d.id, job_id = job.id, "claim lost (job was rescued); result discarded");
         tx.rollback().await?;
         return Ok(());
@@ -379,7 +376,7 @@ async fn inconclusive(w: &Worker, job: &Job, result: &AttemptResult<'_>) -> Resu
     let mut tx = w.pool.begin().await?;
     circuit::attempt_inconclusive(&mut tx, result, &w.circuit).await?;
     let wait = Duration::from_millis(rand::thread_rng().gen_range(0..INCONCLUSIVE_RETRY_JITTER_MS));
-    if !breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await? {
+    if !executor::finish(&mut tx, job, Outcome::Snooze { wait }).await? {
         tracing::warn!(delivery_id = %result.dispatch.id, job_id = job.id, "claim lost (job was rescued); result discarded");
         tx.rollback().await?;
         return Ok(());
@@ -444,14 +441,8 @@ async fn cancelled_in_flight(
     mut tx: sqlx::Transaction<'_, Postgres>,
     class: Class,
 ) -> Result<()> {
-    if breakwater_queue::cancel(
-        &mut *tx,
-        job.id,
-        job.claim_token,
-        crate::batch::CANCELLED_IN_FLIGHT,
-    )
-    .await?
-    {
+    let reason = crate::batch::CANCELLED_IN_FLIGHT;
+    if executor::finish(&mut tx, job, Outcome::Cancel { reason }).await? {
         tx.commit().await?;
     } else {
         tx.rollback().await?;
@@ -461,34 +452,4 @@ async fn cancelled_in_flight(
         "attempt of a cancelled delivery recorded; nothing else changes"
     );
     Ok(())
-}
-
-/// Finishes the job by the delivery's status: delivered completes it, dead discards it (a
-/// permanent failure, or the last attempt), failed or paused retries it after the backoff (the
-/// retry policy the delivery was accepted with, `policy`, else `worker.backoff_*`:
-/// [`breakwater_core::retry_policy::retry_delay`]), or the `Retry-After` if longer (a paused
-/// one's retry then waits in the parked group). Returns whether the job's claim still held and
-/// the queue agreed; `false` means roll back.
-async fn finish_job(
-    w: &Worker,
-    job: &Job,
-    tx: &mut PgConnection,
-    error_text: &str,
-    after: &AfterAttempt,
-    policy: Option<&breakwater_core::retry_policy::RetryPolicy>,
-) -> Result<bool> {
-    Ok(match after.status {
-        Status::Delivered => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
-        Status::Dead => {
-            breakwater_queue::discard(&mut *tx, job.id, job.claim_token, error_text).await?
-        }
-        _ => {
-            let delay = breakwater_core::retry_policy::retry_delay(policy, job.attempt, &w.backoff)
-                .max(after.retry_after.unwrap_or_default());
-            let retried =
-                breakwater_queue::retry(&mut *tx, job.id, job.claim_token, delay, error_text)
-                    .await?;
-            matches!(retried, Some(RetryOutcome::Retried(_)))
-        }
-    })
 }

@@ -1,6 +1,7 @@
 //! The node's job handler: routes each job to its kind's code (and only that: what a job runs
 //! with is [`Worker`], in its own module, so no job module imports this one).
 
+use crate::executor::Outcome;
 use crate::worker::Worker;
 use crate::{alert, deliver, host_probe, probe};
 use breakwater_core::jobs::JobKind;
@@ -32,10 +33,10 @@ impl Handler for Worker {
                 Some(JobKind::AlertEventsWatch) => alert::run_events_watch(self, job).await,
                 None => {
                     let msg = format!("no handler for job kind {:?}", job.kind);
-                    breakwater_queue::discard(&self.pool, job.id, job.claim_token, &msg)
+                    let error = &msg;
+                    crate::executor::finish_on(&self.pool, &job, Outcome::Discard { error })
                         .await
                         .map(|_| ())
-                        .map_err(Into::into)
                 }
             };
             r.map_err(|e: breakwater_core::Error| e.to_string())

@@ -4,6 +4,7 @@
 //! [`breakwater_core::hosts::watch_step`] for the rule when nothing is waiting). It ends when the
 //! host is closed.
 
+use crate::executor::{self, Outcome};
 use crate::worker::Worker;
 use breakwater_core::hosts::{self, WatchStep};
 use breakwater_core::jobs::HostProbeArgs;
@@ -22,11 +23,11 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let mut tx = w.pool.begin().await?;
     let (step, transition) = hosts::watch(&mut tx, &key, &w.hosts).await?;
     let fenced = match step {
-        WatchStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        WatchStep::Done => executor::finish(&mut tx, &job, Outcome::Complete).await?,
         WatchStep::Wait(wait) => {
             // A little past the moment, so the condition holds when the watcher looks again.
             let wait = wait + Duration::from_millis(20);
-            breakwater_queue::snooze(&mut tx, job.id, job.claim_token, wait, None).await?
+            executor::finish(&mut tx, &job, Outcome::Snooze { wait }).await?
         }
     };
     if fenced {

@@ -16,12 +16,16 @@
 //! request timeout counts running time, and a failure the node's stall explains is
 //! inconclusive, not the endpoint's. `keep` (a leaf) keeps a result the node already has until
 //! the database takes it, through an outage (`deliver`, `alert` and the `batch` recorder).
+//! `executor` (a leaf) is the one place a job is ended in the queue: every job module's steps
+//! end their job with an `executor::Outcome` it records (the `batch` recorder's plain successes
+//! excepted, ended many at a time).
 
 mod alert;
 mod batch;
 mod begin;
 mod config;
 mod deliver;
+mod executor;
 mod handler;
 mod host_probe;
 mod http;

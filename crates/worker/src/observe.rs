@@ -27,8 +27,9 @@ fn tier(queue: &str) -> &str {
 /// host, and records on it the response status, the outcome class, the error kind and the
 /// duration. Also records the tenant id on the enclosing `job` span, and the attempt's duration
 /// in `breakwater.attempt.duration` (measured here, to the microsecond, by `job`'s tier and the
-/// outcome class; the node's own stalls left out, [`crate::stall`]).
-pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
+/// outcome class; the node's own stalls left out, [`crate::stall`]). Returns the observation
+/// with its class ([`classify`]'s, computed once here for the whole attempt).
+pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> (Sent, Class) {
     tracing::Span::current().record("tenant_id", display(d.tenant_id));
     let host = url::Url::parse(&d.url)
         .ok()
@@ -66,7 +67,7 @@ pub(crate) async fn send(w: &Worker, d: &Dispatch, job: &Job) -> Sent {
     if class != Class::Success {
         span.record("otel.status_code", "error");
     }
-    sent
+    (sent, class)
 }
 
 /// Records a finished, recorded attempt of delivery `d` (run by `job`): attempts by outcome

@@ -3,6 +3,7 @@
 //! whose lease expired. It ends when the circuit is closed or paused, and when the circuit is
 //! half-open with nothing to probe with (the delivery that claims the role schedules it again).
 
+use crate::executor::{self, Outcome};
 use crate::worker::Worker;
 use breakwater_core::circuit::{self, ProbeStep};
 use breakwater_core::jobs::ProbeArgs;
@@ -21,7 +22,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
     let mut tx = w.pool.begin().await?;
     let (step, transition) = circuit::probe_watch(&mut tx, channel_id, &w.circuit).await?;
     let fenced = match step {
-        ProbeStep::Done => breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?,
+        ProbeStep::Done => executor::finish(&mut tx, &job, Outcome::Complete).await?,
         ProbeStep::Wait(wait) => snooze(&mut tx, &job, wait).await?,
         ProbeStep::Started {
             generation,
@@ -39,7 +40,7 @@ pub(crate) async fn run(w: &Worker, job: Job) -> Result<()> {
             // Nothing to probe with: the watcher ends; the next delivery to arrive claims the
             // probe role and schedules it again for its lease (the `circuit` module doc).
             tracing::info!(%channel_id, generation, "half-open with nothing waiting; the next delivery is the probe");
-            breakwater_queue::complete(&mut *tx, job.id, job.claim_token).await?
+            executor::finish(&mut tx, &job, Outcome::Complete).await?
         }
     };
     if fenced {
@@ -56,5 +57,5 @@ async fn snooze(tx: &mut sqlx::PgConnection, job: &Job, wait: Duration) -> Resul
     // A little past the moment, so the condition (cooldown over, lease expired) holds when the
     // watcher looks again.
     let wait = wait + Duration::from_millis(20);
-    Ok(breakwater_queue::snooze(tx, job.id, job.claim_token, wait, None).await?)
+    executor::finish(tx, job, Outcome::Snooze { wait }).await
 }

@@ -72,7 +72,8 @@ impl Worker {
     ) -> breakwater_core::Result<Option<T>> {
         let parsed = args(job);
         if parsed.is_none() {
-            breakwater_queue::discard(&self.pool, job.id, job.claim_token, reason).await?;
+            let outcome = crate::executor::Outcome::Discard { error: reason };
+            crate::executor::finish_on(&self.pool, job, outcome).await?;
         }
         Ok(parsed)
     }

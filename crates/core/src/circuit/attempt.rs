@@ -1,6 +1,8 @@
 //! After an attempt: the one call ([`after_attempt`]) that records it and moves what it moves —
 //! the delivery's status, its channel's circuits (its host's and its own), a `Retry-After`
-//! hold — in one transaction of the worker's.
+//! hold — in one transaction of the worker's, and returns every effect of it ([`AfterAttempt`]:
+//! with the channel's concurrency feedback, [`feedback`]), so what an answer (a 429, say) leads
+//! to is read in one place; the worker only turns it into the job's outcome.
 
 use super::{
     probe_failed, probe_inconclusive, probe_succeeded, record_failure, record_success,
@@ -11,10 +13,10 @@ use crate::audit;
 use crate::deliveries::{self, AttemptRecord, Dispatch, Endpoint, Recorded, Status};
 use crate::hosts::{self, HostsConfig};
 use crate::outcome::{
-    classify, honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class,
-    Observed,
+    honours_retry_after, host_class, is_configuration_problem, parse_retry_after, Class, Observed,
 };
 use crate::Result;
+use breakwater_queue::Feedback;
 use sqlx::PgConnection;
 use std::time::Duration;
 use std::time::SystemTime;
@@ -29,9 +31,11 @@ pub struct AttemptResult<'a> {
     /// went to, whether the channel was in a rejection streak, and the attempt's start (database
     /// clock).
     pub dispatch: &'a Dispatch,
-    /// What the request observed (status, or the kind of failure); its class is
-    /// [`classify`]'s.
+    /// What the request observed (status, or the kind of failure).
     pub observed: Observed,
+    /// Its class: [`crate::outcome::classify`] of `observed`, computed once by the worker when
+    /// the answer came (its telemetry and stall judgement use the same value).
+    pub class: Class,
     /// How long the request took (the worker's monotonic clock).
     pub duration: Duration,
     /// The channel probe's generation, when this delivery was the half-open probe (or trial).
@@ -62,11 +66,6 @@ pub struct AttemptResult<'a> {
 }
 
 impl AttemptResult<'_> {
-    /// The answer's class.
-    pub fn class(&self) -> Class {
-        classify(self.observed)
-    }
-
     /// Whether the attempt was a channel probe (or trial) or a host probe.
     fn probe(&self) -> bool {
         self.probe_generation.is_some() || self.host_probe.is_some()
@@ -89,6 +88,29 @@ pub struct AfterAttempt {
     /// The transitions this attempt's result won (host circuit first, then the channel's), to
     /// count in the metrics once the caller's transaction commits.
     pub transitions: Vec<audit::Transitioned>,
+    /// What the answer says of the channel's capacity, for its job group's adaptive concurrency
+    /// limit ([`breakwater_queue::adapt_limit`], applied by the worker in this transaction):
+    /// [`feedback`].
+    pub feedback: Feedback,
+}
+
+/// The concurrency feedback of an attempt's answer (the adaptive limit learns from the
+/// channel's current endpoint only): neutral for an answer of a URL the channel has left
+/// (`url_changed`) or a failure at the channel's OAuth2 token endpoint (`token_failure`: the
+/// endpoint was not asked); else a success reports its `latency` as one run, a transient failure
+/// (timeout, refused connection, 429, 5xx) overload, a permanent one (a 4xx) nothing.
+pub(crate) fn feedback(
+    class: Class,
+    url_changed: bool,
+    token_failure: bool,
+    latency: Duration,
+) -> Feedback {
+    match class {
+        _ if url_changed || token_failure => Feedback::Neutral,
+        Class::Success => Feedback::Ok { latency, runs: 1 },
+        Class::Transient => Feedback::Overloaded,
+        Class::Permanent => Feedback::Neutral,
+    }
 }
 
 /// Records an attempt and everything it moves, in the caller's transaction (before the job is
@@ -106,7 +128,7 @@ pub async fn after_attempt(
     max_attempts: i32,
 ) -> Result<Option<AfterAttempt>> {
     let d = a.dispatch;
-    let class = a.class();
+    let class = a.class;
     let locked = lock_for_result(
         tx,
         d.channel_id,
@@ -156,6 +178,7 @@ pub async fn after_attempt(
         endpoint,
         retry_after,
         transitions,
+        feedback: feedback(class, endpoint.url_changed, a.token_failure, a.duration),
     }))
 }
 
@@ -205,7 +228,7 @@ async fn move_circuits(
     max_attempts: i32,
 ) -> Result<(Option<Duration>, Vec<audit::Transitioned>)> {
     let d = a.dispatch;
-    let class = a.class();
+    let class = a.class;
     let mut transitions = Vec::new();
     if a.token_failure {
         // The host of the channel's URL was never reached: nothing counted against it.
@@ -336,7 +359,7 @@ impl AttemptResult<'_> {
     /// in a batch with others ([`crate::deliveries::record_successes`]). Every other result goes
     /// through [`after_attempt`] in a transaction of its own.
     pub fn moves_nothing(&self) -> bool {
-        self.class() == Class::Success
+        self.class == Class::Success
             && !self.probe()
             && self.failures_before == 0
             && !self.dispatch.rejected

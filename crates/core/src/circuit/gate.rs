@@ -449,21 +449,15 @@ pub async fn admit(
     }
 }
 
-/// Snoozes the claimed job `job_id` (claim `claim_token`) of channel `channel_id` that met the
-/// channel's `Retry-After` hold in its admission ([`Admission::Wait`]): reads the hold again
-/// under the channel row's share lock and snoozes the job until its end plus `jitter`, or makes
-/// it due now when the hold ended or was dropped meanwhile. So a job that read the hold just
-/// before [`drop_retry_after`] (which holds the row while it moves the held jobs) is not left
-/// waiting out a hold that is gone: whichever commits first, the other sees it. No attempt is
-/// used. Returns whether the claim still held (a rescued run changes nothing).
-pub async fn snooze_for_hold(
-    conn: &mut PgConnection,
-    channel_id: Uuid,
-    job_id: i64,
-    claim_token: Uuid,
-    jitter: Duration,
-) -> Result<bool> {
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+/// The rest of channel `channel_id`'s `Retry-After` hold, for a claimed job of it that met the
+/// hold in its admission ([`Admission::Wait`]): read again under the channel row's share lock,
+/// `None` when the hold ended or was dropped meanwhile (the job is then due now). The caller
+/// snoozes the job for it (plus jitter) **in the same transaction `tx`**, before committing, so
+/// the lock spans the snooze: a job that read the hold just before [`drop_retry_after`] (which
+/// holds the row while it moves the held jobs) is not left waiting out a hold that is gone —
+/// whichever commits first, the other sees it. No attempt is used. The queue call stays the
+/// worker's (its one executor of job outcomes); only the read under the lock is the circuit's.
+pub async fn hold_left(tx: &mut PgConnection, channel_id: Uuid) -> Result<Option<Duration>> {
     let left_ms: Option<f64> = sqlx::query_scalar(
         "SELECT greatest(extract(epoch FROM retry_after_until - now()) * 1000, 0)::float8
          FROM channels WHERE id = $1 FOR SHARE",
@@ -472,13 +466,10 @@ pub async fn snooze_for_hold(
     .fetch_optional(&mut *tx)
     .await?
     .flatten();
-    let wait = match left_ms {
-        Some(ms) if ms > 0.0 => Duration::from_millis(ms.ceil() as u64) + jitter,
-        _ => Duration::ZERO,
-    };
-    let held = breakwater_queue::snooze(&mut tx, job_id, claim_token, wait, None).await?;
-    tx.commit().await?;
-    Ok(held)
+    Ok(match left_ms {
+        Some(ms) if ms > 0.0 => Some(Duration::from_millis(ms.ceil() as u64)),
+        _ => None,
+    })
 }
 
 /// The one park-or-not decision of an enqueue to channel `channel_id`: locks its gate row

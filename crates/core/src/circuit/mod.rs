@@ -125,8 +125,8 @@ pub use explain::{
     ExplainedSettings, Explanation, UntilDead, Warning, WhileOpen,
 };
 pub use gate::{
-    admit, admit_and_begin, admit_and_begin_many, decide, enqueue_parked, lock_gate,
-    snooze_for_hold, Admission, Begun, GateRow, ProbeRole,
+    admit, admit_and_begin, admit_and_begin_many, decide, enqueue_parked, hold_left, lock_gate,
+    Admission, Begun, GateRow, ProbeRole,
 };
 pub use health::health_check;
 pub use manual::{apply_manual, Manual, ManualBy};

@@ -275,3 +275,39 @@ fn a_plainly_closed_gate_is_a_plain_send() {
         }
     }
 }
+
+#[test]
+fn an_attempt_feeds_back_only_the_channels_current_endpoint() {
+    use crate::outcome::Class;
+    use breakwater_queue::Feedback;
+    let feedback = super::attempt::feedback;
+    let ms = Duration::from_millis(40);
+    assert_eq!(
+        feedback(Class::Success, false, false, ms),
+        Feedback::Ok {
+            latency: ms,
+            runs: 1
+        }
+    );
+    assert_eq!(
+        feedback(Class::Transient, false, false, ms),
+        Feedback::Overloaded,
+        "a timeout, 429 or 5xx is overload"
+    );
+    assert_eq!(
+        feedback(Class::Permanent, false, false, ms),
+        Feedback::Neutral
+    );
+    for class in [Class::Success, Class::Transient, Class::Permanent] {
+        assert_eq!(
+            feedback(class, true, false, ms),
+            Feedback::Neutral,
+            "a URL the channel has left"
+        );
+        assert_eq!(
+            feedback(class, false, true, ms),
+            Feedback::Neutral,
+            "the token endpoint failed: the endpoint was not asked"
+        );
+    }
+}

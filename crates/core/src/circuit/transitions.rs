@@ -98,7 +98,7 @@ const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(5);
 /// takes nothing new: a `FOR UPDATE` would wait for a worker's attempt insert, whose foreign
 /// key holds `KEY SHARE` on the row, while that worker waits for the caller: a deadlock); then
 /// the group's job rows. A delivery in its admission at that moment snoozes under the row's
-/// share lock ([`snooze_for_hold`]), so it sees the hold gone. Returns the end of the hold that
+/// share lock ([`hold_left`]), so it sees the hold gone. Returns the end of the hold that
 /// was on, if one was.
 pub async fn drop_retry_after(
     tx: &mut PgConnection,
