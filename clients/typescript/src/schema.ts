@@ -3422,7 +3422,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request does not parse: a path id that is not a UUID (`invalid_path`), a query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON (`malformed_json`). */
+        /** @description The request does not parse: a path id that is not a UUID (`invalid_path`), a query string of the wrong form (`invalid_query`: a parameter the route does not take or given twice, or not UTF-8), or a body that is not well-formed JSON (`malformed_json`). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -3449,7 +3449,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` naming it), or text with a NUL character (`invalid_text`). */
+        /** @description Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing or unknown field, a wrong type), a bad value of a body field or a query parameter (`invalid_field`, with `field` naming it), or text with a NUL character (`invalid_text`). */
         Invalid: {
             headers: {
                 [name: string]: unknown;
@@ -4611,10 +4611,8 @@ export interface operations {
     list_audit: {
         parameters: {
             query?: {
-                /** @description Only this channel's entries. */
+                /** @description Only this channel's entries (another tenant's channel: 404). */
                 channel_id?: string;
-                /** @description Only this tenant's entries (a tenant may only name itself). */
-                tenant_id?: string;
                 /** @description The previous page's `next_cursor`. */
                 after?: string;
                 /** @description Rows per page, 1–1000 (default 100). */
@@ -4804,7 +4802,7 @@ export interface operations {
             query?: {
                 /** @description Only this channel's entries. */
                 channel_id?: string;
-                /** @description Only this tenant's entries (a tenant may only name itself). */
+                /** @description Only this tenant's entries. */
                 tenant_id?: string;
                 /** @description The previous page's `next_cursor`. */
                 after?: string;

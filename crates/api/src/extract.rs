@@ -285,12 +285,14 @@ impl QueryParams for crate::page::PageQuery {
 }
 
 /// `axum::extract::Query`'s reading of the query string (`application/x-www-form-urlencoded`,
-/// as `serde_urlencoded` reads it), whose rejection is a 400 problem `invalid_query` whose
-/// `field` names the parameter that does not parse (e.g. `tenant_id` for `?tenant_id=x`) when
-/// serde can tell; a name or value that is not UTF-8 once percent-decoded is refused the same
-/// way, not replaced by U+FFFD. A parameter the route does not take ([`QueryParams`]) is
-/// refused too, naming it and the ones it takes: a misspelt filter (`?stauts=dead`) would
-/// otherwise be ignored and answer as if no filter had been asked for.
+/// as `serde_urlencoded` reads it). The query string itself is checked here, each refusal a 400
+/// problem `invalid_query` whose `field` names the parameter: a name or value that is not UTF-8
+/// once percent-decoded (refused, not replaced by U+FFFD), a parameter the route does not take
+/// ([`QueryParams`]; the refusal names the ones it takes: a misspelt filter (`?stauts=dead`)
+/// would otherwise be ignored and answer as if no filter had been asked for), and a parameter
+/// given twice. A *value* is the route's to check: query structs hold text, and the route
+/// answers a bad one with a 422 `invalid_field` naming the parameter (`?tenant_id=x`, `?limit=0`),
+/// as a bad body field.
 pub struct Query<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + QueryParams> FromRequestParts<S> for Query<T> {
@@ -319,22 +321,46 @@ impl<S: Send + Sync, T: DeserializeOwned + QueryParams> FromRequestParts<S> for 
             problem.field = Some(Cow::Owned(cut(&name)));
             return Err(problem);
         }
+        // A parameter given twice is refused as an unknown one is: which of the two the route
+        // would read (serde's refusal, or the first for a paging parameter) is not a choice the
+        // client meant to leave to it, and `?status=dead&status=failed` is not an OR.
+        let mut seen: Vec<Cow<'_, str>> = Vec::new();
+        for (name, _) in form_urlencoded::parse(query.as_bytes()) {
+            if seen.contains(&name) {
+                let mut problem = ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_query",
+                    format!("query parameter `{name}` is given more than once; give it once"),
+                );
+                problem.field = Some(Cow::Owned(name.into_owned()));
+                return Err(problem);
+            }
+            seen.push(name);
+        }
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize::<_, T>(de)
             .map(Query)
             .map_err(|e| {
-                let field = e.path().to_string();
-                let mut problem = ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_query",
-                    if field == "." {
-                        format!("Failed to deserialize query string: {}", e.inner())
-                    } else {
-                        format!("Failed to deserialize query string: {field}: {}", e.inner())
-                    },
-                );
-                problem.field = field_of(&field, &e.inner().to_string()).map(Cow::Owned);
-                problem
+                // Every parameter is read as text and checked by its route (422 naming it), so
+                // this is a backstop: a value serde refuses is a 422 naming the parameter too.
+                let path = e.path().to_string();
+                let message = plain_types(&e.inner().to_string(), &path);
+                match field_of(&path, &e.inner().to_string()) {
+                    Some(field) => {
+                        let mut problem = ApiError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "invalid_field",
+                            format!("{field}: {message}"),
+                        );
+                        problem.field = Some(Cow::Owned(field));
+                        problem
+                    }
+                    None => ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_query",
+                        format!("the query string does not parse: {message}"),
+                    ),
+                }
             })
     }
 }
@@ -402,7 +428,7 @@ fn check_query_utf8(query: &str) -> Result<(), ApiError> {
         let mut problem = ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_query",
-            "Failed to deserialize query string: a parameter is not UTF-8 once percent-decoded",
+            "a query parameter's name or value is not UTF-8 once percent-decoded",
         );
         // The field is named when its name is readable (at most 200 characters of it).
         problem.field = name.ok().map(|n| Cow::Owned(n.chars().take(200).collect()));

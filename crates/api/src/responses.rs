@@ -45,7 +45,8 @@ const BAD_REQUEST: ProblemResponse = problem(
     "400",
     "BadRequest",
     "The request does not parse: a path id that is not a UUID (`invalid_path`), a \
-    query string of the wrong form (`invalid_query`), or a body that is not well-formed JSON \
+    query string of the wrong form (`invalid_query`: a parameter the route does not take or \
+    given twice, or not UTF-8), or a body that is not well-formed JSON \
     (`malformed_json`).",
 );
 const UNAUTHORIZED: ProblemResponse = ProblemResponse {
@@ -95,8 +96,8 @@ const INVALID: ProblemResponse = problem(
     "422",
     "Invalid",
     "Well-formed but invalid: a body of the wrong shape (`invalid_body`: a missing \
-    or unknown field, a wrong type), a value out of range (`invalid_field`, with `field` \
-    naming it), or text with a NUL character (`invalid_text`).",
+    or unknown field, a wrong type), a bad value of a body field or a query parameter \
+    (`invalid_field`, with `field` naming it), or text with a NUL character (`invalid_text`).",
 );
 const TOO_MANY_REQUESTS: ProblemResponse = ProblemResponse {
     retry_after: true,
@@ -259,7 +260,8 @@ impl<A: IntoResponses> IntoResponses for ById<A> {
 }
 
 /// `responses(...)` of a route with a query string: `A`'s responses (e.g. [`OperatorAuth`]), and
-/// 400 (a query string of the wrong form) and 422 (a parameter out of range).
+/// 400 (a query string of the wrong form: a parameter the route does not take, one given twice,
+/// one not UTF-8) and 422 (a bad value of a parameter it takes, e.g. an id that is not a UUID).
 pub(crate) struct WithQuery<A>(PhantomData<A>);
 impl<A: IntoResponses> IntoResponses for WithQuery<A> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {

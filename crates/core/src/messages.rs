@@ -128,9 +128,10 @@ pub fn validate(m: &NewMessage) -> Result<()> {
 /// [`Error::Conflict`].
 ///
 /// Concurrency: the subscribed channels' rows are held `FOR SHARE` (in id order) until the caller
-/// commits, as the per-channel enqueue holds its one channel ([`crate::circuit::lock_gate`]): a
-/// circuit transition waits for this insert, so a delivery to an open or paused channel starts
-/// `paused` (its job held by the channel's parked job group) and a release never misses it. Two
+/// commits, by the enqueue gate that also holds a per-channel enqueue's one channel
+/// ([`crate::channels::enqueue_gate_sql`]): a circuit transition waits for this insert, so a
+/// delivery to an open or paused channel starts `paused` (its job held by the channel's parked
+/// job group) and a release never misses it. Two
 /// requests with one idempotency key are serialised by the unique index on
 /// `messages (tenant_id, idempotency_key)`: the second waits for the first, then replays it.
 pub async fn send(
@@ -176,27 +177,29 @@ pub async fn send(
     };
 
     // 2. The channels: the named ones of the tenant (to tell a foreign or missing id), or every
-    //    subscribed one; locked FOR SHARE in id order (see above), with their circuit state.
+    //    subscribed one; through the enqueue gate (locked FOR SHARE in id order, see above, and
+    //    `crate::channels::enqueue_gate_sql`), with their circuit state.
     //    A channel subscribes when its filter holds the type or a wildcard over it. Their
     //    payload filters come with them, under the same lock: a filter changed by a PATCH that
     //    commits after this read applies from the next message on. (As text: it is compiled
     //    from its text, never needed as a tree here.)
     let patterns = crate::channels::matching_patterns(event_type);
-    let rows: Vec<(Uuid, crate::circuit::State, bool, Option<String>)> = sqlx::query_as(
-        "SELECT id, circuit_state, (event_types IS NULL OR event_types && $3) AS subscribed,
-                filter::text
-         FROM channels
-         WHERE tenant_id = $1 AND deleted_at IS NULL
-           AND ($2::uuid[] IS NULL OR id = ANY ($2))
-           AND ($2::uuid[] IS NOT NULL OR event_types IS NULL OR event_types && $3)
-         ORDER BY id
-         FOR SHARE",
-    )
-    .bind(tenant_id)
-    .bind(&wanted)
-    .bind(&patterns)
-    .fetch_all(&mut *tx)
-    .await?;
+    static CHANNELS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        crate::channels::enqueue_gate_sql(
+            "c.id, c.circuit_state, (c.event_types IS NULL OR c.event_types && $3) AS subscribed,
+             c.filter::text",
+            "",
+            "c.tenant_id = $1
+             AND ($2::uuid[] IS NULL OR c.id = ANY ($2))
+             AND ($2::uuid[] IS NOT NULL OR c.event_types IS NULL OR c.event_types && $3)",
+        )
+    });
+    let rows: Vec<(Uuid, crate::circuit::State, bool, Option<String>)> = sqlx::query_as(&CHANNELS)
+        .bind(tenant_id)
+        .bind(&wanted)
+        .bind(&patterns)
+        .fetch_all(&mut *tx)
+        .await?;
     if let Some(wanted) = &wanted {
         if rows.len() != wanted.len() {
             let found: std::collections::HashSet<Uuid> = rows.iter().map(|r| r.0).collect();

@@ -49,12 +49,62 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
         .with_context(|| "connecting to the database (check DATABASE_URL)")
 }
 
-/// Applies the embedded migrations.
-pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+/// What [`migrate`] did to the database's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migrated {
+    /// How many migrations this call applied (0: the schema was already current). Counted from
+    /// sqlx's bookkeeping before and after, so a node migrating at the same moment may have
+    /// applied some of them (sqlx's advisory lock makes the two take turns).
+    pub applied: usize,
+    /// The newest migration's version (its file name's number, e.g. `20261201000000`), which
+    /// the schema is now at; `None` only for a binary without migrations.
+    pub version: Option<i64>,
+}
+
+/// Applies the embedded migrations, and logs (info) how many it applied and the version the
+/// schema is at, or that it was already current: an operator reading a node's start-up sees
+/// which schema it runs against. Errors: the database's, or a migration's.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<Migrated> {
+    let before = applied_versions(pool)
+        .await
+        .context("reading the applied migrations")?;
     breakwater_core::MIGRATOR
         .run(pool)
         .await
-        .context("applying migrations")
+        .context("applying migrations")?;
+    let ups = || {
+        breakwater_core::MIGRATOR
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration())
+    };
+    let done = Migrated {
+        applied: ups().filter(|m| !before.contains(&m.version)).count(),
+        version: ups().map(|m| m.version).max(),
+    };
+    if done.applied == 0 {
+        tracing::info!(version = done.version, "database schema already current");
+    } else {
+        tracing::info!(
+            applied = done.applied,
+            version = done.version,
+            "applied database migrations"
+        );
+    }
+    Ok(done)
+}
+
+/// The versions sqlx has recorded as applied in `_sqlx_migrations`, its own table (none before
+/// the first run creates it). Read with unchecked SQL: the table is sqlx's, not in our schema.
+async fn applied_versions(pool: &PgPool) -> sqlx::Result<Vec<i64>> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+        .fetch_all(pool)
+        .await
 }
 
 /// A running node.

@@ -130,11 +130,9 @@ async fn malformed_json_and_non_uuid_ids_are_400(pool: PgPool) {
     .await;
     assert_eq!(b["field"], "host", "{b}");
     assert!(!b["detail"].as_str().unwrap().contains("UUID"), "{b}");
-    // A query parameter that does not parse is named too.
+    // A query string that does not decode names its parameter too: bytes that are not UTF-8
+    // once percent-decoded are refused, not replaced by U+FFFD.
     for (path, field) in [
-        ("/api/v1/admin/channels?tenant_id=nope", "tenant_id"),
-        ("/api/v1/admin/channels?state=open&tenant_id=1", "tenant_id"),
-        // Bytes that are not UTF-8 once percent-decoded are refused, not replaced by U+FFFD.
         ("/api/v1/admin/channels?state=op%FFen", "state"),
         ("/api/v1/admin/channels?tenant+id=%C3%28", "tenant id"),
     ] {
@@ -338,6 +336,148 @@ async fn text_the_database_cannot_store_is_refused_not_a_500(pool: PgPool) {
     // A backslash-u sequence spelled out in a string is ordinary text and is accepted.
     let ok = json!({ "s": "\\u0000" });
     assert_eq!(stored_payload(&app, &key, channel, &ok).await, ok);
+    app.stop().await;
+}
+
+/// A bad value of a query parameter a route takes is a 422 `invalid_field` naming it, on every
+/// route alike (an id filter that is not a UUID was a 400 with serde's words on the audit logs
+/// and the operator's channel list); a query string wrong as a whole (a parameter given twice,
+/// one the route does not take) is a 400 `invalid_query` naming the parameter.
+#[sqlx::test(migrator = "breakwater_core::MIGRATOR")]
+async fn bad_query_values_are_422_and_a_repeated_parameter_400_naming_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (tenant, key) = app.tenant("acme", "default").await;
+    let channel = app.channel(&key, "acme").await;
+
+    for (path, auth, field) in [
+        (
+            "/api/v1/admin/channels?tenant_id=nope",
+            OPERATOR_KEY,
+            "tenant_id",
+        ),
+        (
+            "/api/v1/admin/channels?state=open&tenant_id=1",
+            OPERATOR_KEY,
+            "tenant_id",
+        ),
+        (
+            "/api/v1/admin/audit?tenant_id=nope",
+            OPERATOR_KEY,
+            "tenant_id",
+        ),
+        (
+            "/api/v1/admin/audit?channel_id=nope",
+            OPERATOR_KEY,
+            "channel_id",
+        ),
+        ("/api/v1/audit?channel_id=nope", key.as_str(), "channel_id"),
+        (
+            "/api/v1/deliveries?channel_id=nope",
+            key.as_str(),
+            "channel_id",
+        ),
+        ("/api/v1/audit?limit=0", key.as_str(), "limit"),
+    ] {
+        let b = assert_invalid(get(&app, path, Some(auth)).await, field).await;
+        assert_eq!(b["code"], "invalid_field", "{path}: {b}");
+        let detail = b["detail"].as_str().unwrap();
+        assert!(
+            !detail.contains("deserialize") && !detail.contains("UUID parsing"),
+            "{path}: {detail}"
+        );
+    }
+    let repeated = [
+        ("/api/v1/channels?limit=5&limit=6".to_string(), "limit"),
+        (
+            "/api/v1/deliveries?status=dead&status=failed".to_string(),
+            "status",
+        ),
+        (
+            format!("/api/v1/audit?channel_id={channel}&channel_id={channel}"),
+            "channel_id",
+        ),
+    ];
+    for (path, field) in repeated {
+        let b = assert_problem(get(&app, &path, Some(&key)).await, 400).await;
+        assert_eq!(
+            (&b["code"], &b["field"]),
+            (&json!("invalid_query"), &json!(field)),
+            "{path}: {b}"
+        );
+        assert!(
+            b["detail"].as_str().unwrap().contains("more than once"),
+            "{path}: {b}"
+        );
+    }
+    // The tenant's audit log does not take `tenant_id` (its tenant is the key's), as the OpenAPI
+    // document says: even its own id is refused as a parameter the route does not take.
+    let b = assert_problem(
+        get(
+            &app,
+            &format!("/api/v1/audit?tenant_id={tenant}"),
+            Some(&key),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(
+        (&b["code"], &b["field"]),
+        (&json!("invalid_query"), &json!("tenant_id")),
+        "{b}"
+    );
+    assert!(
+        b["detail"]
+            .as_str()
+            .unwrap()
+            .contains("channel_id, after, limit"),
+        "{b}"
+    );
+    // The operator's filters still filter.
+    let (status, _) = app
+        .get(
+            &format!("/api/v1/admin/audit?tenant_id={tenant}&channel_id={channel}"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, page) = app
+        .get(
+            &format!("/api/v1/admin/channels?tenant_id={tenant}"),
+            OPERATOR_KEY,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+
+    // An instant's `+` sent unencoded reads as a space: the refusal says to send it as %2B.
+    let b = assert_invalid(
+        get(
+            &app,
+            "/api/v1/deliveries?since=2026-01-01T00:00:00+00:00",
+            Some(&key),
+        )
+        .await,
+        "since",
+    )
+    .await;
+    assert!(b["detail"].as_str().unwrap().contains("%2B"), "{b}");
+    // Another bad instant is not told about `+`.
+    let b = assert_invalid(
+        get(
+            &app,
+            &format!("/api/v1/channels/{channel}/deliveries?until=yesterday"),
+            Some(&key),
+        )
+        .await,
+        "until",
+    )
+    .await;
+    assert!(!b["detail"].as_str().unwrap().contains("%2B"), "{b}");
+    let (status, _) = app
+        .get("/api/v1/deliveries?since=2026-01-01T00:00:00%2B00:00", &key)
+        .await;
+    assert_eq!(status, 200);
     app.stop().await;
 }
 

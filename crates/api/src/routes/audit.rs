@@ -1,6 +1,7 @@
 //! `GET /api/v1/audit?channel_id=&after=&limit=`: a tenant reads the audit log of its own
 //! channels, newest first.
 
+use super::query_id;
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::Query;
@@ -19,33 +20,66 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/v1/audit", get(list))
 }
 
-/// Filters of audit reads (paging: [`PageQuery`]): newest first, paged by cursor
-/// ([`crate::page`]).
+/// Filters of the tenant's audit read (paging: [`PageQuery`]): newest first, paged by cursor
+/// ([`crate::page`]). No `tenant_id`: the tenant is the key's, so the route does not take one
+/// (400 `invalid_query` as any parameter it does not take).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct TenantAuditQuery {
+    /// Only this channel's entries (another tenant's channel: 404).
+    #[param(value_type = Option<Uuid>)]
+    channel_id: Option<String>,
+    #[serde(flatten)]
+    #[param(ignore)]
+    page: PageQuery,
+}
+
+impl crate::extract::QueryParams for TenantAuditQuery {
+    const PAGED: bool = true;
+}
+
+/// Filters of the operator's audit read (paging: [`PageQuery`]), as [`TenantAuditQuery`] plus
+/// any tenant.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct AuditQuery {
     /// Only this channel's entries.
-    pub(crate) channel_id: Option<Uuid>,
-    /// Only this tenant's entries (a tenant may only name itself).
-    pub(crate) tenant_id: Option<Uuid>,
+    #[param(value_type = Option<Uuid>)]
+    channel_id: Option<String>,
+    /// Only this tenant's entries.
+    #[param(value_type = Option<Uuid>)]
+    tenant_id: Option<String>,
     #[serde(flatten)]
     #[param(ignore)]
-    pub(crate) page: PageQuery,
+    page: PageQuery,
 }
 
 impl crate::extract::QueryParams for AuditQuery {
     const PAGED: bool = true;
 }
 
-/// Reads a page; `tenant_id` is forced for tenants.
-pub(crate) async fn page(
+/// Reads a page of the entries of `tenant_id` (any tenant's: `None`) and of channel
+/// `channel_id` (any: `None`).
+async fn page(
     state: &AppState,
     tenant_id: Option<Uuid>,
+    channel_id: Option<Uuid>,
+    page: &PageQuery,
+) -> Result<Page<Record>, ApiError> {
+    let keyset = page.keyset::<i64>(Order::NewestFirst)?;
+    let rows = audit::list(state.pool(), tenant_id, channel_id, &keyset).await?;
+    Ok(Page::new(rows, &keyset, |r| r.id))
+}
+
+/// The operator's page of `q`: any tenant's entries, filtered as `q` asks (a filter that is not
+/// a UUID: 422 naming it).
+pub(crate) async fn operator_page(
+    state: &AppState,
     q: &AuditQuery,
 ) -> Result<Page<Record>, ApiError> {
-    let keyset = q.page.keyset::<i64>(Order::NewestFirst)?;
-    let rows = audit::list(state.pool(), tenant_id, q.channel_id, &keyset).await?;
-    Ok(Page::new(rows, &keyset, |r| r.id))
+    let tenant_id = query_id("tenant_id", q.tenant_id.as_deref())?;
+    let channel_id = query_id("channel_id", q.channel_id.as_deref())?;
+    page(state, tenant_id, channel_id, &q.page).await
 }
 
 /// Reads the tenant's audit log (its own channels and itself), newest first.
@@ -54,7 +88,7 @@ pub(crate) async fn page(
     path = "/api/v1/audit",
     tag = "audit",
     operation_id = "list_audit",
-    params(AuditQuery, PageQuery),
+    params(TenantAuditQuery, PageQuery),
     responses(
         (status = 200, description = "A page of audit entries.", body = Page<Record>),
         WithQuery<TenantAuth>,
@@ -64,20 +98,15 @@ pub(crate) async fn page(
 )]
 pub(crate) async fn list(
     call: TenantCall,
-    Query(q): Query<AuditQuery>,
+    Query(q): Query<TenantAuditQuery>,
 ) -> Result<axum::Json<Page<Record>>, ApiError> {
-    if q.tenant_id.is_some_and(|t| t != call.tenant_id()) {
-        return Err(ApiError::invalid(
-            "tenant_id",
-            "a tenant reads only its own audit log",
-        ));
-    }
+    let channel_id = query_id("channel_id", q.channel_id.as_deref())?;
     // A tenant names only its own channels: another tenant's (or no) channel is a 404, as
     // everywhere else, not an empty page. (The operator's filter stays a filter.)
-    if let Some(channel_id) = q.channel_id {
+    if let Some(channel_id) = channel_id {
         channels::check_owned(call.state.pool(), call.tenant_id(), channel_id).await?;
     }
     Ok(axum::Json(
-        page(&call.state, Some(call.tenant_id()), &q).await?,
+        page(&call.state, Some(call.tenant_id()), channel_id, &q.page).await?,
     ))
 }

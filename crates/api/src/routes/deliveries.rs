@@ -2,7 +2,7 @@
 //! resend, a channel's delivery list (`GET /api/v1/channels/{id}/deliveries`) and the
 //! tenant-wide search (`GET /api/v1/deliveries`).
 
-use super::list_filter;
+use super::{list_filter, query_id};
 use crate::call::TenantCall;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
@@ -118,7 +118,9 @@ pub(crate) async fn list(
 }
 
 /// A list's time bound `field`: absent → `None`; an RFC 3339 instant in years 1 to 9999 (what
-/// Postgres and the replay window accept alike), else 422 naming `field`.
+/// Postgres and the replay window accept alike), else 422 naming `field`. The value is the query
+/// string's, decoded: an offset's `+` sent unencoded (`?since=2026-01-01T00:00:00+00:00`) reads
+/// as a space there, so a refused value with a space says to send `+` as `%2B`.
 pub(crate) fn instant(
     field: &'static str,
     raw: Option<&str>,
@@ -127,10 +129,14 @@ pub(crate) fn instant(
     let Some(raw) = raw else { return Ok(None) };
     let t = chrono::DateTime::parse_from_rfc3339(raw.trim())
         .map_err(|_| {
-            ApiError::invalid(
-                field,
-                "must be an RFC 3339 instant, e.g. 2026-12-05T10:00:00Z",
-            )
+            let mut detail = "must be an RFC 3339 instant, e.g. 2026-12-05T10:00:00Z".to_string();
+            if raw.trim().contains(' ') {
+                detail.push_str(
+                    "; a `+` in a query string reads as a space: send it as %2B \
+                     (2026-12-05T10:00:00%2B01:00)",
+                );
+            }
+            ApiError::invalid(field, detail)
         })?
         .with_timezone(&chrono::Utc);
     if !(1..=9999).contains(&t.year()) {
@@ -369,16 +375,6 @@ pub(crate) struct SearchQuery {
 
 impl crate::extract::QueryParams for SearchQuery {
     const PAGED: bool = true;
-}
-
-/// A query's id `field`: absent → `None`; a UUID, else 422 naming `field`.
-fn query_id(field: &'static str, raw: Option<&str>) -> Result<Option<Uuid>, ApiError> {
-    raw.map(|r| {
-        r.trim()
-            .parse::<Uuid>()
-            .map_err(|_| ApiError::invalid(field, "must be a UUID"))
-    })
-    .transpose()
 }
 
 /// Searches the tenant's deliveries on every channel, newest first, without payloads.

@@ -80,6 +80,21 @@ pub(crate) fn path_action<T: Copy>(segment: &str, actions: &[(&str, T)]) -> Resu
     }
 }
 
+/// A query's id `field` (a filter such as `?channel_id=`): absent → `None`; a UUID, else 422
+/// naming `field`, as every bad query value. (A query struct holds an id as text for this: typed
+/// as `Uuid`, serde would refuse it in the query parser, in its own words.)
+pub(crate) fn query_id(
+    field: &'static str,
+    raw: Option<&str>,
+) -> Result<Option<uuid::Uuid>, ApiError> {
+    raw.map(|r| {
+        r.trim()
+            .parse::<uuid::Uuid>()
+            .map_err(|_| ApiError::invalid(field, "must be a UUID"))
+    })
+    .transpose()
+}
+
 /// A list's filter `field` as a `T`: absent → `None`; any text that is not one of `T::ALL` → 422
 /// on `field` naming the allowed values in order, e.g. `state: must be one of closed, open,
 /// half_open`.

@@ -1,9 +1,9 @@
 //! Operator routes (operator key): every channel's breaker across tenants, force open / close,
 //! pause / resume any channel, the cluster-wide circuit defaults, and the whole audit log.
 
-use super::audit::{page, AuditQuery};
+use super::audit::{operator_page, AuditQuery};
 use super::channels::{manual, view, ChannelView, ReasonQuery};
-use super::{list_filter, path_action};
+use super::{list_filter, path_action, query_id};
 use crate::call::OperatorCall;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
@@ -39,7 +39,8 @@ pub(crate) struct ListQuery {
     #[param(value_type = Option<breakwater_core::circuit::State>)]
     state: Option<String>,
     /// Only this tenant's channels.
-    tenant_id: Option<Uuid>,
+    #[param(value_type = Option<Uuid>)]
+    tenant_id: Option<String>,
     #[serde(flatten)]
     #[param(ignore)]
     page: PageQuery,
@@ -71,7 +72,8 @@ pub(crate) async fn list(
 ) -> Result<axum::Json<Page<OperatorChannel>>, ApiError> {
     let circuit_state = list_filter::<circuit::State>("state", q.state.as_deref())?;
     let keyset = q.page.keyset::<Uuid>(Order::OldestFirst)?;
-    let rows = channels::list_all(call.state.pool(), circuit_state, q.tenant_id, &keyset).await?;
+    let tenant_id = query_id("tenant_id", q.tenant_id.as_deref())?;
+    let rows = channels::list_all(call.state.pool(), circuit_state, tenant_id, &keyset).await?;
     let rows = rows
         .into_iter()
         .map(|row| OperatorChannel {
@@ -298,5 +300,5 @@ pub(crate) async fn audit_log(
     call: OperatorCall,
     Query(q): Query<AuditQuery>,
 ) -> Result<axum::Json<Page<Record>>, ApiError> {
-    Ok(axum::Json(page(&call.state, q.tenant_id, &q).await?))
+    Ok(axum::Json(operator_page(&call.state, &q).await?))
 }

@@ -18,6 +18,7 @@ pub use crate::endpoint::{
     check_compatible, resolve_auth, resolve_headers, view_headers, Auth, AuthInput, Header,
     HeaderInput, HeaderSpec, HeaderView, Headers, MASK, MAX_HEADERS, MAX_HEADER_BYTES,
 };
+pub(crate) use read::enqueue_gate_sql;
 pub use read::{
     backlog, check_owned, get, get_any, get_locked_for_enqueue, list, list_all, Backlog,
     OperatorChannel,

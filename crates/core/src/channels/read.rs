@@ -62,10 +62,43 @@ pub async fn get(exec: impl PgExecutor<'_>, tenant_id: Uuid, id: Uuid) -> Result
     .ok_or(Error::NotFound("channel"))
 }
 
-/// [`get`] with its tenant, the channel's row locked `FOR SHARE` until the caller's transaction
-/// ends: the one read of an enqueue, one statement. The lock is
-/// [`crate::circuit::enqueue_parked`]'s (a transition waits for the enqueue's insert, so a
-/// release never misses its deliveries), and the channel it returns is read under it, so
+/// The statement of the enqueue gate: the one rule of every enqueue that creates deliveries on
+/// the channels it reads (one channel, [`get_locked_for_enqueue`]; a message's fan-out,
+/// [`crate::messages::send`]). `columns` is the select list over `channels c` (it must hold
+/// `c.circuit_state`), `join` any tables joined to it (` JOIN tenants t ON t.id = c.tenant_id`,
+/// or empty), `filter` the rest of the `WHERE` clause.
+///
+/// - What locks: each channel row the statement returns, `FOR SHARE` until the caller's
+///   transaction ends; `OF c`, so a joined row (the tenant's: its tier, catalog and quotas) is
+///   read, not locked. A circuit transition updates the row, so it waits for the enqueue's
+///   insert, and an enqueue that waited reads the transition's committed state: a release
+///   never misses a delivery created parked, and none is created `pending` behind a circuit
+///   that has just opened. (The same lock as [`crate::circuit::enqueue_parked`], which a
+///   replay or a recovery takes on its one channel.)
+/// - In which order: by channel id, so that enqueues and anything else that locks several of
+///   a tenant's channels in id order queue behind each other instead of deadlocking.
+/// - Which channels: live ones (`c.deleted_at IS NULL`; Postgres checks it again on a row it
+///   waited for, so a deletion that commits meanwhile drops the channel from the result).
+/// - What state means parked: the `c.circuit_state` read under the lock, by
+///   [`crate::circuit::State::parks_new_deliveries`] (open or paused: new deliveries start
+///   `paused`, their jobs held by the channel's parked job group). Both paths decide with it.
+///
+/// The statement is shared, not the query: the single enqueue reads its tenant in the same
+/// statement (one round trip for channel and tenant), while the fan-out has read its tenant
+/// before inserting the message and selects its channels by subscription; one query for both
+/// would cost the single enqueue a second statement.
+pub(crate) fn enqueue_gate_sql(columns: &str, join: &str, filter: &str) -> String {
+    format!(
+        "SELECT {columns} FROM channels c{join}
+         WHERE c.deleted_at IS NULL AND {filter}
+         ORDER BY c.id
+         FOR SHARE OF c"
+    )
+}
+
+/// [`get`] with its tenant, through the enqueue gate ([`enqueue_gate_sql`]): the channel's row
+/// locked `FOR SHARE` until the caller's transaction ends, the one read of an enqueue, one
+/// statement. The channel it returns is read under the lock, so
 /// `circuit_state.parks_new_deliveries()` is the enqueue's park-or-not decision. The tenant
 /// (its tier, catalog and delivery quotas decide the rest of the enqueue) is read in the same
 /// statement, unlocked, as [`crate::tenants::get`] would. [`Error::NotFound`] for a missing,
@@ -81,12 +114,14 @@ pub async fn get_locked_for_enqueue(
             .split(',')
             .map(|c| format!("c.{}", c.trim()))
             .collect();
-        format!(
-            "SELECT {}, {} FROM channels c JOIN tenants t ON t.id = c.tenant_id
-             WHERE c.id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL AND t.deleted_at IS NULL
-             FOR SHARE OF c",
-            channel.join(", "),
-            crate::tenants::prefixed_columns(),
+        enqueue_gate_sql(
+            &format!(
+                "{}, {}",
+                channel.join(", "),
+                crate::tenants::prefixed_columns()
+            ),
+            " JOIN tenants t ON t.id = c.tenant_id",
+            "c.id = $1 AND c.tenant_id = $2 AND t.deleted_at IS NULL",
         )
     });
     let row = sqlx::query(&SQL)

@@ -121,9 +121,9 @@ async fn enqueue(
     list: Option<&str>,
 ) -> Result<Vec<Enqueued>, ApiError> {
     let mut tx = call.begin().await?;
-    // The channel, with its row held (FOR SHARE) until commit: deliveries to an open or paused
-    // circuit start `paused` (their jobs are held by the channel's parked job group), and a
-    // transition waits for this insert, so a release never misses them.
+    // The channel through core's enqueue gate (the fan-out's too): its row held FOR SHARE until
+    // commit, so a transition waits for this insert and a release never misses it; deliveries
+    // to an open or paused circuit start `paused` (held by the channel's parked job group).
     // The tenant comes in the same statement (its tier, catalog and quotas).
     let (channel, tenant) =
         channels::get_locked_for_enqueue(&mut tx, call.tenant_id(), channel_id).await?;

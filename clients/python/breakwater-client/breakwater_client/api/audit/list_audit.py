@@ -14,7 +14,6 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     *,
     channel_id: UUID | Unset = UNSET,
-    tenant_id: UUID | Unset = UNSET,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -25,11 +24,6 @@ def _get_kwargs(
     if not isinstance(channel_id, Unset):
         json_channel_id = str(channel_id)
     params["channel_id"] = json_channel_id
-
-    json_tenant_id: str | Unset = UNSET
-    if not isinstance(tenant_id, Unset):
-        json_tenant_id = str(tenant_id)
-    params["tenant_id"] = json_tenant_id
 
     params["after"] = after
 
@@ -110,7 +104,6 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     channel_id: UUID | Unset = UNSET,
-    tenant_id: UUID | Unset = UNSET,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> Response[PageAuditRecord | Problem]:
@@ -118,7 +111,6 @@ def sync_detailed(
 
     Args:
         channel_id (UUID | Unset):
-        tenant_id (UUID | Unset):
         after (str | Unset):
         limit (int | Unset):
 
@@ -132,7 +124,6 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         channel_id=channel_id,
-        tenant_id=tenant_id,
         after=after,
         limit=limit,
     )
@@ -148,7 +139,6 @@ def sync(
     *,
     client: AuthenticatedClient,
     channel_id: UUID | Unset = UNSET,
-    tenant_id: UUID | Unset = UNSET,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> PageAuditRecord | Problem | None:
@@ -156,7 +146,6 @@ def sync(
 
     Args:
         channel_id (UUID | Unset):
-        tenant_id (UUID | Unset):
         after (str | Unset):
         limit (int | Unset):
 
@@ -171,7 +160,6 @@ def sync(
     return sync_detailed(
         client=client,
         channel_id=channel_id,
-        tenant_id=tenant_id,
         after=after,
         limit=limit,
     ).parsed
@@ -181,7 +169,6 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     channel_id: UUID | Unset = UNSET,
-    tenant_id: UUID | Unset = UNSET,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> Response[PageAuditRecord | Problem]:
@@ -189,7 +176,6 @@ async def asyncio_detailed(
 
     Args:
         channel_id (UUID | Unset):
-        tenant_id (UUID | Unset):
         after (str | Unset):
         limit (int | Unset):
 
@@ -203,7 +189,6 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         channel_id=channel_id,
-        tenant_id=tenant_id,
         after=after,
         limit=limit,
     )
@@ -217,7 +202,6 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     channel_id: UUID | Unset = UNSET,
-    tenant_id: UUID | Unset = UNSET,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> PageAuditRecord | Problem | None:
@@ -225,7 +209,6 @@ async def asyncio(
 
     Args:
         channel_id (UUID | Unset):
-        tenant_id (UUID | Unset):
         after (str | Unset):
         limit (int | Unset):
 
@@ -241,7 +224,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             channel_id=channel_id,
-            tenant_id=tenant_id,
             after=after,
             limit=limit,
         )
