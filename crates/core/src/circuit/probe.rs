@@ -42,7 +42,7 @@ pub(super) async fn schedule_probe(
 /// probes at once. A circuit an operator holds open is left alone (its cooldown is the
 /// operator's). In the caller's transaction, which holds the channel row. Returns the new next
 /// probe time (database clock) if it moved.
-pub async fn probe_new_endpoint(
+pub(crate) async fn probe_new_endpoint(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
