@@ -88,6 +88,8 @@ pub mod retry_policy;
 pub mod signing;
 pub mod targets;
 pub mod tenants;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tier;
 
 pub use error::{Error, Result};

@@ -230,6 +230,7 @@ pub enum Begun {
 /// reads the gate again. One round trip instead of two for every delivery of a healthy channel.
 ///
 /// [`admit_and_begin_many`] for one delivery; see it for the commit.
+#[cfg(feature = "testing")]
 pub async fn admit_and_begin(
     conn: &mut PgConnection,
     channel_id: Uuid,

@@ -103,14 +103,14 @@ macro_rules! returning_transition_sql {
 mod attempt;
 mod config;
 mod explain;
-mod gate;
+pub(crate) mod gate;
 mod health;
 mod manual;
-mod probe;
-mod probe_result;
+pub(crate) mod probe;
+pub(crate) mod probe_result;
 #[cfg(test)]
 mod tests;
-mod transitions;
+pub(crate) mod transitions;
 
 pub use attempt::{
     after_attempt, attempt_inconclusive, locks_channel, AfterAttempt, AttemptResult,
@@ -125,21 +125,22 @@ pub use explain::{
     Warning, WhileOpen,
 };
 pub use gate::{
-    admit, admit_and_begin, admit_and_begin_many, enqueue_parked, lock_gate, snooze_for_hold,
-    Admission, Begun, GateRow, ProbeRole,
+    admit, admit_and_begin_many, enqueue_parked, snooze_for_hold, Admission, Begun, ProbeRole,
 };
 pub use health::health_check;
 pub use manual::{apply_manual, Manual, ManualBy};
+pub(crate) use probe::probe_key;
 pub(crate) use probe::probe_new_endpoint;
 use probe::{audit_half_open, choose_probe, role_details, schedule_probe};
-pub use probe::{probe_key, probe_step, probe_watch, ProbeStep};
+pub use probe::{probe_watch, ProbeStep};
 pub(crate) use probe_result::probe_inconclusive;
-pub use probe_result::{probe_failed, probe_succeeded, ProbeSuccess};
+pub(crate) use probe_result::{probe_failed, probe_succeeded};
+pub use transitions::reconcile_parking;
 pub(crate) use transitions::{
     drop_retry_after, enqueue_alert, park_backlog, record_success, set_retry_after,
 };
 use transitions::{on_closed, on_opened};
-pub use transitions::{open_from_closed, reconcile_parking, record_failure};
+pub(crate) use transitions::{open_from_closed, record_failure};
 
 use crate::audit;
 use crate::Result;

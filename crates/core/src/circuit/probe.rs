@@ -214,6 +214,7 @@ pub async fn probe_watch(
 }
 
 /// [`probe_watch`] without the transition to count: for callers that do not count metrics.
+#[cfg(feature = "testing")]
 pub async fn probe_step(
     tx: &mut PgConnection,
     channel_id: Uuid,

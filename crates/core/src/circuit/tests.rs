@@ -1,4 +1,4 @@
-use super::gate::decide;
+use super::gate::{decide, GateRow};
 use super::probe_result::{after_success, AfterSuccess};
 use super::*;
 use std::time::Duration;
