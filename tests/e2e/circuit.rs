@@ -2,6 +2,7 @@
 
 use breakwater::Role;
 use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
+use breakwater_core::testing;
 use breakwater_e2e::probe::{end_cooldown, open_circuit, probe_step};
 use breakwater_e2e::{
     audit_count, count_status, eventually, spawn_workers, stop_all, test_settings, wait_until,
@@ -280,7 +281,7 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     let g1 = open_then_half_open(&pool, ch, &cfg).await;
     // The probe of g1 fails: re-opened under a new generation.
     let mut tx = pool.begin().await.unwrap();
-    let t = circuit::probe_failed(&mut tx, ch, g1, "HTTP 503", &cfg)
+    let t = testing::probe_failed(&mut tx, ch, g1, "HTTP 503", &cfg)
         .await
         .unwrap()
         .expect("reopened");
@@ -290,13 +291,13 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
     // A late success of the g1 probe (e.g. a second copy of the result) must not close it.
     let mut tx = pool.begin().await.unwrap();
     assert_eq!(
-        circuit::probe_succeeded(&mut tx, ch, g1, 3, &cfg)
+        testing::probe_succeeded(&mut tx, ch, g1, 3, &cfg)
             .await
             .unwrap(),
         None
     );
     assert_eq!(
-        circuit::probe_failed(&mut tx, ch, g1, "late", &cfg)
+        testing::probe_failed(&mut tx, ch, g1, "late", &cfg)
             .await
             .unwrap(),
         None
@@ -325,20 +326,20 @@ async fn a_stale_probe_result_changes_nothing(pool: PgPool) {
         .unwrap();
     let mut tx = pool.begin().await.unwrap();
     let ProbeStep::Started { generation: g3, .. } =
-        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
+        testing::probe_step(&mut tx, ch, &cfg).await.unwrap()
     else {
         panic!("an expired probe lease must be taken over")
     };
     assert!(g3 > g2);
     assert_eq!(
-        circuit::probe_succeeded(&mut tx, ch, g2, 3, &cfg)
+        testing::probe_succeeded(&mut tx, ch, g2, 3, &cfg)
             .await
             .unwrap(),
         None,
         "the dead probe's result is stale"
     );
     assert!(
-        circuit::probe_succeeded(&mut tx, ch, g3, 3, &cfg)
+        testing::probe_succeeded(&mut tx, ch, g3, 3, &cfg)
             .await
             .unwrap()
             .is_some(),
@@ -359,7 +360,7 @@ async fn fifty_racing_failures_make_one_transition(pool: PgPool) {
         let (pool, cfg) = (pool.clone(), cfg.clone());
         tasks.push(tokio::spawn(async move {
             let mut tx = pool.begin().await.unwrap();
-            let t = circuit::record_failure(&mut tx, ch, &format!("failure {i}"), &cfg)
+            let t = testing::record_failure(&mut tx, ch, &format!("failure {i}"), &cfg)
                 .await
                 .unwrap();
             tx.commit().await.unwrap();
@@ -425,11 +426,11 @@ async fn the_health_check_trips_once_on_the_transition_and_not_again_after_closi
     end_cooldown(&pool, ch).await;
     let mut tx = pool.begin().await.unwrap();
     let ProbeStep::Started { generation, .. } =
-        circuit::probe_step(&mut tx, ch, &cfg).await.unwrap()
+        testing::probe_step(&mut tx, ch, &cfg).await.unwrap()
     else {
         panic!()
     };
-    circuit::probe_succeeded(&mut tx, ch, generation, 3, &cfg)
+    testing::probe_succeeded(&mut tx, ch, generation, 3, &cfg)
         .await
         .unwrap()
         .expect("closed");

@@ -4,6 +4,7 @@
 
 use breakwater::Role;
 use breakwater_core::circuit::{self, Admission, ProbeStep};
+use breakwater_core::testing;
 use breakwater_e2e::gauge::{Gauge, Hit};
 use breakwater_e2e::probe::{end_cooldown, open_circuit, probe_step};
 use breakwater_e2e::{
@@ -322,7 +323,7 @@ async fn with_nothing_waiting_the_circuit_waits_quietly_and_the_next_delivery_pr
         let watchers: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM jobs WHERE unique_key = $1 AND state IN ('available', 'scheduled', 'executing')",
         )
-        .bind(circuit::probe_key(ch))
+        .bind(testing::probe_key(ch))
         .fetch_one(&pool)
         .await
         .unwrap();
@@ -378,7 +379,7 @@ async fn a_delivery_that_claims_an_empty_probe_role_gets_a_lease_and_a_watcher(p
 
     // The watcher ended there (no worker runs here: end it as the worker does).
     sqlx::query("DELETE FROM jobs WHERE unique_key = $1")
-        .bind(circuit::probe_key(ch))
+        .bind(testing::probe_key(ch))
         .execute(&pool)
         .await
         .unwrap();
@@ -407,7 +408,7 @@ async fn a_delivery_that_claims_an_empty_probe_role_gets_a_lease_and_a_watcher(p
     let watcher_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
         "SELECT scheduled_at FROM jobs WHERE unique_key = $1 AND state IN ('available', 'scheduled')",
     )
-    .bind(circuit::probe_key(ch))
+    .bind(testing::probe_key(ch))
     .fetch_one(&mut *conn)
     .await
     .unwrap();
@@ -517,7 +518,7 @@ async fn a_node_clock_an_hour_behind_the_database_changes_nothing(pool: PgPool) 
     wait_open_and_quiet(&app, ch).await;
     assert_eq!(count_status(&pool, ch, "dead").await, 3);
     let mut tx = pool.begin().await.unwrap();
-    let gate = circuit::lock_gate(&mut tx, ch).await.unwrap().unwrap();
+    let gate = testing::lock_gate(&mut tx, ch).await.unwrap().unwrap();
     assert_eq!(gate.circuit_state, breakwater_core::circuit::State::Open);
     let enqueued = breakwater_core::deliveries::enqueue(
         &mut tx,
@@ -893,7 +894,7 @@ async fn deliveries_begun_together_are_each_decided_as_alone(pool: PgPool) {
     assert_eq!(before, after);
     assert_eq!(before[0], "delivered");
     // Alone, each answers the same.
-    let alone = circuit::admit_and_begin(&mut conn, open, parked)
+    let alone = testing::admit_and_begin(&mut conn, open, parked)
         .await
         .unwrap();
     assert!(matches!(alone, circuit::Begun::Other));

@@ -896,7 +896,7 @@ async fn a_host_is_probed_with_a_delivery_of_its_healthiest_channel(pool: PgPool
 /// re-opens it; then its cooldown is made over and one step of the watcher chooses the next
 /// probe. Returns the new probe's channel.
 async fn fail_host_probe_and_probe_again(pool: &PgPool, host: &str) -> Option<uuid::Uuid> {
-    use breakwater_core::{hosts, outcome::Class};
+    use breakwater_core::{hosts, outcome::Class, testing};
     let (channel, generation): (uuid::Uuid, i64) = sqlx::query_as(
         "SELECT probe_channel_id, generation FROM host_circuits WHERE host_key = $1",
     )
@@ -914,7 +914,7 @@ async fn fail_host_probe_and_probe_again(pool: &PgPool, host: &str) -> Option<uu
     .fetch_one(&mut *tx)
     .await
     .unwrap();
-    let t = hosts::record_result(
+    let t = testing::record_result(
         &mut tx,
         channel,
         Some(generation),

@@ -2,7 +2,8 @@
 //! the operator's), for tests that walk a circuit through its states without waiting for a
 //! worker to do it.
 
-use breakwater_core::circuit::{self, CircuitConfig, ProbeStep};
+use breakwater_core::circuit::{CircuitConfig, ProbeStep};
+use breakwater_core::testing;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -10,7 +11,7 @@ use uuid::Uuid;
 /// transaction; panics when it was not closed.
 pub async fn open_circuit(pool: &PgPool, channel: Uuid, cfg: &CircuitConfig) {
     let mut tx = pool.begin().await.unwrap();
-    circuit::open_from_closed(&mut tx, channel, "test", "operator", cfg)
+    testing::open_from_closed(&mut tx, channel, "test", "operator", cfg)
         .await
         .unwrap()
         .expect("opened");
@@ -27,11 +28,11 @@ pub async fn end_cooldown(pool: &PgPool, channel: Uuid) {
         .unwrap();
 }
 
-/// One step of the probe watcher for `channel` ([`circuit::probe_step`]), in its own committed
+/// One step of the probe watcher for `channel` ([`testing::probe_step`]), in its own committed
 /// transaction.
 pub async fn probe_step(pool: &PgPool, channel: Uuid, cfg: &CircuitConfig) -> ProbeStep {
     let mut tx = pool.begin().await.unwrap();
-    let step = circuit::probe_step(&mut tx, channel, cfg).await.unwrap();
+    let step = testing::probe_step(&mut tx, channel, cfg).await.unwrap();
     tx.commit().await.unwrap();
     step
 }

@@ -43,19 +43,20 @@ use uuid::Uuid;
 
 pub mod events;
 mod rejection;
-pub use rejection::{endpoint_rejected, rejection_cleared};
+pub(crate) use rejection::{endpoint_rejected, rejection_cleared};
 
+pub(crate) use crate::jobs::JOB_FLAPPING_WATCH;
+pub use crate::jobs::QUEUE_ALERTS;
 use crate::jobs::{AlertArgs, AlertHost, FlappingWatchArgs, JobArgs, TenantGroup};
-pub use crate::jobs::{JOB_ALERT, JOB_FLAPPING_WATCH, QUEUE_ALERTS};
 
 /// The alert a flapping circuit sends once, instead of its transition alert.
-pub const EVENT_FLAPPING: &str = "channel.flapping";
+pub(crate) const EVENT_FLAPPING: &str = "channel.flapping";
 /// The alert a flapping circuit sends once after it was quiet for the window.
-pub const EVENT_FLAPPING_ENDED: &str = "channel.flapping_ended";
+pub(crate) const EVENT_FLAPPING_ENDED: &str = "channel.flapping_ended";
 /// The alert of the first 401/403 of a streak.
-pub const EVENT_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
+pub(crate) const EVENT_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
 /// The audit action of the first 401/403 of a streak.
-pub const ACTION_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
+pub(crate) const ACTION_ENDPOINT_REJECTED: &str = "channel.endpoint_rejected";
 
 /// Alert settings (`[alerts]` in `config/default.toml`; environment
 /// `BREAKWATER_ALERTS__<FIELD>`).
@@ -125,7 +126,7 @@ pub async fn policy(exec: impl PgExecutor<'_>) -> Result<AlertConfig> {
 
 /// A transition of a channel's circuit that would alert, as [`on_transition`] needs it.
 #[derive(Debug, Clone, Copy)]
-pub struct Change<'a> {
+pub(crate) struct Change<'a> {
     /// Channel.
     pub channel_id: Uuid,
     /// Its tenant.
@@ -146,7 +147,7 @@ pub struct Change<'a> {
 
 /// What the flapping policy does with one alerting transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Alert it: the circuit is not flapping.
     Alert,
     /// This transition is the one past the limit: send one `channel.flapping` instead.
@@ -158,7 +159,7 @@ pub enum Verdict {
 /// The pure rule, given the policy state after recording the transition: whether the circuit
 /// is flapping now, and how many transitions were suppressed since it began (the one that began
 /// it counts 1).
-pub fn verdict(flapping: bool, suppressed: i32) -> Verdict {
+pub(crate) fn verdict(flapping: bool, suppressed: i32) -> Verdict {
     match (flapping, suppressed) {
         (false, _) => Verdict::Alert,
         (true, 1) => Verdict::StartFlapping,
@@ -169,12 +170,12 @@ pub fn verdict(flapping: bool, suppressed: i32) -> Verdict {
 /// Whether a manual pause or resume by `actor` alerts: an operator's always does; a tenant's own
 /// (actor `tenant:<key>`) only when the tenant set `alert_on_manual`. Force open and force close
 /// are operator actions and always alert (the caller does not ask).
-pub fn manual_alerts(actor: &str, alert_on_manual: bool) -> bool {
+pub(crate) fn manual_alerts(actor: &str, alert_on_manual: bool) -> bool {
     !audit::is_tenant_actor(actor) || alert_on_manual
 }
 
 /// [`manual_alerts`] for tenant `tenant_id`'s setting, read in the caller's transaction.
-pub async fn manual_change_alerts(
+pub(crate) async fn manual_change_alerts(
     exec: impl PgExecutor<'_>,
     tenant_id: Uuid,
     actor: &str,
@@ -190,7 +191,7 @@ pub async fn manual_change_alerts(
 }
 
 /// The unique key of channel `channel_id`'s flapping timer.
-pub fn flapping_key(channel_id: Uuid) -> String {
+pub(crate) fn flapping_key(channel_id: Uuid) -> String {
     format!("flapping:{channel_id}")
 }
 
@@ -216,7 +217,10 @@ async fn has_alert_url(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<boo
 /// `transition_count` is the circuit's alerting transitions within the window (this one
 /// included) and `at` the database time of the transition. Unique per (channel, generation,
 /// event): a transition alerts at most once, whichever node won it.
-pub async fn on_transition(tx: &mut PgConnection, c: &Change<'_>) -> Result<Option<Verdict>> {
+pub(crate) async fn on_transition(
+    tx: &mut PgConnection,
+    c: &Change<'_>,
+) -> Result<Option<Verdict>> {
     if !has_alert_url(&mut *tx, c.tenant_id).await? {
         return Ok(None);
     }

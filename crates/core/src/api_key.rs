@@ -24,7 +24,7 @@ pub struct Cell(String);
 
 impl Cell {
     /// Most characters of a cell id.
-    pub const MAX_LEN: usize = 8;
+    pub(crate) const MAX_LEN: usize = 8;
 
     /// The cell `id`; an error saying the rule when it breaks it.
     pub fn new(id: &str) -> Result<Self, String> {
@@ -76,7 +76,7 @@ pub(crate) fn generate_credential(
 /// A key without a cell is exactly 35 characters and one with a cell at least 37, so no key
 /// minted before its deployment had cells can be read as naming a cell, whatever its random
 /// characters (`_` is one of them): [`credential_cell`].
-pub fn generate_api_key(cell: Option<&Cell>) -> String {
+pub(crate) fn generate_api_key(cell: Option<&Cell>) -> String {
     generate_credential(TENANT_KEY_PREFIX, cell, 24)
 }
 
@@ -97,14 +97,14 @@ pub fn credential_cell<'a>(
 }
 
 /// The stored digest of a key (32 bytes of SHA-256).
-pub fn hash_key(key: &str) -> Vec<u8> {
+pub(crate) fn hash_key(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
 /// The non-secret prefix kept beside the digest to help a person tell keys apart: the first 7
 /// characters (`bw_` and 4 random ones), or of a key with a cell its `bw_<cell>_` and 4 random
 /// ones (else a long cell id would leave no random character to tell keys apart by).
-pub fn display_prefix(key: &str) -> String {
+pub(crate) fn display_prefix(key: &str) -> String {
     let fixed = match credential_cell(key, TENANT_KEY_PREFIX, KEY_RANDOM_CHARS) {
         Some(cell) => TENANT_KEY_PREFIX.len() + cell.len() + 1,
         None => TENANT_KEY_PREFIX.len(),
@@ -120,7 +120,7 @@ pub fn keys_match(presented: &str, expected: &str) -> bool {
 
 /// `last_used_at` is written at most once per this many seconds per key (so a busy key costs no
 /// write per request); the value it shows is at most this old.
-pub const LAST_USED_RESOLUTION_S: u32 = 60;
+pub(crate) const LAST_USED_RESOLUTION_S: u32 = 60;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 /// The system actor: transitions the circuit breaker makes on its own.
-pub const ACTOR_CIRCUIT_BREAKER: &str = "circuit_breaker";
+pub(crate) const ACTOR_CIRCUIT_BREAKER: &str = "circuit_breaker";
 /// The operator actor.
 pub const ACTOR_OPERATOR: &str = "operator";
 
@@ -19,7 +19,7 @@ pub fn tenant_actor(key_id: Uuid) -> String {
 /// Whether `actor` is the tenant itself: one of its API keys ([`tenant_actor`]) or one of its
 /// portal sessions ([`crate::portal::actor`], `portal:<session id>`), not the operator or the
 /// system.
-pub fn is_tenant_actor(actor: &str) -> bool {
+pub(crate) fn is_tenant_actor(actor: &str) -> bool {
     actor.starts_with("tenant:") || actor.starts_with("portal:")
 }
 
@@ -155,17 +155,6 @@ pub async fn record(exec: impl PgExecutor<'_>, e: &Entry<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Lists entries for a channel, oldest first.
-pub async fn for_channel(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<Vec<Record>> {
-    Ok(sqlx::query_as(
-        "SELECT id, at, tenant_id, channel_id, actor, action, from_state, to_state, reason, details, request_id
-         FROM audit_log WHERE channel_id = $1 ORDER BY id",
-    )
-    .bind(channel_id)
-    .fetch_all(exec)
-    .await?)
-}
-
 /// A page of audit entries by id, newest first (ids follow commit order closely; `at` is each
 /// transaction's start), filtered by tenant (always, for a tenant) and optionally channel; see
 /// [`crate::page`].
@@ -225,7 +214,7 @@ pub fn changes(old: &serde_json::Value, new: &serde_json::Value) -> Option<serde
 /// How a URL appears in the audit log: its origin (`https://host:port`) and a fingerprint (the
 /// first 16 hex digits of the SHA-256 of the whole URL), never its path or query, which often
 /// carry a receiver's token. Two different URLs to one host still show as a change.
-pub fn url_summary(url: &str) -> serde_json::Value {
+pub(crate) fn url_summary(url: &str) -> serde_json::Value {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(url.as_bytes());
     serde_json::json!({ "origin": url_origin(url), "sha256": hex::encode(&digest[..8]) })
@@ -233,7 +222,7 @@ pub fn url_summary(url: &str) -> serde_json::Value {
 
 /// `url`'s origin (`scheme://host[:port]`, RFC 6454), never its path or query; empty for a text
 /// that is no URL.
-pub fn url_origin(url: &str) -> String {
+pub(crate) fn url_origin(url: &str) -> String {
     url::Url::parse(url)
         .map(|u| u.origin().ascii_serialization())
         .unwrap_or_default()

@@ -25,13 +25,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Most custom headers on one channel.
-pub const MAX_HEADERS: usize = 20;
+pub(crate) const MAX_HEADERS: usize = 20;
 /// Most bytes of all custom header names and values together, on one channel (4 KiB).
-pub const MAX_HEADER_BYTES: usize = 4096;
+pub(crate) const MAX_HEADER_BYTES: usize = 4096;
 /// Longest Basic username or password, Bearer token, OAuth2 client id, secret or scope, bytes.
-pub const MAX_AUTH_FIELD: usize = 1024;
+pub(crate) const MAX_AUTH_FIELD: usize = 1024;
 /// What a read shows instead of a secret.
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Header names a channel may not set (lowercase), with why. Hop-by-hop and framing headers
 /// (RFC 9110 §7.6.1, RFC 9112 §6–7: the client owns the connection and the body's framing),
@@ -129,7 +129,7 @@ impl std::fmt::Debug for HeaderSpec {
 
 /// A header as reads show it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct HeaderView {
+pub(crate) struct HeaderView {
     /// The value, or `********` when sensitive.
     pub value: String,
     /// Whether the value is a secret.
@@ -186,7 +186,7 @@ fn check_value(name: &str, value: &str) -> Result<()> {
 /// NUL, two names equal but for case, more than [`MAX_HEADERS`] headers or more than
 /// [`MAX_HEADER_BYTES`] of names and values, an object form without a value for a header that
 /// is not set yet.
-pub fn resolve_headers(
+pub(crate) fn resolve_headers(
     input: &BTreeMap<String, HeaderInput>,
     current: Option<&Headers>,
 ) -> Result<Option<Headers>> {
@@ -245,7 +245,7 @@ pub fn resolve_headers(
 }
 
 /// `headers` as reads show them: name → [`HeaderView`], sensitive values masked; `{}` for none.
-pub fn view_headers(headers: Option<&Headers>) -> BTreeMap<String, HeaderView> {
+pub(crate) fn view_headers(headers: Option<&Headers>) -> BTreeMap<String, HeaderView> {
     headers
         .map(|h| {
             h.0.iter()
@@ -269,7 +269,7 @@ pub fn view_headers(headers: Option<&Headers>) -> BTreeMap<String, HeaderView> {
 }
 
 /// Serializes a channel's stored headers as [`view_headers`] (for `#[serde(serialize_with)]`).
-pub fn serialize_headers<S: serde::Serializer>(
+pub(crate) fn serialize_headers<S: serde::Serializer>(
     h: &Option<Headers>,
     s: S,
 ) -> std::result::Result<S::Ok, S::Error> {
@@ -325,7 +325,7 @@ impl std::fmt::Debug for Auth {
 
 impl Auth {
     /// The auth as reads show it: every secret replaced by [`MASK`].
-    pub fn masked(&self) -> Auth {
+    pub(crate) fn masked(&self) -> Auth {
         let mut a = self.clone();
         match &mut a {
             Auth::Basic { password, .. } => *password = MASK.into(),
@@ -354,7 +354,7 @@ impl Auth {
 }
 
 /// Serializes a channel's stored auth masked ([`Auth::masked`]; for `#[serde(serialize_with)]`).
-pub fn serialize_auth<S: serde::Serializer>(
+pub(crate) fn serialize_auth<S: serde::Serializer>(
     a: &Option<Auth>,
     s: S,
 ) -> std::result::Result<S::Ok, S::Error> {
@@ -432,7 +432,7 @@ fn auth_text(field: &'static str, v: Option<String>, kept: Option<&str>) -> Resu
 /// The auth to store from a body's `auth`, given the channel's current one (in a `PATCH`).
 /// Field errors name `auth.<field>`. The caller has already checked an OAuth2 `token_url` as a
 /// channel URL.
-pub fn resolve_auth(input: &AuthInput, current: Option<&Auth>) -> Result<Auth> {
+pub(crate) fn resolve_auth(input: &AuthInput, current: Option<&Auth>) -> Result<Auth> {
     Ok(match input.clone() {
         AuthInput::Basic { username, password } => {
             let kept = match current {
@@ -492,7 +492,7 @@ pub fn resolve_auth(input: &AuthInput, current: Option<&Auth>) -> Result<Auth> {
 }
 
 /// Refuses a custom `Authorization` header beside an `auth` setting (the two would collide).
-pub fn check_compatible(headers: Option<&Headers>, auth: Option<&Auth>) -> Result<()> {
+pub(crate) fn check_compatible(headers: Option<&Headers>, auth: Option<&Auth>) -> Result<()> {
     if auth.is_none() {
         return Ok(());
     }
@@ -512,7 +512,7 @@ pub fn check_compatible(headers: Option<&Headers>, auth: Option<&Auth>) -> Resul
 /// header's value and an auth's secret as `"(secret)"`, or `"(secret, changed)"` when `old`
 /// (the settings before a `PATCH`) held another value under the same name or type. An OAuth2
 /// token URL is shown as [`crate::audit::url_summary`]. Never a secret.
-pub fn audit_view(
+pub(crate) fn audit_view(
     headers: Option<&Headers>,
     auth: Option<&Auth>,
     old: Option<(Option<&Headers>, Option<&Auth>)>,

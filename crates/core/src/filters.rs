@@ -54,23 +54,23 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 /// Longest filter, in bytes of its compact JSON text.
-pub const MAX_FILTER_BYTES: usize = 4096;
+pub(crate) const MAX_FILTER_BYTES: usize = 4096;
 /// Most JSON values (objects, arrays, strings, numbers, booleans, nulls) in a filter.
-pub const MAX_NODES: usize = 256;
+pub(crate) const MAX_NODES: usize = 256;
 /// Deepest nesting of a filter's JSON (the top value is depth 1).
-pub const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 /// Most time the filter evaluations of one message may take ([`Document::evaluate_within`]).
 /// A fan-out to 1000 channels with ordinary filters takes a few milliseconds of it
 /// (BENCHMARKS.md).
-pub const FANOUT_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const FANOUT_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The operators that iterate over an array; none may appear inside another's arguments.
-pub const ITERATORS: &[&str] = &["all", "some", "none"];
+pub(crate) const ITERATORS: &[&str] = &["all", "some", "none"];
 
 /// The operators a filter may use: those of the JSON Logic reference (jsonlogic.com), less
 /// `log` (it writes to a console) and those that build values (`map`, `filter`, `reduce`,
 /// `merge`, `cat`; see the module docs, "Evaluation cost").
-pub const OPERATORS: &[&str] = &[
+pub(crate) const OPERATORS: &[&str] = &[
     "var",
     "missing",
     "missing_some",
@@ -120,7 +120,7 @@ impl Filter {
     /// A filter as `channels.filter` stores it (its JSON text), compiled. It was [`check`]ed
     /// when set, so it is only compiled here, not walked again: at fan-out the compile is most
     /// of a filter's cost (BENCHMARKS.md), the evaluation a small part.
-    pub fn stored(text: &str) -> Filter {
+    pub(crate) fn stored(text: &str) -> Filter {
         Filter {
             logic: ENGINE
                 .compile(text)
@@ -239,7 +239,7 @@ impl Outcome {
 
 /// The evaluated document `{"event_type": …, "payload": …}` for one message, parsed once and
 /// shared by every channel's evaluation (see [`Document::evaluate`]).
-pub struct Document {
+pub(crate) struct Document {
     arena: Bump,
     text: String,
 }
@@ -257,14 +257,14 @@ impl Document {
 
     /// Evaluates every filter of `filters` (`None`: no filter, always matches) against the
     /// document, in order. One parse of the document, then one evaluation per filter.
-    pub fn evaluate(&self, filters: &[Option<&Filter>]) -> Vec<Outcome> {
+    pub(crate) fn evaluate(&self, filters: &[Option<&Filter>]) -> Vec<Outcome> {
         self.evaluate_within(filters, None)
             .expect("no budget, no overrun")
     }
 
     /// [`Document::evaluate`] within `budget` of wall-clock time in all (`None`: unbounded):
     /// `None` when the budget ran out before every filter was evaluated.
-    pub fn evaluate_within(
+    pub(crate) fn evaluate_within(
         &self,
         filters: &[Option<&Filter>],
         budget: Option<std::time::Duration>,

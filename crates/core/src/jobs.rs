@@ -31,11 +31,11 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Queue of the `high` tier's deliveries.
-pub const QUEUE_DELIVERIES_HIGH: &str = "deliveries_high";
+pub(crate) const QUEUE_DELIVERIES_HIGH: &str = "deliveries_high";
 /// Queue of the `default` tier's deliveries.
-pub const QUEUE_DELIVERIES: &str = "deliveries";
+pub(crate) const QUEUE_DELIVERIES: &str = "deliveries";
 /// Queue of the `bulk` tier's deliveries.
-pub const QUEUE_DELIVERIES_BULK: &str = "deliveries_bulk";
+pub(crate) const QUEUE_DELIVERIES_BULK: &str = "deliveries_bulk";
 /// Queue of circuit jobs (channel and host probe watchers); each node runs a small pool on it.
 pub const QUEUE_CIRCUIT: &str = "circuit";
 /// Queue of alert webhooks and of the flapping timers.
@@ -43,7 +43,7 @@ pub const QUEUE_ALERTS: &str = "alerts";
 
 /// Every queue Breakwater runs: the tier queues (highest tier first), then [`QUEUE_CIRCUIT`] and
 /// [`QUEUE_ALERTS`].
-pub const QUEUES: [&str; 5] = [
+pub(crate) const QUEUES: [&str; 5] = [
     QUEUE_DELIVERIES_HIGH,
     QUEUE_DELIVERIES,
     QUEUE_DELIVERIES_BULK,
@@ -69,28 +69,29 @@ pub fn tier_of_queue(queue: &str) -> Option<Tier> {
 }
 
 /// Whether `queue` is a delivery (tier) queue.
-pub fn is_delivery_queue(queue: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn is_delivery_queue(queue: &str) -> bool {
     tier_of_queue(queue).is_some()
 }
 
 /// Job kind of a delivery attempt: args [`DeliverArgs`], group = channel id, unique key
 /// `delivery:<delivery>`, on its tenant's tier queue.
-pub const JOB_DELIVER: &str = "deliver";
+pub(crate) const JOB_DELIVER: &str = "deliver";
 /// Job kind of a channel's probe watcher: args [`ProbeArgs`], unique key `probe:<channel>`, on
 /// [`QUEUE_CIRCUIT`].
-pub const JOB_PROBE: &str = "probe";
+pub(crate) const JOB_PROBE: &str = "probe";
 /// Job kind of a host's probe watcher: args [`HostProbeArgs`], unique key `host_probe:<host>`, on
 /// [`QUEUE_CIRCUIT`].
-pub const JOB_HOST_PROBE: &str = "host_probe";
+pub(crate) const JOB_HOST_PROBE: &str = "host_probe";
 /// Job kind of an alert webhook: args [`AlertArgs`] (the alert itself), on [`QUEUE_ALERTS`].
-pub const JOB_ALERT: &str = "alert";
+pub(crate) const JOB_ALERT: &str = "alert";
 /// Job kind of a channel's flapping timer: args [`FlappingWatchArgs`], unique key
 /// `flapping:<channel>`, on [`QUEUE_ALERTS`].
-pub const JOB_FLAPPING_WATCH: &str = "flapping_watch";
+pub(crate) const JOB_FLAPPING_WATCH: &str = "flapping_watch";
 /// Job kind of a channel's delivery-event timer (storm summaries, the end of a failing streak,
 /// [`crate::alerts::events`]): args [`AlertEventsWatchArgs`], unique key
 /// `alert-events:<channel>`, on [`QUEUE_ALERTS`].
-pub const JOB_ALERT_EVENTS_WATCH: &str = "alert_events_watch";
+pub(crate) const JOB_ALERT_EVENTS_WATCH: &str = "alert_events_watch";
 
 /// A job kind (the `jobs.kind` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -344,7 +345,7 @@ where
 /// queue's limits, see `breakwater_worker`'s `WorkerConfig::alert_concurrency_per_tenant`) bounds
 /// how many workers the tenant holds at once, cluster-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TenantGroup {
+pub(crate) enum TenantGroup {
     /// Its alert webhooks ([`JOB_ALERT`] on [`QUEUE_ALERTS`]).
     Alerts,
     /// Its channels' flapping timers ([`JOB_FLAPPING_WATCH`] on [`QUEUE_ALERTS`]): a group of
@@ -370,7 +371,7 @@ impl TenantGroup {
     /// Puts `job` in `tenant_id`'s group of this kind, creating the group's row in the tenant's
     /// share if it has none (in the caller's transaction, without locking an existing row:
     /// [`breakwater_queue::ensure_group`]).
-    pub async fn assign(
+    pub(crate) async fn assign(
         self,
         tx: &mut PgConnection,
         tenant_id: Uuid,

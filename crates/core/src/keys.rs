@@ -12,10 +12,8 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-pub use crate::api_key::{
-    display_prefix, generate_api_key, hash_key, keys_match, LAST_USED_RESOLUTION_S,
-    TENANT_KEY_PREFIX,
-};
+pub(crate) use crate::api_key::{display_prefix, generate_api_key, hash_key};
+pub use crate::api_key::{keys_match, TENANT_KEY_PREFIX};
 
 /// A key as it is listed: never the key itself or its digest.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -167,7 +165,7 @@ async fn audit_key(
 
 /// Revokes every unrevoked key of `tenant_id` (tenant deletion), in the caller's transaction.
 /// Returns how many.
-pub async fn revoke_all(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<u64> {
+pub(crate) async fn revoke_all(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<u64> {
     Ok(sqlx::query(
         "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND revoked_at IS NULL",
     )

@@ -70,7 +70,7 @@ mod error;
 pub mod event_types;
 pub mod filters;
 pub mod hosts;
-pub mod ingress;
+pub(crate) mod ingress;
 pub mod jobs;
 pub mod keys;
 pub mod lifecycle;
@@ -88,6 +88,8 @@ pub mod retry_policy;
 pub mod signing;
 pub mod targets;
 pub mod tenants;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tier;
 
 pub use error::{Error, Result};
@@ -98,4 +100,4 @@ pub use tier::Tier;
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// The job kind of a delivery attempt (defined in the registry, [`jobs::JOB_DELIVER`]).
-pub use jobs::JOB_DELIVER;
+pub(crate) use jobs::JOB_DELIVER;

@@ -34,9 +34,9 @@ use uuid::Uuid;
 /// `last_error` of the deliveries cancelled by their channel's deletion.
 pub const REASON_CHANNEL_DELETED: &str = "cancelled: channel deleted";
 /// `last_error` of the deliveries cancelled by their tenant's deletion.
-pub const REASON_TENANT_DELETED: &str = "cancelled: tenant deleted";
+pub(crate) const REASON_TENANT_DELETED: &str = "cancelled: tenant deleted";
 /// `last_error` of a delivery its tenant cancelled.
-pub const REASON_CANCELLED: &str = "cancelled by request";
+pub(crate) const REASON_CANCELLED: &str = "cancelled by request";
 
 /// What retiring channels cancelled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -202,7 +202,7 @@ pub async fn delete_tenant(
 /// (waiting for its retry) and `delivering` (in flight: the attempt finishes, its result changes
 /// nothing) may; `delivered`, `dead` (already given up; replay is the way back) and `cancelled`
 /// may not.
-pub fn cancellable(status: Status) -> bool {
+pub(crate) fn cancellable(status: Status) -> bool {
     !status.is_final()
 }
 

@@ -3,7 +3,7 @@
 use crate::{Error, Result};
 
 /// Most characters in a display name.
-pub const MAX_NAME_CHARS: usize = 200;
+pub(crate) const MAX_NAME_CHARS: usize = 200;
 
 /// Most characters in a manual action's reason (`?reason=`).
 pub const MAX_REASON_CHARS: usize = 500;
@@ -52,7 +52,7 @@ pub fn display_text(field: &'static str, raw: &str, max: usize) -> Result<String
 
 /// A display name (of a tenant, a channel or a key) as stored: [`display_text`] of `name`, 1 to
 /// [`MAX_NAME_CHARS`] characters.
-pub fn display_name(raw: &str) -> Result<String> {
+pub(crate) fn display_name(raw: &str) -> Result<String> {
     display_text("name", raw, MAX_NAME_CHARS)
 }
 

@@ -96,7 +96,7 @@ pub fn classify(observed: Observed) -> Class {
 /// too many requests"); the channel's `Retry-After` hold and its own circuit deal with it. So a
 /// 429 counts nothing against the host and, as the host probe's answer, closes it: one tenant's
 /// rate-limited endpoint must not help open a host that answers every other tenant.
-pub fn host_class(observed: Observed) -> Class {
+pub(crate) fn host_class(observed: Observed) -> Class {
     match observed {
         Observed::Status(429) => Class::Permanent,
         o => classify(o),
@@ -167,14 +167,14 @@ pub fn is_configuration_problem(observed: Observed) -> bool {
 }
 
 /// Whether a `Retry-After` header on this outcome is honoured (429 and 503, RFC 9110 §10.2.3).
-pub fn honours_retry_after(observed: Observed) -> bool {
+pub(crate) fn honours_retry_after(observed: Observed) -> bool {
     matches!(observed, Observed::Status(429 | 503))
 }
 
 /// Parses a `Retry-After` value (RFC 9110 §10.2.3): delta-seconds, or an HTTP-date in any of
 /// the three forms of RFC 9110 §5.6.7 (IMF-fixdate, obsolete RFC 850, asctime). Returns the wait
 /// from `now`, capped at `cap`; a date in the past is a zero wait. `None` if the value is neither.
-pub fn parse_retry_after(value: &str, now: SystemTime, cap: Duration) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime, cap: Duration) -> Option<Duration> {
     let v = value.trim();
     let wait = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
         // Very long digit strings are still "a lot of seconds": saturate, then cap.

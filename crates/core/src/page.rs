@@ -46,7 +46,7 @@ impl<K> Keyset<K> {
     /// `AND (cols) > ($first, …)` (or `<` newest first) when there is a cursor, else `""`.
     /// `cols` are the key columns, comma-separated (e.g. `"d.created_at, d.id"`); the cursor's
     /// values are bound as parameters `$first`, `$first + 1`, … in that order.
-    pub fn seek(&self, cols: &str, first: usize) -> String {
+    pub(crate) fn seek(&self, cols: &str, first: usize) -> String {
         if self.after.is_none() {
             return String::new();
         }
@@ -62,7 +62,7 @@ impl<K> Keyset<K> {
     /// `q` with the cursor's values bound as its next parameters, one per key column in order:
     /// the `$first, …` of [`Keyset::seek`], so bind every other parameter first. Without a
     /// cursor `q` is returned as it is (the seek condition is left out too).
-    pub fn bind_cursor<'q, O>(&self, q: Query<'q, O>) -> Query<'q, O>
+    pub(crate) fn bind_cursor<'q, O>(&self, q: Query<'q, O>) -> Query<'q, O>
     where
         K: Key + Clone,
     {
@@ -73,7 +73,7 @@ impl<K> Keyset<K> {
     }
 
     /// `ORDER BY c1 ASC, c2 ASC` (or `DESC`) over the key columns `cols`.
-    pub fn order_by(&self, cols: &str) -> String {
+    pub(crate) fn order_by(&self, cols: &str) -> String {
         let dir = match self.order {
             Order::OldestFirst => "ASC",
             Order::NewestFirst => "DESC",

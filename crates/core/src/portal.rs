@@ -22,11 +22,11 @@ use uuid::Uuid;
 pub const TOKEN_PREFIX: &str = "bwp_";
 
 /// A session's lifetime when the request names none, seconds (1 h).
-pub const DEFAULT_TTL_S: i64 = 3_600;
+pub(crate) const DEFAULT_TTL_S: i64 = 3_600;
 
 /// The longest lifetime a session may be given, seconds (24 h): a portal link is for a person's
 /// visit, not a standing credential (that is an API key).
-pub const MAX_TTL_S: i64 = 86_400;
+pub(crate) const MAX_TTL_S: i64 = 86_400;
 
 /// What a portal session may do.
 #[derive(
@@ -103,7 +103,7 @@ pub const TOKEN_RANDOM_CHARS: usize = 43;
 /// A fresh token: [`TOKEN_PREFIX`] + 43 URL-safe base64 characters (32 random bytes), or with a
 /// cell `bwp_<cell>_` + the same 43, so the router in front of the cells sends the portal's
 /// requests to the tenant's cell as it does its API keys' ([`crate::api_key::credential_cell`]).
-pub fn generate_token(cell: Option<&Cell>) -> String {
+pub(crate) fn generate_token(cell: Option<&Cell>) -> String {
     crate::api_key::generate_credential(TOKEN_PREFIX, cell, 32)
 }
 
@@ -220,7 +220,7 @@ pub async fn revoke(
 
 /// Revokes every live session of `tenant_id` (tenant deletion), in the caller's transaction.
 /// Returns how many.
-pub async fn revoke_all(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<u64> {
+pub(crate) async fn revoke_all(exec: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<u64> {
     Ok(sqlx::query(
         "UPDATE portal_sessions SET revoked_at = now()
          WHERE tenant_id = $1 AND revoked_at IS NULL AND expires_at > now()",

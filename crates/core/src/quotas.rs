@@ -32,11 +32,11 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 /// Largest count quota (channels, active keys) the operator may set.
-pub const MAX_COUNT_QUOTA: i64 = 1_000_000;
+pub(crate) const MAX_COUNT_QUOTA: i64 = 1_000_000;
 /// Largest deliveries-per-second quota the operator may set.
-pub const MAX_PER_SECOND: i64 = 10_000_000;
+pub(crate) const MAX_PER_SECOND: i64 = 10_000_000;
 /// Largest deliveries-per-day quota the operator may set.
-pub const MAX_PER_DAY: i64 = 1_000_000_000_000;
+pub(crate) const MAX_PER_DAY: i64 = 1_000_000_000_000;
 
 /// One quota, as the API names it (the `quota` member of a refusal's problem body).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -354,7 +354,7 @@ pub async fn hold_for_channel(
 /// ([`crate::tenants::Hold::Exclusive`]), may hold one more active key:
 /// [`Error::QuotaExceeded`] ([`Quota::ActiveKeys`]) when `held` (its unrevoked keys, counted
 /// after the lock) is already at its quota.
-pub async fn check_new_key(
+pub(crate) async fn check_new_key(
     conn: &mut PgConnection,
     tenant_id: Uuid,
     held: i64,
@@ -375,7 +375,7 @@ pub async fn check_new_key(
 
 /// What a tenant has used of its delivery quotas (`tenant_delivery_usage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// GCRA theoretical arrival time of the per-second quota (`None` = never used).
     pub rate_tat: Option<DateTime<Utc>>,
     /// The UTC day `day_count` counts (`None` = never used).
@@ -392,7 +392,12 @@ pub struct Usage {
 /// after a quiet second, then one per `1/deliveries_per_second` s; `n` deliveries take `n`
 /// cells at once. Per day: the deliveries accepted on `now`'s UTC day, which resets at 00:00
 /// UTC. The day is checked first: when both refuse, its wait is the longer.
-pub fn decide_deliveries(usage: Usage, q: &Quotas, n: i64, now: DateTime<Utc>) -> Result<Usage> {
+pub(crate) fn decide_deliveries(
+    usage: Usage,
+    q: &Quotas,
+    n: i64,
+    now: DateTime<Utc>,
+) -> Result<Usage> {
     let today = now.date_naive();
     let used_today = if usage.day == Some(today) {
         usage.day_count

@@ -52,7 +52,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 /// Largest accepted count in a rate limit.
-pub const MAX_COUNT: u64 = 1_000_000;
+pub(crate) const MAX_COUNT: u64 = 1_000_000;
 
 /// A parsed rate limit: at most `count` requests per `period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl RateLimit {
     }
 
     /// The emission interval `T = period / count`, in microseconds (≥ 1).
-    pub fn interval_us(&self) -> i64 {
+    pub(crate) fn interval_us(&self) -> i64 {
         ((self.period.as_micros() as u64 / self.count).max(1)) as i64
     }
 

@@ -30,17 +30,17 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Most attempts a policy may give a delivery.
-pub const MAX_ATTEMPTS: i32 = 100;
+pub(crate) const MAX_ATTEMPTS: i32 = 100;
 /// Shortest retry delay of a policy, ms.
-pub const MIN_DELAY_MS: i64 = 100;
+pub(crate) const MIN_DELAY_MS: i64 = 100;
 /// Longest retry delay of a policy, ms (7 days).
-pub const MAX_DELAY_MS: i64 = 7 * 24 * 3_600_000;
+pub(crate) const MAX_DELAY_MS: i64 = 7 * 24 * 3_600_000;
 /// Largest growth factor of an exponential backoff.
-pub const MAX_FACTOR: f64 = 10.0;
+pub(crate) const MAX_FACTOR: f64 = 10.0;
 /// Most delays in an explicit schedule.
-pub const MAX_SCHEDULE: usize = 50;
+pub(crate) const MAX_SCHEDULE: usize = 50;
 /// Shortest request timeout of a policy, ms.
-pub const MIN_TIMEOUT_MS: i64 = 100;
+pub(crate) const MIN_TIMEOUT_MS: i64 = 100;
 /// Longest request timeout of a policy, ms (2 minutes).
 pub const MAX_TIMEOUT_MS: i64 = 120_000;
 
@@ -93,7 +93,7 @@ pub enum BackoffPolicy {
 
 impl BackoffPolicy {
     /// The service configuration's backoff (`worker.backoff_*`) in this shape.
-    pub fn from_config(b: &Backoff) -> Self {
+    pub(crate) fn from_config(b: &Backoff) -> Self {
         BackoffPolicy::Exponential {
             base_ms: b.base.as_millis() as i64,
             factor: b.factor,
@@ -207,7 +207,8 @@ impl RetryPolicy {
 
     /// `own`'s fields, else `default`'s, field by field (what a delivery is accepted with; the
     /// statements that accept deliveries do the same in SQL, `tenant || channel` on the JSON).
-    pub fn merged(own: Option<&Self>, default: Option<&Self>) -> Option<Self> {
+    #[cfg(test)]
+    pub(crate) fn merged(own: Option<&Self>, default: Option<&Self>) -> Option<Self> {
         let m = RetryPolicy {
             max_attempts: own
                 .and_then(|p| p.max_attempts)

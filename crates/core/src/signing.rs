@@ -10,7 +10,7 @@ use base64::Engine;
 use rand::RngCore;
 
 /// Prefix of Standard Webhooks secrets.
-pub const SECRET_PREFIX: &str = "whsec_";
+pub(crate) const SECRET_PREFIX: &str = "whsec_";
 
 /// A fresh signing secret: `whsec_` + base64 of 24 random bytes.
 pub fn generate_secret() -> String {
@@ -38,7 +38,7 @@ pub struct SignedHeaders {
 ///
 /// Errors if the secret is not valid base64 or the body is not UTF-8 (Standard Webhooks signs
 /// text).
-pub fn sign(
+pub(crate) fn sign(
     secret: &str,
     msg_id: &str,
     timestamp: i64,

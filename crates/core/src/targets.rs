@@ -72,7 +72,8 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 /// tell internal names apart. It names the setting that allows internal targets, which a
 /// newcomer trying a receiver on loopback needs and which tells a tenant nothing about the
 /// network.
-pub const NOT_ALLOWED: &str = "the URL's host is not an allowed target: it must resolve, and only \
+pub(crate) const NOT_ALLOWED: &str =
+    "the URL's host is not an allowed target: it must resolve, and only \
      to public addresses (loopback, private, link-local, CGNAT, multicast and reserved addresses \
      are internal and refused; a server for development or tests allows them with \
      BREAKWATER_ALLOW_PRIVATE_TARGETS=true)";

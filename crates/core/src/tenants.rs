@@ -20,7 +20,7 @@ impl TryFrom<String> for Tier {
 /// [`crate::lifecycle::delete_tenant`]): the deletion waits for the creation, then sees what it
 /// made; or it comes first, and the creation finds the tenant deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hold {
+pub(crate) enum Hold {
     /// `FOR SHARE`: creations run side by side; only the deletion (or a change of the tenant)
     /// waits. For a channel creation.
     Share,
@@ -32,7 +32,7 @@ pub enum Hold {
 
 /// Holds live tenant `tenant_id`'s row as `hold` says, in the caller's transaction;
 /// [`Error::NotFound`] for a missing or deleted tenant.
-pub async fn hold_live(conn: &mut PgConnection, tenant_id: Uuid, hold: Hold) -> Result<()> {
+pub(crate) async fn hold_live(conn: &mut PgConnection, tenant_id: Uuid, hold: Hold) -> Result<()> {
     let sql = match hold {
         Hold::Share => "SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
         Hold::Exclusive => {

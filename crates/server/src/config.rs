@@ -311,7 +311,7 @@ mod tests {
         assert_eq!(s.hosts.failure_window_ms, 60_000);
         assert_eq!(
             s.hosts.max_in_flight,
-            Some(breakwater_core::hosts::DEFAULT_HOST_MAX_IN_FLIGHT),
+            Some(breakwater_core::testing::DEFAULT_HOST_MAX_IN_FLIGHT),
             "a default per-host cap below the pools"
         );
         s.hosts.probe_lease_ms = 0;

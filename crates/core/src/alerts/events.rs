@@ -53,20 +53,20 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 /// The alert of one dead delivery.
-pub const EVENT_DELIVERY_DEAD: &str = "delivery.dead";
+pub(crate) const EVENT_DELIVERY_DEAD: &str = "delivery.dead";
 /// The alert summarising a channel's deaths past the per-window allowance.
-pub const EVENT_DELIVERIES_DEAD: &str = "deliveries.dead";
+pub(crate) const EVENT_DELIVERIES_DEAD: &str = "deliveries.dead";
 /// The alert of a channel whose failed share crossed the threshold while its circuit is closed.
-pub const EVENT_CHANNEL_FAILING: &str = "channel.failing";
+pub(crate) const EVENT_CHANNEL_FAILING: &str = "channel.failing";
 /// The alert of a failing channel whose failed share is back under the threshold.
-pub const EVENT_CHANNEL_RECOVERED: &str = "channel.recovered";
+pub(crate) const EVENT_CHANNEL_RECOVERED: &str = "channel.recovered";
 /// The audit action of a change of a tenant's event settings.
-pub const ACTION_ALERT_EVENTS_CHANGED: &str = "tenant.alert_events_changed";
+pub(crate) const ACTION_ALERT_EVENTS_CHANGED: &str = "tenant.alert_events_changed";
 /// How many delivery ids a `deliveries.dead` summary lists (the first of the window's
 /// coalesced deaths).
-pub const SAMPLE_IDS: usize = 10;
+pub(crate) const SAMPLE_IDS: usize = 10;
 /// The most recent attempts of the window that the failed share is counted over.
-pub const SHARE_SAMPLE: i64 = 500;
+pub(crate) const SHARE_SAMPLE: i64 = 500;
 
 /// A tenant's delivery-level event settings (the `alert_events` object of the tenant API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -108,7 +108,7 @@ impl Default for EventSettings {
 
 impl EventSettings {
     /// Whether a failing streak is tracked at all (either of its alerts is on).
-    pub fn tracks_failing(&self) -> bool {
+    pub(crate) fn tracks_failing(&self) -> bool {
         self.channel_failing || self.channel_recovered
     }
 
@@ -204,7 +204,7 @@ impl EventSettingsPatch {
     }
 
     /// `s` with this patch applied.
-    pub fn apply(&self, s: EventSettings) -> EventSettings {
+    pub(crate) fn apply(&self, s: EventSettings) -> EventSettings {
         EventSettings {
             delivery_dead: self.delivery_dead.unwrap_or(s.delivery_dead),
             channel_failing: self.channel_failing.unwrap_or(s.channel_failing),
@@ -312,7 +312,7 @@ pub async fn set(
 
 /// A channel's storm window of deaths (`channel_event_state.dead_*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeadWindow {
+pub(crate) struct DeadWindow {
     /// When the current window began (its first death); `None` before the first death.
     pub start: Option<DateTime<Utc>>,
     /// Deaths in the current window, alerted or not.
@@ -336,7 +336,7 @@ pub struct Summary {
 
 /// What [`on_dead`] decides for one death.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadDecision {
+pub(crate) struct DeadDecision {
     /// The window after this death.
     pub window: DeadWindow,
     /// Send this death's own `delivery.dead`.
@@ -353,7 +353,7 @@ pub struct DeadDecision {
 /// after the window's end starts a new window (and flushes the old one's summary); within a
 /// window the first `per_window` deaths alert one by one, the rest are counted (and the first
 /// [`SAMPLE_IDS`] ids kept) for the window's summary.
-pub fn on_dead(
+pub(crate) fn on_dead(
     w: &DeadWindow,
     id: Uuid,
     now: DateTime<Utc>,
@@ -397,7 +397,7 @@ pub fn on_dead(
 
 /// What the channel's event timer does with its storm window at `now`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SummaryDue {
+pub(crate) enum SummaryDue {
     /// Nothing to summarise.
     Nothing,
     /// The window has not ended: look again then.
@@ -407,7 +407,7 @@ pub enum SummaryDue {
 }
 
 /// The timer's storm rule: a window with coalesced deaths is summarised once it has ended.
-pub fn summary_due(w: &DeadWindow, now: DateTime<Utc>, window: TimeDelta) -> SummaryDue {
+pub(crate) fn summary_due(w: &DeadWindow, now: DateTime<Utc>, window: TimeDelta) -> SummaryDue {
     match w.start {
         Some(start) if w.coalesced > 0 => {
             if now >= start + window {
@@ -427,7 +427,7 @@ pub fn summary_due(w: &DeadWindow, now: DateTime<Utc>, window: TimeDelta) -> Sum
 /// A channel's attempts over the failing window: how many failed (transient or permanent), of
 /// how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Share {
+pub(crate) struct Share {
     /// Failed attempts.
     pub failed: i64,
     /// All attempts.
@@ -444,7 +444,7 @@ impl Share {
 
 /// What [`failing_step`] decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failing {
+pub(crate) enum Failing {
     /// Not failing, and no streak starts.
     Quiet,
     /// A streak starts now (`channel.failing`).
@@ -460,7 +460,7 @@ pub enum Failing {
 /// circuit has its own alerts); it ends when the share is known and under the threshold, not
 /// before one window after it began (so a channel hovering at the threshold makes at most one
 /// streak per window).
-pub fn failing_step(
+pub(crate) fn failing_step(
     since: Option<DateTime<Utc>>,
     share: Share,
     circuit_closed: bool,
@@ -480,7 +480,7 @@ pub fn failing_step(
 
 /// A failed attempt as [`after_failed_attempt`] needs it.
 #[derive(Debug, Clone, Copy)]
-pub struct FailedAttempt<'a> {
+pub(crate) struct FailedAttempt<'a> {
     /// The delivery.
     pub delivery_id: Uuid,
     /// Its channel.
@@ -605,7 +605,10 @@ async fn write_window(tx: &mut PgConnection, channel_id: Uuid, w: &DeadWindow) -
 /// recorded and the circuits moved, in the same transaction (the channel row is locked): a dead
 /// delivery's `delivery.dead` under the storm rule ([`on_dead`]), and the start of a failing
 /// streak ([`failing_step`]). Does nothing (one read) for a tenant without an alert URL.
-pub async fn after_failed_attempt(tx: &mut PgConnection, f: &FailedAttempt<'_>) -> Result<()> {
+pub(crate) async fn after_failed_attempt(
+    tx: &mut PgConnection,
+    f: &FailedAttempt<'_>,
+) -> Result<()> {
     let Some(ctx) = context(tx, f.channel_id).await? else {
         return Ok(());
     };
@@ -791,7 +794,7 @@ async fn enqueue_summary(
 }
 
 /// The unique key of channel `channel_id`'s event timer.
-pub fn watch_key(channel_id: Uuid) -> String {
+pub(crate) fn watch_key(channel_id: Uuid) -> String {
     format!("alert-events:{channel_id}")
 }
 

@@ -16,7 +16,7 @@ use uuid::Uuid;
 /// rejected_since IS NULL`): of 50 rejections racing on several nodes exactly one sees the
 /// column still null after the row lock, and only it audits and alerts. Returns true for that
 /// winner. In the caller's transaction.
-pub async fn endpoint_rejected(
+pub(crate) async fn endpoint_rejected(
     tx: &mut PgConnection,
     channel_id: Uuid,
     status: u16,
@@ -100,7 +100,7 @@ pub async fn endpoint_rejected(
 /// 401/403 starts a new streak (and alerts again). The caller calls it only when the channel it
 /// read had a streak on, so the common success costs no statement; the `IS NOT NULL` condition
 /// keeps a racing call from writing either. Returns true if this call ended the streak.
-pub async fn rejection_cleared(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<bool> {
+pub(crate) async fn rejection_cleared(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<bool> {
     let n = sqlx::query(
         "UPDATE channels SET rejected_since = NULL, updated_at = now()
          WHERE id = $1 AND rejected_since IS NOT NULL",

@@ -14,19 +14,15 @@ mod read;
 mod secret;
 mod validate;
 
-pub use crate::endpoint::{
-    check_compatible, resolve_auth, resolve_headers, view_headers, Auth, AuthInput, Header,
-    HeaderInput, HeaderSpec, HeaderView, Headers, MASK, MAX_HEADERS, MAX_HEADER_BYTES,
-};
+pub(crate) use crate::endpoint::{check_compatible, resolve_auth, resolve_headers, HeaderView};
+pub use crate::endpoint::{Auth, AuthInput, Header, HeaderInput, HeaderSpec, Headers};
 pub(crate) use read::enqueue_gate_sql;
 pub use read::{
     backlog, check_owned, get, get_any, get_locked_for_enqueue, list, list_all, Backlog,
     OperatorChannel,
 };
-pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS, MAX_ROTATION_GRACE_MS};
-pub use validate::{
-    canonical_event_types, matching_patterns, MAX_EVENT_TYPES, MAX_FILTER_EVENT_TYPE_LEN,
-};
+pub use secret::{rotate_secret, RotatedSecret, DEFAULT_ROTATION_GRACE_MS};
+pub(crate) use validate::{canonical_event_types, matching_patterns};
 use validate::{
     canonical_rate_limit, check_max_in_flight, check_name, check_overrides, check_replay_window,
 };
@@ -281,7 +277,7 @@ pub struct NewChannel {
     example = "invoice.*"
 )]
 #[allow(dead_code)] // Never built: only its schema is used.
-pub struct EventTypeFilter(String);
+pub(crate) struct EventTypeFilter(String);
 
 /// Creates a channel for `tenant_id` with a fresh signing secret, its job group (in the
 /// tenant's fair share, with its concurrency ceiling) and a `channel.created` audit row by
@@ -468,7 +464,7 @@ pub struct ChannelPatch {
 /// [`audit::url_summary`] (never its path or query), never the signing secret, and the headers
 /// and auth without their secrets ([`endpoint::audit_view`]: `"(secret)"`, or `"(secret,
 /// changed)"` when `old`, the channel before a change, held another one).
-pub fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value {
+pub(crate) fn audited_settings(c: &Channel, old: Option<&Channel>) -> serde_json::Value {
     let (headers, auth) = endpoint::audit_view(
         c.headers.as_ref(),
         c.auth.as_ref(),

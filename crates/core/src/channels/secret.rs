@@ -9,7 +9,7 @@ use uuid::Uuid;
 /// Default grace period of a secret rotation: 24 h, in ms (as Svix).
 pub const DEFAULT_ROTATION_GRACE_MS: i64 = 86_400_000;
 /// Longest grace period of a secret rotation: 7 days, in ms.
-pub const MAX_ROTATION_GRACE_MS: i64 = 7 * 86_400_000;
+pub(crate) const MAX_ROTATION_GRACE_MS: i64 = 7 * 86_400_000;
 
 /// The result of [`rotate_secret`]: the new secret, shown once.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -3,9 +3,9 @@
 use crate::{Error, Result};
 
 /// Most event types in one channel's filter.
-pub const MAX_EVENT_TYPES: usize = 100;
+pub(crate) const MAX_EVENT_TYPES: usize = 100;
 /// Longest event type in a channel's filter, in characters.
-pub const MAX_FILTER_EVENT_TYPE_LEN: usize = 100;
+pub(crate) const MAX_FILTER_EVENT_TYPE_LEN: usize = 100;
 
 /// The canonical form of a channel's event-type filter (sorted, without repeats), or the field
 /// error. `None` (no filter: every type) stays `None`. There are 1–100 entries (an empty list
@@ -19,7 +19,7 @@ pub const MAX_FILTER_EVENT_TYPE_LEN: usize = 100;
 ///   `invoice.` or `invoices.paid`). A `*` anywhere else is refused.
 ///
 /// A message matches a channel when any entry matches its event type ([`matching_patterns`]).
-pub fn canonical_event_types(types: Option<&[String]>) -> Result<Option<Vec<String>>> {
+pub(crate) fn canonical_event_types(types: Option<&[String]>) -> Result<Option<Vec<String>>> {
     let Some(types) = types else {
         return Ok(None);
     };
@@ -59,7 +59,7 @@ pub fn canonical_event_types(types: Option<&[String]>) -> Result<Option<Vec<Stri
 /// takes the type when its filter holds any of them, so the fan-out matches wildcards with the
 /// same one array overlap (`event_types && $patterns`) as exact names. An event type is at most
 /// 200 characters, so there are at most 100 of them.
-pub fn matching_patterns(event_type: &str) -> Vec<String> {
+pub(crate) fn matching_patterns(event_type: &str) -> Vec<String> {
     let mut out = vec![event_type.to_string()];
     for (i, b) in event_type.bytes().enumerate() {
         if b == b'.' && i > 0 && i + 1 < event_type.len() {

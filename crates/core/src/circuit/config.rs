@@ -111,11 +111,11 @@ pub async fn effective_defaults(
 }
 
 /// Largest `close_after_successes` (per channel, cluster default or configuration).
-pub const MAX_CLOSE_AFTER_SUCCESSES: i32 = 100;
+pub(crate) const MAX_CLOSE_AFTER_SUCCESSES: i32 = 100;
 
 /// Checks a `close_after_successes` value (1–[`MAX_CLOSE_AFTER_SUCCESSES`]); the error names the
 /// field `close_after_successes`.
-pub fn check_close_after_successes(k: Option<i32>) -> Result<()> {
+pub(crate) fn check_close_after_successes(k: Option<i32>) -> Result<()> {
     if k.is_some_and(|k| !(1..=MAX_CLOSE_AFTER_SUCCESSES).contains(&k)) {
         return Err(Error::invalid(
             "close_after_successes",
@@ -138,14 +138,17 @@ pub async fn effective_close_after_successes(
 }
 
 /// Largest failure threshold (per channel or cluster default).
-pub const MAX_FAILURE_THRESHOLD: i32 = 10_000;
+pub(crate) const MAX_FAILURE_THRESHOLD: i32 = 10_000;
 /// Largest first cooldown (per channel or cluster default), ms: 24 h.
-pub const MAX_COOLDOWN_MS: i64 = 86_400_000;
+pub(crate) const MAX_COOLDOWN_MS: i64 = 86_400_000;
 
 /// Checks a failure threshold and a first cooldown set per channel or as the cluster default
 /// (1–[`MAX_FAILURE_THRESHOLD`], 1–[`MAX_COOLDOWN_MS`] ms); the error names the field. The
 /// configuration's own values are checked by [`CircuitConfig::validate`] (greater than 0).
-pub fn check_overrides(failure_threshold: Option<i32>, cooldown_ms: Option<i64>) -> Result<()> {
+pub(crate) fn check_overrides(
+    failure_threshold: Option<i32>,
+    cooldown_ms: Option<i64>,
+) -> Result<()> {
     if failure_threshold.is_some_and(|t| !(1..=MAX_FAILURE_THRESHOLD).contains(&t)) {
         return Err(Error::invalid(
             "failure_threshold",

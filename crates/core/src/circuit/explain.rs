@@ -186,7 +186,7 @@ pub struct ExplainedSettings {
 /// one at a time, oldest first; each multiplies the limit by `decrease` (down to `floor`) and
 /// frees its slot; then slots are refilled up to the cap `min(max(⌊limit⌋, floor), ceiling)`.
 /// The requests in flight at the opening are counted (they were sent).
-pub fn requests_before_open(
+pub(crate) fn requests_before_open(
     threshold: u32,
     initial: f64,
     floor: u32,
@@ -222,7 +222,7 @@ pub fn requests_before_open(
 /// When the probes of a circuit that keeps failing them go, ms after the opening: the first
 /// after `cooldown_ms`, each next one `min(cooldown_ms × 2^k, max_cooldown_ms)` after the k-th
 /// failed probe (`probe_failed`), until `horizon_ms` (at most `max` of them).
-pub fn probe_times(
+pub(crate) fn probe_times(
     cooldown_ms: i64,
     max_cooldown_ms: i64,
     horizon_ms: i64,

@@ -96,7 +96,7 @@ impl ProbeRole {
 
 /// The pure decision for delivery `delivery_id` given its channel's gate row: the channel's
 /// circuit, then its host's ([`crate::hosts::decide`]); a delivery goes only if both let it.
-pub fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
+pub(crate) fn decide(gate: Option<&GateRow>, delivery_id: Uuid) -> Admission {
     use crate::hosts::HostGate;
     let Some(g) = gate else {
         return Admission::Gone;
@@ -230,6 +230,7 @@ pub enum Begun {
 /// reads the gate again. One round trip instead of two for every delivery of a healthy channel.
 ///
 /// [`admit_and_begin_many`] for one delivery; see it for the commit.
+#[cfg(feature = "testing")]
 pub async fn admit_and_begin(
     conn: &mut PgConnection,
     channel_id: Uuid,

@@ -103,43 +103,44 @@ macro_rules! returning_transition_sql {
 mod attempt;
 mod config;
 mod explain;
-mod gate;
+pub(crate) mod gate;
 mod health;
 mod manual;
-mod probe;
-mod probe_result;
+pub(crate) mod probe;
+pub(crate) mod probe_result;
 #[cfg(test)]
 mod tests;
-mod transitions;
+pub(crate) mod transitions;
 
 pub use attempt::{
     after_attempt, attempt_inconclusive, locks_channel, AfterAttempt, AttemptResult,
 };
+pub(crate) use config::{check_close_after_successes, check_overrides};
 pub use config::{
-    check_close_after_successes, check_overrides, effective_close_after_successes,
-    effective_defaults, set_defaults, CircuitConfig, DefaultsChange, MAX_CLOSE_AFTER_SUCCESSES,
-    MAX_COOLDOWN_MS, MAX_FAILURE_THRESHOLD,
+    effective_close_after_successes, effective_defaults, set_defaults, CircuitConfig,
+    DefaultsChange,
 };
 pub use explain::{
-    explain, probe_times, requests_before_open, BeforeOpen, DeadMode, ExplainInput,
-    ExplainedSettings, Explanation, UntilDead, Warning, WhileOpen,
+    explain, BeforeOpen, DeadMode, ExplainInput, ExplainedSettings, Explanation, UntilDead,
+    Warning, WhileOpen,
 };
 pub use gate::{
-    admit, admit_and_begin, admit_and_begin_many, decide, enqueue_parked, hold_left, lock_gate,
-    Admission, Begun, GateRow, ProbeRole,
+    admit, admit_and_begin_many, enqueue_parked, hold_left, Admission, Begun, ProbeRole,
 };
 pub use health::health_check;
 pub use manual::{apply_manual, Manual, ManualBy};
+pub(crate) use probe::probe_key;
+pub(crate) use probe::probe_new_endpoint;
 use probe::{audit_half_open, choose_probe, role_details, schedule_probe};
-pub use probe::{probe_key, probe_new_endpoint, probe_step, probe_watch, ProbeStep};
-pub use probe_result::{
-    after_success, probe_failed, probe_inconclusive, probe_succeeded, AfterSuccess, ProbeSuccess,
-};
-pub use transitions::{
-    drop_retry_after, enqueue_alert, open_from_closed, park_backlog, reconcile_parking,
-    record_failure, record_success, release_backlog, set_retry_after,
+pub use probe::{probe_watch, ProbeStep};
+pub(crate) use probe_result::probe_inconclusive;
+pub(crate) use probe_result::{probe_failed, probe_succeeded};
+pub use transitions::reconcile_parking;
+pub(crate) use transitions::{
+    drop_retry_after, enqueue_alert, park_backlog, record_success, set_retry_after,
 };
 use transitions::{on_closed, on_opened};
+pub(crate) use transitions::{open_from_closed, record_failure};
 
 use crate::audit;
 use crate::Result;
@@ -148,7 +149,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-pub use crate::jobs::{JOB_ALERT, JOB_PROBE, QUEUE_ALERTS, QUEUE_CIRCUIT};
+pub use crate::jobs::{QUEUE_ALERTS, QUEUE_CIRCUIT};
 
 /// A circuit state (the `channels.circuit_state` column).
 #[derive(

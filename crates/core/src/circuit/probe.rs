@@ -42,7 +42,7 @@ pub(super) async fn schedule_probe(
 /// probes at once. A circuit an operator holds open is left alone (its cooldown is the
 /// operator's). In the caller's transaction, which holds the channel row. Returns the new next
 /// probe time (database clock) if it moved.
-pub async fn probe_new_endpoint(
+pub(crate) async fn probe_new_endpoint(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
@@ -214,6 +214,7 @@ pub async fn probe_watch(
 }
 
 /// [`probe_watch`] without the transition to count: for callers that do not count metrics.
+#[cfg(feature = "testing")]
 pub async fn probe_step(
     tx: &mut PgConnection,
     channel_id: Uuid,

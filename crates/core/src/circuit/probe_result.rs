@@ -14,7 +14,7 @@ use uuid::Uuid;
 /// What a successful probe (or trial) delivery does to a half-open circuit that needs `needed`
 /// consecutive successes and had `passed_before` of them (module doc, "Careful closing").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterSuccess {
+pub(crate) enum AfterSuccess {
     /// This was the `needed`-th success: close.
     Close,
     /// Stay half-open; `passed` successes so far, the next trial goes.
@@ -26,7 +26,7 @@ pub enum AfterSuccess {
 
 /// The pure rule of careful closing: close on the `needed`-th consecutive success (a `needed`
 /// below 1 counts as 1), else run another trial.
-pub fn after_success(passed_before: i32, needed: i32) -> AfterSuccess {
+pub(crate) fn after_success(passed_before: i32, needed: i32) -> AfterSuccess {
     let passed = passed_before.max(0) + 1;
     if passed >= needed.max(1) {
         AfterSuccess::Close
@@ -188,7 +188,7 @@ pub async fn probe_succeeded(
 /// generation moves, fencing the next probe. No audit row (nothing changed state) and no alert.
 /// Returns the next probe delivery (`Some(None)`: nothing waiting, the next delivery to arrive
 /// is the probe), or `None` for a stale result.
-pub async fn probe_inconclusive(
+pub(crate) async fn probe_inconclusive(
     tx: &mut PgConnection,
     channel_id: Uuid,
     generation: i64,

@@ -1,3 +1,5 @@
+use super::gate::{decide, GateRow};
+use super::probe_result::{after_success, AfterSuccess};
 use super::*;
 use std::time::Duration;
 

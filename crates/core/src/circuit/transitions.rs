@@ -53,7 +53,7 @@ pub async fn record_failure(
 /// A success of a closed channel: resets its failure count. The caller skips this when the
 /// count it read was already 0, so the common case costs no write; the `> 0` condition keeps a
 /// racing call from writing either.
-pub async fn record_success(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<()> {
+pub(crate) async fn record_success(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Result<()> {
     sqlx::query(
         "UPDATE channels SET consecutive_failures = 0
          WHERE id = $1 AND circuit_state = 'closed' AND consecutive_failures > 0 AND deleted_at IS NULL",
@@ -66,7 +66,7 @@ pub async fn record_success(exec: impl PgExecutor<'_>, channel_id: Uuid) -> Resu
 
 /// Remembers a `Retry-After` of `wait` on the channel: nothing is sent to it before then (the
 /// later of any earlier such time and now + `wait`).
-pub async fn set_retry_after(
+pub(crate) async fn set_retry_after(
     exec: impl PgExecutor<'_>,
     channel_id: Uuid,
     wait: Duration,
@@ -100,7 +100,7 @@ const HOLD_SNOOZE_MARGIN: chrono::Duration = chrono::Duration::seconds(5);
 /// the group's job rows. A delivery in its admission at that moment snoozes under the row's
 /// share lock ([`hold_left`]), so it sees the hold gone. Returns the end of the hold that
 /// was on, if one was.
-pub async fn drop_retry_after(
+pub(crate) async fn drop_retry_after(
     tx: &mut PgConnection,
     channel_id: Uuid,
 ) -> Result<Option<DateTime<Utc>>> {
@@ -181,7 +181,7 @@ pub(super) async fn on_opened(
 /// until released, and never wake on their own) and marks its live, not-yet-delivered
 /// deliveries `paused`. Returns the number of jobs parked. The caller holds the channel row
 /// (channel row before group row, everywhere).
-pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+pub(crate) async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let n = breakwater_queue::park_group(&mut *tx, channel_id).await?;
     sqlx::query!(
         "UPDATE deliveries SET status = 'paused', updated_at = now()
@@ -195,7 +195,7 @@ pub async fn park_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64
 
 /// Releases the channel's job group (one row update; the fetch takes its jobs again, oldest
 /// first) and puts its paused deliveries back to `pending`. Returns the number of jobs released.
-pub async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
+pub(crate) async fn release_backlog(tx: &mut PgConnection, channel_id: Uuid) -> Result<u64> {
     let n = breakwater_queue::release_group(&mut *tx, channel_id).await?;
     sqlx::query!(
         "UPDATE deliveries SET status = 'pending', updated_at = now()
@@ -293,7 +293,7 @@ pub(super) async fn on_closed(
 /// `channel.flapping` instead, then nothing until it is stable). Every transition alert goes
 /// through here, in the winner's transaction. Unique per (channel, generation, event): a
 /// transition alerts at most once, whichever node won it.
-pub async fn enqueue_alert(
+pub(crate) async fn enqueue_alert(
     tx: &mut PgConnection,
     t: &Transition,
     event: &str,

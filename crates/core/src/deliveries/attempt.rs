@@ -95,7 +95,7 @@ pub async fn begin_attempt(
 
 /// One finished HTTP attempt to record.
 #[derive(Debug, Clone)]
-pub struct AttemptRecord<'a> {
+pub(crate) struct AttemptRecord<'a> {
     /// Delivery.
     pub delivery_id: Uuid,
     /// Its channel.
@@ -144,7 +144,11 @@ pub struct AttemptRecord<'a> {
 /// - a permanent failure of a URL the channel has left (a `404` of an endpoint the tenant moved
 ///   away from) is retried at the new one unless this was the last attempt (else it would be
 ///   dead though its new endpoint was never tried).
-pub fn status_after(class: Class, last_attempt: bool, channel_parked: bool) -> (Status, Status) {
+pub(crate) fn status_after(
+    class: Class,
+    last_attempt: bool,
+    channel_parked: bool,
+) -> (Status, Status) {
     let retry = if channel_parked {
         Status::Paused
     } else {
@@ -179,7 +183,7 @@ pub struct Endpoint {
 
 /// What [`record_attempt`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recorded {
+pub(crate) enum Recorded {
     /// The attempt is logged and the delivery has `status` ([`status_after`]); `endpoint`
     /// compares the attempt's URL and host with the channel's now.
     Applied {
@@ -210,7 +214,10 @@ pub enum Recorded {
 /// no longer exists. The delivery's row lock makes this exact: a cancel either committed before
 /// (seen here) or waits for this transaction and then finds the delivery final (a channel
 /// deletion skips a locked row instead, see [`crate::lifecycle`]).
-pub async fn record_attempt(tx: &mut PgConnection, r: &AttemptRecord<'_>) -> Result<Recorded> {
+pub(crate) async fn record_attempt(
+    tx: &mut PgConnection,
+    r: &AttemptRecord<'_>,
+) -> Result<Recorded> {
     let (same, moved) = status_after(r.class, r.last_attempt, r.channel_parked);
     let row = sqlx::query!(
         r#"

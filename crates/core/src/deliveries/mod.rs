@@ -19,19 +19,19 @@ pub mod status;
 pub use payload::check_payload_text;
 
 pub use attempt::{
-    begin_attempt, cancel_orphan, record_attempt, record_successes, status_after, AttemptRecord,
-    Dispatch, Endpoint, Recorded, Success, SuccessRecorded,
+    begin_attempt, cancel_orphan, record_successes, Dispatch, Endpoint, Success, SuccessRecorded,
 };
+pub(crate) use attempt::{record_attempt, AttemptRecord, Recorded};
 pub use read::search;
 pub use read::{
     attempts, channel_status_counts, get, list, status_counts, Attempt, Delivery, DeliverySummary,
-    ListFilter, ListKey, SearchFilter, StatusCounts, DELIVERY_SELECT,
+    ListFilter, ListKey, SearchFilter, StatusCounts,
 };
 pub use recover::{
     preview as recover_preview, recover, RecoverFilter, Recovered, MAX_RECOVER,
-    MAX_RECOVER_EVENT_TYPES, PREVIEW_IDS,
+    MAX_RECOVER_EVENT_TYPES,
 };
-pub use replay::{replay, resend, ReplaySelector, MAX_REPLAY};
+pub use replay::{replay, resend, ReplaySelector};
 pub use status::Status;
 
 use crate::{Error, Result, Tier, JOB_DELIVER};
@@ -42,9 +42,9 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// Longest accepted event type, in characters.
-pub const MAX_EVENT_TYPE_LEN: usize = 200;
+pub(crate) const MAX_EVENT_TYPE_LEN: usize = 200;
 /// Longest accepted idempotency key, in characters.
-pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
+pub(crate) const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 
 /// One delivery to enqueue.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ pub fn check_event_type(event_type: &str) -> Result<()> {
 }
 
 /// Checks an idempotency key: 1–200 visible ASCII characters. Errors name `idempotency_key`.
-pub fn check_idempotency_key(k: &str) -> Result<()> {
+pub(crate) fn check_idempotency_key(k: &str) -> Result<()> {
     if !is_visible_ascii(k, MAX_IDEMPOTENCY_KEY_LEN) {
         return Err(Error::invalid(
             "idempotency_key",
@@ -264,7 +264,12 @@ pub async fn enqueue(
 }
 
 /// The queue job that carries one delivery.
-pub fn delivery_job(tier: Tier, channel_id: Uuid, delivery_id: Uuid, max_attempts: i32) -> NewJob {
+pub(crate) fn delivery_job(
+    tier: Tier,
+    channel_id: Uuid,
+    delivery_id: Uuid,
+    max_attempts: i32,
+) -> NewJob {
     NewJob::new(
         tier.queue(),
         JOB_DELIVER,

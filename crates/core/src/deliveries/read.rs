@@ -55,7 +55,7 @@ pub struct Attempt {
 /// The `SELECT … FROM` that reads [`Delivery`] rows (alias `d`; append `WHERE …`): a delivery of
 /// a message has no payload of its own and shows its message's (stored once for all channels), so
 /// every query that reads a delivery's payload goes through this join.
-pub const DELIVERY_SELECT: &str = "SELECT d.id, d.channel_id, d.message_id, d.event_type,
+pub(crate) const DELIVERY_SELECT: &str = "SELECT d.id, d.channel_id, d.message_id, d.event_type,
         coalesce(d.payload, m.payload) AS payload, d.status, d.attempts, d.idempotency_key,
         d.last_error, d.created_at, d.updated_at, d.delivered_at, d.payload_purged_at
     FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id";

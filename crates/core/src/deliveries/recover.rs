@@ -12,7 +12,7 @@ use uuid::Uuid;
 /// Most deliveries one recover call resends; the answer's cursor continues after them.
 pub const MAX_RECOVER: i64 = 1_000;
 /// How many ids a dry run shows (the first ones that would go, oldest first).
-pub const PREVIEW_IDS: i64 = 10;
+pub(crate) const PREVIEW_IDS: i64 = 10;
 /// Most entries in a recover's `event_types` list.
 pub const MAX_RECOVER_EVENT_TYPES: usize = 100;
 

@@ -41,7 +41,7 @@ pub enum ReplaySelector {
 }
 
 /// Most deliveries one channel replay re-enqueues.
-pub const MAX_REPLAY: i64 = 10_000;
+pub(crate) const MAX_REPLAY: i64 = 10_000;
 
 /// Re-enqueues dead deliveries (dead letters) of one channel: each goes back to `pending` with a
 /// fresh job on its tenant's tier queue (the attempts of the retry policy it was accepted with,

@@ -24,7 +24,8 @@
 
 pub mod schema;
 
-pub use schema::{Cache, MAX_SCHEMA_BYTES, MAX_VIOLATIONS};
+pub use schema::Cache;
+pub(crate) use schema::MAX_SCHEMA_BYTES;
 
 use crate::tenants::Tenant;
 use crate::{audit, Error, Result};
@@ -37,11 +38,11 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// Longest catalogued event-type name, in characters.
-pub const MAX_NAME_LEN: usize = 128;
+pub(crate) const MAX_NAME_LEN: usize = 128;
 /// Longest description, in characters.
-pub const MAX_DESCRIPTION_LEN: usize = 1000;
+pub(crate) const MAX_DESCRIPTION_LEN: usize = 1000;
 /// Most subscribed channels [`subscribers`] lists.
-pub const MAX_SUBSCRIBERS_SHOWN: i64 = 100;
+pub(crate) const MAX_SUBSCRIBERS_SHOWN: i64 = 100;
 
 /// A catalogued event type, as the API shows it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -113,7 +114,7 @@ pub struct EventTypePatch {
 
 /// Checks a catalogued name: 1–128 characters, dot-separated segments of ASCII letters,
 /// digits, `_` and `-` (no empty segment). Errors name `name`.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok_segment = |s: &str| {
         !s.is_empty()
             && s.bytes()

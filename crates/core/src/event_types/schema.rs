@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
 /// Largest schema, and largest example, as compact JSON text: 64 KiB.
-pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Most schema violations a refusal names (the first ones found).
-pub const MAX_VIOLATIONS: usize = 5;
+pub(crate) const MAX_VIOLATIONS: usize = 5;
 /// The only `$schema` a schema may declare (or none): JSON Schema draft 2020-12.
-pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+pub(crate) const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Compiles `schema` as a draft 2020-12 JSON Schema, or the error on `schema`.
 ///
@@ -26,7 +26,7 @@ pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 /// linear-time engine (no backtracking: a pattern cannot make one validation slow); one that
 /// needs look-around or back-references is refused. `format` is an annotation, not checked
 /// (the draft's default).
-pub fn compile(schema: &Value) -> Result<Validator> {
+pub(crate) fn compile(schema: &Value) -> Result<Validator> {
     if !(schema.is_object() || schema.is_boolean()) {
         return Err(Error::invalid(
             "schema",
@@ -95,7 +95,7 @@ struct Entry {
 
 /// Most entries one node keeps; past it the cache starts again empty (a tenant sending many
 /// distinct unknown types cannot grow it without bound).
-pub const MAX_CACHED: usize = 10_000;
+pub(crate) const MAX_CACHED: usize = 10_000;
 
 /// Compiled schemas of the event types enqueues name, per API node, keyed by (tenant, name)
 /// and stamped with the tenant's `event_catalog_version` when looked up.

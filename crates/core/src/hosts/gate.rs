@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 /// What the host circuit says about one delivery (part of the gate read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostGate {
+pub(crate) enum HostGate {
     /// Closed, or the channel has no host key: the host does not hold it.
     Pass,
     /// This delivery is the host probe of this generation.
@@ -20,7 +20,7 @@ pub enum HostGate {
 
 /// The pure decision of the host part of the gate: `state`, `generation` and `probe` are the
 /// host row's columns as joined into the gate read (`None` state: no host circuit).
-pub fn decide(
+pub(crate) fn decide(
     state: Option<State>,
     generation: Option<i64>,
     probe: Option<Uuid>,
@@ -42,7 +42,7 @@ pub fn decide(
 /// conditional UPDATE on `probe_delivery_id IS NULL`, so exactly one delivery gets it), its
 /// channel recorded as the last tried (the turn of `wake_host_probe`). Returns whether this
 /// delivery won.
-pub async fn claim_probe(
+pub(crate) async fn claim_probe(
     conn: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
@@ -72,7 +72,7 @@ pub async fn claim_probe(
 /// woken as the probe ([`set_probe`], which skips held channels; unbound again if none waits).
 /// Otherwise nothing. In its own transaction, under the host row's lock (no group row: the
 /// watcher's lock order). Returns whether the role was handed on.
-pub async fn hand_on_probe(
+pub(crate) async fn hand_on_probe(
     conn: &mut PgConnection,
     channel_id: Uuid,
     delivery_id: Uuid,
@@ -204,7 +204,7 @@ async fn hand_on(
 /// ([`breakwater_queue::set_group_gate`]), so from the commit on the channel's jobs follow the
 /// host's parked flag, probe slot and cap. In the caller's transaction, which holds the channel
 /// row. A host key that does not change changes nothing.
-pub async fn assign(conn: &mut PgConnection, channel_id: Uuid, key: &str) -> Result<()> {
+pub(crate) async fn assign(conn: &mut PgConnection, channel_id: Uuid, key: &str) -> Result<()> {
     let changed = sqlx::query(
         "UPDATE channels SET host_key = $2 WHERE id = $1 AND host_key IS DISTINCT FROM $2",
     )

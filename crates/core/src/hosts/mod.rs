@@ -113,24 +113,23 @@ macro_rules! probe_turn_sql {
     };
 }
 
-mod config;
+pub(crate) mod config;
 mod gate;
 mod operator;
-mod results;
+pub(crate) mod results;
 #[cfg(test)]
 mod tests;
 mod transitions;
 mod watch;
 
-pub use config::{host_key, Granularity, HostsConfig, DEFAULT_HOST_MAX_IN_FLIGHT};
-pub use gate::{assign, claim_probe, decide, hand_on_probe, HostGate};
+pub use config::{host_key, Granularity, HostsConfig};
+pub(crate) use gate::{assign, claim_probe, decide, hand_on_probe, HostGate};
 pub(crate) use gate::{hand_on_inconclusive_probe, hand_on_stale_probe};
 pub use operator::{
     apply_manual, get, list, reconcile_gates, rekey_missing, set_overrides, state_of, HostCircuit,
     Manual, Overrides,
 };
-pub use results::record_result;
-pub use transitions::watcher_key;
+pub(crate) use results::record_result;
 use transitions::{close, open, park_host_jobs, release_host_jobs, wake_host_probe};
 use watch::{probe_failed, probe_succeeded, set_probe};
 pub use watch::{watch, watch_step, WatchStep};
@@ -142,11 +141,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-pub use crate::jobs::JOB_HOST_PROBE;
 /// The alert event of a host circuit that opened (re-opened, or was forced open).
-pub const EVENT_OPENED: &str = "host.circuit_opened";
+pub(crate) const EVENT_OPENED: &str = "host.circuit_opened";
 /// The alert event of a host circuit that closed.
-pub const EVENT_CLOSED: &str = "host.circuit_closed";
+pub(crate) const EVENT_CLOSED: &str = "host.circuit_closed";
 
 /// A host circuit state (`host_circuits.state`).
 #[derive(

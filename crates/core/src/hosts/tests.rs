@@ -1,3 +1,4 @@
+use super::config::DEFAULT_HOST_MAX_IN_FLIGHT;
 use super::*;
 
 #[test]

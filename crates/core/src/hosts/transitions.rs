@@ -217,7 +217,7 @@ pub(super) async fn wake_host_probe(
 }
 
 /// The unique key of host `key`'s probe watcher job.
-pub fn watcher_key(key: &str) -> String {
+pub(crate) fn watcher_key(key: &str) -> String {
     format!("host_probe:{key}")
 }
 
