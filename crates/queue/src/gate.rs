@@ -189,7 +189,7 @@ pub async fn release_gate(conn: &mut PgConnection, gate_key: &str) -> Result<u64
 }
 
 /// Waiting (`available` or `scheduled`) jobs of gate `gate_key`'s groups, parked or not.
-pub async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<u64> {
+pub(crate) async fn gate_waiting_count(exec: impl PgExecutor<'_>, gate_key: &str) -> Result<u64> {
     let n: i64 = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM job_groups g
          JOIN jobs j ON j.group_id = g.group_id AND j.state IN ('available', 'scheduled')

@@ -283,7 +283,7 @@ pub async fn release_group(conn: &mut PgConnection, group_id: Uuid) -> Result<u6
 }
 
 /// Waiting (`available` or `scheduled`) jobs of the group, parked or not.
-pub async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<u64> {
+pub(crate) async fn waiting_count(exec: impl PgExecutor<'_>, group_id: Uuid) -> Result<u64> {
     let n: i64 = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM jobs WHERE group_id = $1 AND state IN ('available', 'scheduled')"#,
         group_id,

@@ -80,13 +80,13 @@ pub use enqueue::{enqueue, enqueue_many, reschedule_unique, schedule_unique};
 pub use error::{Error, Result};
 pub use fetch::{explain_fetch, fetch, fetch_batch, fetch_batch_from, index_rows, Fetched};
 pub use gate::{
-    gate_state, gate_summary_sql, gate_waiting_count, park_gate, parked_gates, release_gate,
-    set_gate_max_in_flight, set_group_gate, wake_one_in_gate, GateState,
+    gate_state, gate_summary_sql, park_gate, parked_gates, release_gate, set_gate_max_in_flight,
+    set_group_gate, wake_one_in_gate, GateState,
 };
 pub use group::{
     adapt_limit, backlog, define_group, ensure_group, group_state, lock_group, make_due,
     make_group_due_until, park_group, parked_count, parked_groups, release_group, set_group_fifo,
-    set_max_in_flight, waiting_count, wake_one, Backlog, Feedback, GroupLimits, GroupState,
+    set_max_in_flight, wake_one, Backlog, Feedback, GroupLimits, GroupState,
 };
 pub use job::{Job, JobState, NewJob, PRIORITY_NORMAL, PRIORITY_PARKED, PRIORITY_URGENT};
 pub use outage::{is_transient, outage_delay, OUTAGE_RETRY_CAP};
